@@ -1,0 +1,396 @@
+package manifest
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/podvisor/podvisor/internal/version"
+)
+
+// Support says how podvisor treats one API field.
+type Support int
+
+// The three answers podvisor gives for every field (DESIGN invariant 6: no
+// field is silently ignored).
+const (
+	// Implemented fields have their Kubernetes meaning, possibly restricted to
+	// some values (see FieldSupport.Note); other values are rejected.
+	Implemented Support = iota + 1
+	// IgnoredWithWarning fields are accepted but have no effect; setting one to
+	// a non-default value adds an entry to Pod.Warnings.
+	IgnoredWithWarning
+	// Rejected fields make the manifest invalid when set to a non-default value.
+	Rejected
+)
+
+// String returns the support level as the README spells it.
+func (s Support) String() string {
+	switch s {
+	case Implemented:
+		return "implemented"
+	case IgnoredWithWarning:
+		return "ignored (warning)"
+	case Rejected:
+		return "rejected"
+	}
+	return fmt.Sprintf("Support(%d)", int(s))
+}
+
+// FieldSupport is one row of the field table.
+type FieldSupport struct {
+	// Struct is the Go type name in k8s.io/api/core/v1: "PodSpec",
+	// "Container", "PodSecurityContext" or "SecurityContext".
+	Struct string
+	// Field is the JSON name of the field.
+	Field string
+	// Support is what podvisor does with the field.
+	Support Support
+	// Note says why, or which values are implemented.
+	Note string
+}
+
+// The structs covered by the table, in the order the table lists them.
+var tableStructs = []reflect.Type{
+	reflect.TypeFor[v1.PodSpec](),
+	reflect.TypeFor[v1.Container](),
+	reflect.TypeFor[v1.PodSecurityContext](),
+	reflect.TypeFor[v1.SecurityContext](),
+}
+
+const (
+	impl   = Implemented
+	ignore = IgnoredWithWarning
+	reject = Rejected
+)
+
+// fieldTable lists every field of the four structs of k8s.io/api v0.37.2;
+// fields_test.go fails when it and the structs disagree.
+var fieldTable = []FieldSupport{
+	// PodSpec
+	{"PodSpec", "volumes", impl, "hostPath and emptyDir sources only"},
+	{"PodSpec", "initContainers", impl, "run in order before the app containers"},
+	{"PodSpec", "containers", impl, ""},
+	{"PodSpec", "ephemeralContainers", reject, "there is no API to add them"},
+	{"PodSpec", "restartPolicy", impl, ""},
+	{"PodSpec", "terminationGracePeriodSeconds", impl, ""},
+	{"PodSpec", "activeDeadlineSeconds", reject, ""},
+	{"PodSpec", "dnsPolicy", impl, ""},
+	{"PodSpec", "nodeSelector", ignore, "there is only this node"},
+	{"PodSpec", "serviceAccountName", reject, "static pods cannot use service account tokens"},
+	{"PodSpec", "serviceAccount", reject, "deprecated alias of serviceAccountName; static pods cannot use service account tokens"},
+	{"PodSpec", "automountServiceAccountToken", ignore, "no token is ever mounted"},
+	{"PodSpec", "nodeName", ignore, "set to this node"},
+	{"PodSpec", "hostNetwork", impl, ""},
+	{"PodSpec", "hostPID", impl, ""},
+	{"PodSpec", "hostIPC", impl, ""},
+	{"PodSpec", "shareProcessNamespace", reject, ""},
+	{"PodSpec", "securityContext", impl, "see the PodSecurityContext rows"},
+	{"PodSpec", "imagePullSecrets", ignore, "no registry credentials are used"},
+	{"PodSpec", "hostname", impl, ""},
+	{"PodSpec", "subdomain", ignore, "there is no cluster DNS"},
+	{"PodSpec", "affinity", ignore, "scheduling only"},
+	{"PodSpec", "schedulerName", ignore, "scheduling only"},
+	{"PodSpec", "tolerations", ignore, "scheduling only"},
+	{"PodSpec", "hostAliases", impl, ""},
+	{"PodSpec", "priorityClassName", ignore, "scheduling only"},
+	{"PodSpec", "priority", ignore, "scheduling only"},
+	{"PodSpec", "dnsConfig", impl, ""},
+	{"PodSpec", "readinessGates", reject, "conditions are set by controllers that static pods do not have"},
+	{"PodSpec", "runtimeClassName", reject, "runc only"},
+	{"PodSpec", "enableServiceLinks", ignore, "there are no services"},
+	{"PodSpec", "preemptionPolicy", ignore, "scheduling only"},
+	{"PodSpec", "overhead", ignore, "set by RuntimeClass admission, scheduling only"},
+	{"PodSpec", "topologySpreadConstraints", ignore, "scheduling only"},
+	{"PodSpec", "setHostnameAsFQDN", reject, ""},
+	{"PodSpec", "os", impl, "os.name linux only"},
+	{"PodSpec", "hostUsers", impl, "true (the default) only; user namespaces are not supported"},
+	{"PodSpec", "schedulingGates", ignore, "scheduling only"},
+	{"PodSpec", "resourceClaims", reject, "dynamic resource allocation needs a control plane"},
+	{"PodSpec", "resources", reject, "pod-level resources"},
+	{"PodSpec", "hostnameOverride", reject, ""},
+	{"PodSpec", "schedulingGroup", ignore, "scheduling only"},
+	{"PodSpec", "evictionResponders", reject, "the eviction API needs a control plane"},
+
+	// Container (also used for initContainers)
+	{"Container", "name", impl, ""},
+	{"Container", "image", impl, ""},
+	{"Container", "command", impl, ""},
+	{"Container", "args", impl, ""},
+	{"Container", "workingDir", impl, ""},
+	{"Container", "ports", impl, ""},
+	{"Container", "envFrom", reject, ""},
+	{"Container", "env", impl, "value only; valueFrom is rejected"},
+	{"Container", "resources", impl, "cpu and memory; ephemeral-storage ignored with a warning; claims and other resources rejected"},
+	{"Container", "resizePolicy", ignore, "resources change only by editing the manifest"},
+	{"Container", "restartPolicy", reject, "sidecar containers"},
+	{"Container", "restartPolicyRules", reject, "sidecar containers"},
+	{"Container", "volumeMounts", impl, "mountPropagation None, recursiveReadOnly Disabled; subPathExpr and bindMountOptions rejected"},
+	{"Container", "volumeDevices", reject, ""},
+	{"Container", "livenessProbe", reject, "not yet"},
+	{"Container", "readinessProbe", reject, "not yet"},
+	{"Container", "startupProbe", reject, "not yet"},
+	{"Container", "lifecycle", reject, "not yet"},
+	{"Container", "terminationMessagePath", impl, ""},
+	{"Container", "terminationMessagePolicy", impl, ""},
+	{"Container", "imagePullPolicy", impl, ""},
+	{"Container", "securityContext", impl, "see the SecurityContext rows"},
+	{"Container", "stdin", reject, ""},
+	{"Container", "stdinOnce", reject, ""},
+	{"Container", "tty", reject, ""},
+
+	// PodSecurityContext
+	{"PodSecurityContext", "seLinuxOptions", reject, ""},
+	{"PodSecurityContext", "windowsOptions", reject, ""},
+	{"PodSecurityContext", "runAsUser", impl, ""},
+	{"PodSecurityContext", "runAsGroup", impl, ""},
+	{"PodSecurityContext", "runAsNonRoot", impl, ""},
+	{"PodSecurityContext", "supplementalGroups", impl, ""},
+	{"PodSecurityContext", "supplementalGroupsPolicy", reject, ""},
+	{"PodSecurityContext", "fsGroup", reject, ""},
+	{"PodSecurityContext", "sysctls", reject, ""},
+	{"PodSecurityContext", "fsGroupChangePolicy", reject, ""},
+	{"PodSecurityContext", "seccompProfile", reject, "set it per container"},
+	{"PodSecurityContext", "appArmorProfile", reject, "set it per container"},
+	{"PodSecurityContext", "seLinuxChangePolicy", reject, ""},
+
+	// SecurityContext (container)
+	{"SecurityContext", "capabilities", impl, ""},
+	{"SecurityContext", "privileged", impl, ""},
+	{"SecurityContext", "seLinuxOptions", reject, ""},
+	{"SecurityContext", "windowsOptions", reject, ""},
+	{"SecurityContext", "runAsUser", impl, ""},
+	{"SecurityContext", "runAsGroup", impl, ""},
+	{"SecurityContext", "runAsNonRoot", impl, ""},
+	{"SecurityContext", "readOnlyRootFilesystem", impl, ""},
+	{"SecurityContext", "allowPrivilegeEscalation", impl, ""},
+	{"SecurityContext", "procMount", impl, "Default only"},
+	{"SecurityContext", "seccompProfile", impl, "RuntimeDefault and Unconfined only"},
+	{"SecurityContext", "appArmorProfile", impl, "Unconfined only"},
+}
+
+var fieldIndex = func() map[string]FieldSupport {
+	m := make(map[string]FieldSupport, len(fieldTable))
+	for _, f := range fieldTable {
+		m[f.Struct+"."+f.Field] = f
+	}
+	return m
+}()
+
+// FieldTable returns the support table for every field of v1.PodSpec,
+// v1.Container, v1.PodSecurityContext and v1.SecurityContext.
+func FieldTable() []FieldSupport {
+	return slices.Clone(fieldTable)
+}
+
+// WriteFieldTableMarkdown writes the field table as Markdown tables, one per
+// struct, for the README.
+func WriteFieldTableMarkdown(w io.Writer) error {
+	var b strings.Builder
+	last := ""
+	for _, f := range fieldTable {
+		if f.Struct != last {
+			if last != "" {
+				b.WriteByte('\n')
+			}
+			fmt.Fprintf(&b, "### %s\n\n| field | support | note |\n| --- | --- | --- |\n", f.Struct)
+			last = f.Struct
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", f.Field, f.Support, strings.ReplaceAll(f.Note, "|", `\|`))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// notSupported is the reason given for a rejected field.
+func notSupported(note string) string {
+	r := "not supported by podvisor " + version.Version
+	if note != "" {
+		r += " (" + note + ")"
+	}
+	return r
+}
+
+// ignoredWarning is the Pod.Warnings entry for an ignored field.
+func ignoredWarning(field, why string) string {
+	return field + ": ignored by podvisor (" + why + ")"
+}
+
+// isUnset reports whether a field value counts as not set: the zero value, an
+// empty slice or map, or a pointer to a zero value (hostUsers: true aside, a
+// pointer to false or 0 asks for nothing beyond the default).
+func isUnset(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Slice, reflect.Map:
+		return v.Len() == 0
+	case reflect.Pointer:
+		return v.IsNil() || isUnset(v.Elem())
+	}
+	return v.IsZero()
+}
+
+// isDefaultValue reports field values that equal what podvisor does anyway,
+// so that ignoring them needs no warning.
+func isDefaultValue(structName, field string, v reflect.Value, nodeName string) bool {
+	for v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	switch structName + "." + field {
+	case "PodSpec.schedulerName":
+		return v.String() == v1.DefaultSchedulerName
+	case "PodSpec.enableServiceLinks":
+		return v.Bool()
+	case "PodSpec.nodeName":
+		return v.String() == nodeName
+	case "PodSpec.preemptionPolicy":
+		return v.String() == string(v1.PreemptLowerPriority)
+	}
+	return false
+}
+
+// supportChecker applies the field table to a decoded pod, before defaulting.
+type supportChecker struct {
+	nodeName string
+	p        *problems
+}
+
+// checkStruct applies the generic rules of the table to every field of the
+// struct value v (one of the four table structs): Rejected fields that are
+// set are errors, IgnoredWithWarning fields that are set to a non-default
+// value are warnings. Implemented fields get their own checks in the callers.
+func (c *supportChecker) checkStruct(path string, v reflect.Value) {
+	t := v.Type()
+	name := t.Name()
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		jn, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		if jn == "" || jn == "-" {
+			continue
+		}
+		fv := v.Field(i)
+		if isUnset(fv) {
+			continue
+		}
+		fp := joinField(path, jn)
+		row, ok := fieldIndex[name+"."+jn]
+		if !ok {
+			c.p.invalid(fp, notSupported("field unknown to podvisor"))
+			continue
+		}
+		switch row.Support {
+		case Rejected:
+			c.p.invalid(fp, notSupported(row.Note))
+		case IgnoredWithWarning:
+			if !isDefaultValue(name, jn, fv, c.nodeName) {
+				c.p.warn(ignoredWarning(fp, row.Note))
+			}
+		}
+	}
+}
+
+// supportedVolumeSources are the VolumeSource members podvisor implements.
+var supportedVolumeSources = map[string]bool{"hostPath": true, "emptyDir": true}
+
+func (c *supportChecker) checkPod(pod *v1.Pod) {
+	spec := &pod.Spec
+	c.checkStruct("spec", reflect.ValueOf(spec).Elem())
+
+	for i := range spec.Volumes {
+		c.checkVolume(fmt.Sprintf("spec.volumes[%d]", i), &spec.Volumes[i])
+	}
+	if spec.OS != nil && spec.OS.Name != v1.Linux {
+		c.p.invalid("spec.os.name", notSupported(fmt.Sprintf("%q; linux only", spec.OS.Name)))
+	}
+	if spec.HostUsers != nil && !*spec.HostUsers {
+		c.p.invalid("spec.hostUsers", notSupported("user namespaces; hostUsers: false"))
+	}
+	if spec.SecurityContext != nil {
+		c.checkStruct("spec.securityContext", reflect.ValueOf(spec.SecurityContext).Elem())
+	}
+	for i := range spec.InitContainers {
+		c.checkContainer(fmt.Sprintf("spec.initContainers[%d]", i), &spec.InitContainers[i])
+	}
+	for i := range spec.Containers {
+		c.checkContainer(fmt.Sprintf("spec.containers[%d]", i), &spec.Containers[i])
+	}
+}
+
+func (c *supportChecker) checkVolume(path string, vol *v1.Volume) {
+	vs := reflect.ValueOf(&vol.VolumeSource).Elem()
+	for i := range vs.NumField() {
+		jn, _, _ := strings.Cut(vs.Type().Field(i).Tag.Get("json"), ",")
+		if vs.Field(i).IsNil() || supportedVolumeSources[jn] {
+			continue
+		}
+		c.p.invalid(path+"."+jn, notSupported("hostPath and emptyDir volumes only"))
+	}
+	if ed := vol.EmptyDir; ed != nil {
+		if ed.Medium != v1.StorageMediumDefault && ed.Medium != v1.StorageMediumMemory {
+			c.p.invalid(path+".emptyDir.medium", notSupported(fmt.Sprintf("medium %q; \"\" and Memory only", ed.Medium)))
+		}
+		if ed.Mode != nil {
+			c.p.invalid(path+".emptyDir.mode", notSupported(""))
+		}
+	}
+}
+
+func (c *supportChecker) checkContainer(path string, ctr *v1.Container) {
+	c.checkStruct(path, reflect.ValueOf(ctr).Elem())
+
+	for i, e := range ctr.Env {
+		if e.ValueFrom != nil {
+			c.p.invalid(fmt.Sprintf("%s.env[%d].valueFrom", path, i), notSupported("not yet"))
+		}
+	}
+	c.checkResourceList(path+".resources.limits", ctr.Resources.Limits)
+	c.checkResourceList(path+".resources.requests", ctr.Resources.Requests)
+	if len(ctr.Resources.Claims) > 0 {
+		c.p.invalid(path+".resources.claims", notSupported("dynamic resource allocation needs a control plane"))
+	}
+	for i, m := range ctr.VolumeMounts {
+		mp := fmt.Sprintf("%s.volumeMounts[%d]", path, i)
+		if m.MountPropagation != nil && *m.MountPropagation != v1.MountPropagationNone {
+			c.p.invalid(mp+".mountPropagation", notSupported(fmt.Sprintf("%q; None only", *m.MountPropagation)))
+		}
+		if m.RecursiveReadOnly != nil && *m.RecursiveReadOnly != v1.RecursiveReadOnlyDisabled {
+			c.p.invalid(mp+".recursiveReadOnly", notSupported(fmt.Sprintf("%q; Disabled only", *m.RecursiveReadOnly)))
+		}
+		if m.SubPathExpr != "" {
+			c.p.invalid(mp+".subPathExpr", notSupported("use subPath"))
+		}
+		if len(m.BindMountOptions) > 0 {
+			c.p.invalid(mp+".bindMountOptions", notSupported(""))
+		}
+	}
+	if sc := ctr.SecurityContext; sc != nil {
+		sp := path + ".securityContext"
+		c.checkStruct(sp, reflect.ValueOf(sc).Elem())
+		if sc.ProcMount != nil && *sc.ProcMount != "" && *sc.ProcMount != v1.DefaultProcMount {
+			c.p.invalid(sp+".procMount", notSupported(fmt.Sprintf("%q; Default only", *sc.ProcMount)))
+		}
+		if p := sc.SeccompProfile; p != nil && p.Type != v1.SeccompProfileTypeRuntimeDefault && p.Type != v1.SeccompProfileTypeUnconfined {
+			c.p.invalid(sp+".seccompProfile.type", notSupported(fmt.Sprintf("%q; RuntimeDefault and Unconfined only", p.Type)))
+		}
+		if p := sc.AppArmorProfile; p != nil && p.Type != v1.AppArmorProfileTypeUnconfined {
+			c.p.invalid(sp+".appArmorProfile.type", notSupported(fmt.Sprintf("%q; Unconfined only", p.Type)))
+		}
+	}
+}
+
+func (c *supportChecker) checkResourceList(path string, rl v1.ResourceList) {
+	for _, name := range slices.Sorted(maps.Keys(rl)) {
+		rp := path + "[" + string(name) + "]"
+		switch name {
+		case v1.ResourceCPU, v1.ResourceMemory:
+		case v1.ResourceEphemeralStorage:
+			c.p.warn(ignoredWarning(rp, "no local storage accounting"))
+		default:
+			c.p.invalid(rp, notSupported("cpu and memory only"))
+		}
+	}
+}

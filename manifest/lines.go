@@ -1,0 +1,228 @@
+package manifest
+
+import (
+	"bytes"
+	"regexp"
+	"strconv"
+	"strings"
+
+	yaml3 "go.yaml.in/yaml/v3"
+)
+
+// rawDoc is one YAML document of a file, cut at "---" lines.
+type rawDoc struct {
+	data []byte
+	line int // 1-based line in the file of the document's first line
+}
+
+// splitDocuments cuts data at document separator lines ("---", optionally
+// followed by a comment), the same rule as apimachinery's YAMLReader, keeping
+// the starting line of each piece so errors can point into the file.
+func splitDocuments(data []byte) []rawDoc {
+	var docs []rawDoc
+	start, startLine, line := 0, 1, 1
+	for off := 0; off < len(data); line++ {
+		next := len(data)
+		if i := bytes.IndexByte(data[off:], '\n'); i >= 0 {
+			next = off + i + 1
+		}
+		if isSeparator(data[off:next]) {
+			docs = append(docs, rawDoc{data: data[start:off], line: startLine})
+			start, startLine = next, line+1
+		}
+		off = next
+	}
+	return append(docs, rawDoc{data: data[start:], line: startLine})
+}
+
+func isSeparator(l []byte) bool {
+	if !bytes.HasPrefix(l, []byte("---")) {
+		return false
+	}
+	rest := bytes.TrimSpace(l[3:])
+	return len(rest) == 0 || rest[0] == '#'
+}
+
+// shiftLines adds delta to the line of every node of the tree, so that lines
+// are file lines rather than document lines.
+func shiftLines(n *yaml3.Node, delta int) {
+	if n == nil || delta == 0 {
+		return
+	}
+	n.Line += delta
+	for _, c := range n.Content {
+		shiftLines(c, delta)
+	}
+}
+
+func resolveAlias(n *yaml3.Node) *yaml3.Node {
+	for n != nil && n.Kind == yaml3.AliasNode {
+		n = n.Alias
+	}
+	return n
+}
+
+// splitPath turns "spec.containers[0].resources.limits[nvidia.com/gpu]" into
+// its segments; brackets hold either a sequence index or a map key.
+func splitPath(path string) []string {
+	var segs []string
+	var cur strings.Builder
+	flush := func() {
+		if cur.Len() > 0 {
+			segs = append(segs, cur.String())
+			cur.Reset()
+		}
+	}
+	for i := 0; i < len(path); i++ {
+		switch c := path[i]; c {
+		case '.':
+			flush()
+		case '[':
+			flush()
+			end := strings.IndexByte(path[i:], ']')
+			if end < 0 {
+				cur.WriteString(path[i+1:])
+				i = len(path)
+				continue
+			}
+			segs = append(segs, path[i+1:i+end])
+			i += end
+		default:
+			cur.WriteByte(c)
+		}
+	}
+	flush()
+	return segs
+}
+
+// mappingValue finds key in a mapping node, following merge keys ("<<").
+func mappingValue(n *yaml3.Node, key string) (k, v *yaml3.Node) {
+	n = resolveAlias(n)
+	if n == nil || n.Kind != yaml3.MappingNode {
+		return nil, nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i], n.Content[i+1]
+		}
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if isMerge(n.Content[i]) {
+			for _, m := range mergeSources(n.Content[i+1]) {
+				if k, v := mappingValue(m, key); k != nil {
+					return k, v
+				}
+			}
+		}
+	}
+	return nil, nil
+}
+
+func isMerge(k *yaml3.Node) bool {
+	return k.Kind == yaml3.ScalarNode && k.Value == "<<" && (k.Tag == "!!merge" || k.Tag == "")
+}
+
+func mergeSources(v *yaml3.Node) []*yaml3.Node {
+	v = resolveAlias(v)
+	if v == nil {
+		return nil
+	}
+	if v.Kind == yaml3.SequenceNode {
+		out := make([]*yaml3.Node, 0, len(v.Content))
+		for _, c := range v.Content {
+			out = append(out, resolveAlias(c))
+		}
+		return out
+	}
+	return []*yaml3.Node{v}
+}
+
+// lineOf returns the line of the deepest node of path that exists in the tree
+// rooted at root: the key's line for a field, the item's line for an index.
+// It falls back to root's line, and returns 0 for a nil root.
+func lineOf(root *yaml3.Node, path string) int {
+	n := resolveAlias(root)
+	if n == nil {
+		return 0
+	}
+	best := n.Line
+	for _, seg := range splitPath(path) {
+		n = resolveAlias(n)
+		switch n.Kind {
+		case yaml3.MappingNode:
+			k, v := mappingValue(n, seg)
+			if k == nil {
+				return best
+			}
+			best, n = k.Line, v
+		case yaml3.SequenceNode:
+			i, err := strconv.Atoi(seg)
+			if err != nil || i < 0 || i >= len(n.Content) {
+				return best
+			}
+			n = n.Content[i]
+			best = n.Line
+		default:
+			return best
+		}
+	}
+	return best
+}
+
+// lineOfLoose is lineOf for encoding/json's dotted field paths, which name
+// keys but not sequence indexes: it searches every item of a sequence and
+// returns the first match's line and its path with indexes. When nothing
+// matches it returns root's line and the dotted path.
+func lineOfLoose(root *yaml3.Node, dotted string) (int, string) {
+	if line, path := looseSearch(resolveAlias(root), strings.Split(dotted, "."), ""); line > 0 {
+		return line, path
+	}
+	if root == nil {
+		return 0, dotted
+	}
+	return root.Line, dotted
+}
+
+func looseSearch(n *yaml3.Node, segs []string, path string) (int, string) {
+	if n == nil || len(segs) == 0 {
+		return 0, ""
+	}
+	switch n.Kind {
+	case yaml3.SequenceNode:
+		for i, c := range n.Content {
+			if line, p := looseSearch(resolveAlias(c), segs, path+"["+strconv.Itoa(i)+"]"); line > 0 {
+				return line, p
+			}
+		}
+	case yaml3.MappingNode:
+		k, v := mappingValue(n, segs[0])
+		if k == nil {
+			return 0, ""
+		}
+		p := joinField(path, segs[0])
+		if len(segs) == 1 {
+			return k.Line, p
+		}
+		return looseSearch(resolveAlias(v), segs[1:], p)
+	}
+	return 0, ""
+}
+
+var yamlLineRE = regexp.MustCompile(`line (\d+): `)
+
+// yamlErrorLine pulls "line N" out of a YAML library error message and
+// returns it with the message cleaned of library prefixes.
+func yamlErrorLine(msg string) (line int, reason string) {
+	reason = msg
+	for _, p := range []string{"error converting YAML to JSON: ", "yaml: unmarshal errors:", "yaml: "} {
+		reason = strings.TrimSpace(strings.Replace(reason, p, "", 1))
+	}
+	if m := yamlLineRE.FindStringSubmatchIndex(reason); m != nil {
+		line, _ = strconv.Atoi(reason[m[2]:m[3]])
+		reason = strings.TrimSpace(reason[:m[0]] + reason[m[1]:])
+	}
+	if reason == "" {
+		reason = msg
+	}
+	return line, reason
+}

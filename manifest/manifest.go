@@ -1,0 +1,106 @@
+package manifest
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// ErrInvalid is wrapped by every validation and decode error
+// (errors.Is(err, manifest.ErrInvalid)).
+var ErrInvalid = errors.New("invalid manifest")
+
+// ErrDuplicate is wrapped by the error given to a pod that loses a
+// namespace/name clash with a pod from another file. It wraps ErrInvalid.
+var ErrDuplicate = fmt.Errorf("duplicate pod: %w", ErrInvalid)
+
+// Annotations podvisor sets on every static pod, as kubelet does.
+const (
+	// AnnotationConfigHash carries the pod UID (the static pod's content hash).
+	AnnotationConfigHash = "kubernetes.io/config.hash"
+	// AnnotationConfigSource is "file" for pods read from the manifest directory.
+	AnnotationConfigSource = "kubernetes.io/config.source"
+	// AnnotationConfigSeen is the RFC 3339 time the manifest was read.
+	AnnotationConfigSeen = "kubernetes.io/config.seen"
+)
+
+// Pod is one desired pod from one manifest document.
+type Pod struct {
+	// Pod is defaulted, with identity applied; it is never mutated after emit.
+	Pod *v1.Pod
+	// Path is the manifest file (absolute, as found in the directory).
+	Path string
+	// Doc is the 0-based index of the non-empty YAML document in the file.
+	// Pods that are items of one List document share its Doc.
+	Doc int
+	// Hash equals string(Pod.UID).
+	Hash string
+	// Warnings lists ignored fields, one entry per field set, in the form
+	// "spec.tolerations: ignored by podvisor (...)".
+	Warnings []string
+	// Err is non-nil when this is a last-known-good pod kept because its file
+	// is now invalid; it is the file's first error.
+	Err error
+
+	// line is where metadata.name (or the document) starts, for errors that
+	// point at the pod as a whole (duplicates).
+	line int
+}
+
+// Key returns "namespace/name" of the pod (the name with the node suffix).
+func (p *Pod) Key() string {
+	return p.Pod.Namespace + "/" + p.Pod.Name
+}
+
+// FileError is a problem with a manifest file. Error() renders
+// "path:line: field: reason" (":line" omitted when Line==0, "field: " omitted
+// when Field=="").
+type FileError struct {
+	// Path is the manifest file.
+	Path string
+	// Line is the 1-based line in the file, 0 when unknown.
+	Line int
+	// Field is the field path, such as "spec.containers[0].image".
+	Field string
+	// Reason says what is wrong.
+	Reason string
+	// Err is the cause returned by Unwrap; nil means ErrInvalid. I/O
+	// failures carry the os error instead, so they do not match ErrInvalid.
+	Err error
+}
+
+// Error renders "path:line: field: reason".
+func (e *FileError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Path)
+	if e.Line > 0 {
+		b.WriteByte(':')
+		b.WriteString(strconv.Itoa(e.Line))
+	}
+	b.WriteString(": ")
+	if e.Field != "" {
+		b.WriteString(e.Field)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Reason)
+	return b.String()
+}
+
+// Unwrap returns Err, or ErrInvalid when Err is nil.
+func (e *FileError) Unwrap() error {
+	if e.Err != nil {
+		return e.Err
+	}
+	return ErrInvalid
+}
+
+// Snapshot is the full desired set at one moment.
+type Snapshot struct {
+	// Pods is sorted by namespace/name and unique by namespace/name.
+	Pods []*Pod
+	// Errors holds every problem found in this scan, sorted by path and line.
+	Errors []*FileError
+}
