@@ -1,0 +1,20 @@
+// Package status owns what podvisor reports about its pods: the pod status
+// model (real k8s.io/api core/v1 Pod and PodStatus values), the events
+// recorded about them, the local HTTP API served on a unix socket with its
+// client, and the kubectl-like printers the CLI uses.
+//
+// Contract:
+//
+//   - Store is the single in-memory source of truth for reported state. It
+//     holds deep copies: callers never share memory with it, in or out.
+//   - Phase, Conditions and QOSClass are pure functions that follow kubelet's
+//     rules (pkg/kubelet/kubelet_pods.go getPhase, pkg/kubelet/status/generate.go,
+//     pkg/apis/core/v1/helper/qos/qos.go), so tools that read kubelet's pod
+//     status read podvisor's the same way.
+//   - The local API is read-only, reachable only through a 0600 unix socket,
+//     and speaks the Kubernetes wire shapes (v1.PodList, v1.Pod, v1.EventList,
+//     metav1.Status errors).
+//   - PrintPods prints what kubectl get pods prints for the same objects.
+//
+// The package imports nothing from podvisor except internal/version.
+package status

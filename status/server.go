@@ -1,0 +1,260 @@
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ErrSocketInUse means another live server already answers on the socket
+// path given to Serve.
+var ErrSocketInUse = errors.New("socket in use by a live server")
+
+// shutdownTimeout bounds how long Serve waits for requests in flight.
+const shutdownTimeout = 5 * time.Second
+
+// Serve serves the local API on the unix socket socketPath until ctx is done,
+// then shuts down gracefully and removes the socket. It returns nil after a
+// shutdown and an error when it cannot listen or serve.
+//
+// The socket is created with mode 0600 (before its path appears, so there is
+// no window with wider access) in a parent directory created 0755 if missing.
+// A stale socket left by a dead server is removed; if a live server answers
+// on socketPath, Serve refuses with ErrSocketInUse. A path that exists and is
+// not a socket is left alone and is an error.
+//
+// Endpoints (read only):
+//
+//	GET /pods          v1.PodList (apiVersion v1, kind PodList)
+//	GET /pods/{name}   v1.Pod; name is the full name "<name>-<node>" or the
+//	                   manifest's own name when that is unambiguous;
+//	                   ?namespace= narrows the search. Not found: 404, more
+//	                   than one match: 409 naming the candidates; errors are
+//	                   metav1.Status bodies as the API server sends them.
+//	GET /events        v1.EventList, oldest first
+//	GET /healthz       "ok" with 200, or 503 with the error text
+func Serve(ctx context.Context, socketPath string, s *Store, log *slog.Logger) error {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ln, ours, err := listenUnix(ctx, socketPath)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           newHandler(s),
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("serving local API", "socket", socketPath)
+
+	select {
+	case err := <-errc:
+		removeIfSame(socketPath, ours)
+		return fmt.Errorf("serve %s: %w", socketPath, err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	err = srv.Shutdown(sctx)
+	<-errc // http.ErrServerClosed, returned as soon as Shutdown starts
+	removeIfSame(socketPath, ours)
+	if err != nil {
+		return fmt.Errorf("shut down local API: %w", err)
+	}
+	log.Info("local API stopped", "socket", socketPath)
+	return nil
+}
+
+// listenUnix listens on socketPath with mode 0600 and returns the listener
+// and the socket's file info, to recognise it when removing it later.
+func listenUnix(ctx context.Context, socketPath string) (net.Listener, os.FileInfo, error) {
+	dir := filepath.Dir(socketPath)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, nil, fmt.Errorf("create socket directory: %w", err)
+		}
+		// MkdirAll's mode is filtered by the umask; the contract says 0755.
+		if err := os.Chmod(dir, 0o755); err != nil {
+			return nil, nil, fmt.Errorf("create socket directory: %w", err)
+		}
+	}
+	fi, err := os.Lstat(socketPath)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, nil, fmt.Errorf("check socket: %w", err)
+	case fi.Mode().Type() != fs.ModeSocket:
+		return nil, nil, fmt.Errorf("%s exists and is not a socket", socketPath)
+	default:
+		d := net.Dialer{Timeout: time.Second}
+		if conn, err := d.DialContext(ctx, "unix", socketPath); err == nil {
+			conn.Close()
+			return nil, nil, fmt.Errorf("listen on %s: %w", socketPath, ErrSocketInUse)
+		}
+		// Nobody answers: a socket left behind by a server that died.
+		if err := os.Remove(socketPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, fmt.Errorf("remove stale socket: %w", err)
+		}
+	}
+
+	// Bind under a temporary name, restrict it, then rename it into place:
+	// the socket never exists at socketPath with the umask's mode. The
+	// temporary name is short so it fits where socketPath itself fits.
+	tmp := filepath.Join(dir, fmt.Sprintf(".s%d", os.Getpid()))
+	_ = os.Remove(tmp)
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "unix", tmp)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listen on %s: %w", socketPath, err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false) // Serve removes socketPath itself
+	fail := func(err error) (net.Listener, os.FileInfo, error) {
+		ln.Close()
+		_ = os.Remove(tmp)
+		return nil, nil, err
+	}
+	if err := os.Chmod(tmp, 0o600); err != nil {
+		return fail(fmt.Errorf("restrict socket: %w", err))
+	}
+	if err := os.Rename(tmp, socketPath); err != nil {
+		return fail(fmt.Errorf("move socket into place: %w", err))
+	}
+	fi, err = os.Lstat(socketPath)
+	if err != nil {
+		ln.Close()
+		return nil, nil, fmt.Errorf("check socket: %w", err)
+	}
+	return ln, fi, nil
+}
+
+// removeIfSame removes path if it is still the socket Serve created, not one
+// a newer server put there.
+func removeIfSame(path string, ours os.FileInfo) {
+	if fi, err := os.Lstat(path); err == nil && os.SameFile(fi, ours) {
+		_ = os.Remove(path)
+	}
+}
+
+func newHandler(s *Store) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /pods", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, &v1.PodList{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"},
+			Items:    s.Pods(),
+		})
+	})
+	mux.HandleFunc("GET /pods/{name}", func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		pod, candidates := findPod(s.Pods(), name, r.URL.Query().Get("namespace"))
+		switch {
+		case pod != nil:
+			writeJSON(w, http.StatusOK, pod)
+		case len(candidates) > 0:
+			writeStatus(w, http.StatusConflict, metav1.StatusReasonConflict, name,
+				fmt.Sprintf("pod name %q is ambiguous, it matches: %s", name, strings.Join(candidates, ", ")))
+		default:
+			writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, name,
+				fmt.Sprintf("pods %q not found", name))
+		}
+	})
+	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, &v1.EventList{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "EventList"},
+			Items:    s.Events(),
+		})
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if err := s.Health(); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, err.Error())
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			writeStatus(w, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, "",
+				fmt.Sprintf("method %s not allowed: the local API is read only", r.Method))
+			return
+		}
+		writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, "",
+			fmt.Sprintf("no such endpoint %s", r.URL.Path))
+	})
+	return mux
+}
+
+// findPod finds the pod a user means by name: first by full name, then by
+// the manifest's own name. When more than one pod matches at the first level
+// that matches at all, it returns no pod and the candidates as
+// "namespace/name".
+func findPod(pods []v1.Pod, name, namespace string) (*v1.Pod, []string) {
+	for _, match := range []func(*v1.Pod) bool{
+		func(p *v1.Pod) bool { return p.Name == name },
+		func(p *v1.Pod) bool { return p.Annotations[ManifestNameAnnotation] == name },
+	} {
+		var found []*v1.Pod
+		for i := range pods {
+			p := &pods[i]
+			if (namespace == "" || p.Namespace == namespace) && match(p) {
+				found = append(found, p)
+			}
+		}
+		switch len(found) {
+		case 0:
+			continue
+		case 1:
+			return found[0], nil
+		}
+		candidates := make([]string, 0, len(found))
+		for _, p := range found {
+			candidates = append(candidates, p.Namespace+"/"+p.Name)
+		}
+		slices.Sort(candidates)
+		return nil, candidates
+	}
+	return nil, nil
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, "encode response: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// writeStatus writes an error as the API server does, a metav1.Status.
+func writeStatus(w http.ResponseWriter, code int, reason metav1.StatusReason, name, message string) {
+	st := &metav1.Status{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"},
+		Status:   metav1.StatusFailure,
+		Message:  message,
+		Reason:   reason,
+		Code:     int32(code),
+	}
+	if name != "" {
+		st.Details = &metav1.StatusDetails{Name: name, Kind: "pods"}
+	}
+	writeJSON(w, code, st)
+}
