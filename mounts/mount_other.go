@@ -1,0 +1,10 @@
+//go:build !linux
+
+package mounts
+
+import "errors"
+
+func mountTmpfs(path string, size int64) error { return errors.ErrUnsupported }
+
+// Cleanup is only implemented on Linux.
+func Cleanup(dir string) error { return errors.ErrUnsupported }

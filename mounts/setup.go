@@ -1,0 +1,301 @@
+package mounts
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Default host files read by Setup.
+const (
+	DefaultHostResolvConf = "/etc/resolv.conf"
+	DefaultHostHosts      = "/etc/hosts"
+)
+
+// Pod describes what mounts needs to know of one pod sandbox.
+type Pod struct {
+	// Spec is the defaulted pod (spec.volumes, hostAliases, dnsPolicy,
+	// dnsConfig, hostNetwork, hostname).
+	Spec *v1.Pod
+	// Dir is the per-pod directory owned by podvisor, e.g.
+	// <state-dir>/pods/<uid>; Setup creates it.
+	Dir string
+	// Hostname is the pod's hostname, already computed by the caller.
+	Hostname string
+	// PodIPs may be empty (hostNetwork, or before the network is set up).
+	PodIPs []string
+	// HostResolvConf is the host's resolv.conf (DefaultHostResolvConf if
+	// empty).
+	HostResolvConf string
+	// HostHosts is the host's hosts file (DefaultHostHosts if empty).
+	HostHosts string
+	// Log receives Setup's warnings (DNS limits, dropped nameservers, missing
+	// host files). Optional.
+	Log *slog.Logger
+}
+
+// File names under Pod.Dir.
+const (
+	hostsFile    = "etc-hosts"
+	hostnameFile = "etc-hostname"
+	resolvFile   = "resolv.conf"
+	emptyDirs    = "volumes/empty-dir"
+)
+
+// emptyDirPerm is kubelet's mode for emptyDir volumes: any container user
+// may write there.
+const emptyDirPerm fs.FileMode = 0o777
+
+// Setup prepares the pod's files and volumes under p.Dir: etc-hosts,
+// etc-hostname and resolv.conf; emptyDir volumes under
+// Dir/volumes/empty-dir/<name> (medium Memory: a tmpfs mounted there,
+// sizeLimit as its size); hostPath volumes checked by type as kubelet does
+// (DirectoryOrCreate creates the directory 0755 with its parents,
+// FileOrCreate creates the file 0644 and its parent directory,
+// Directory/File/Socket/CharDevice/BlockDevice must exist with that type, no
+// type means no check).
+//
+// Setup is idempotent: run again, after a podvisor restart or when PodIPs
+// become known, it rewrites the files that changed (in place, so running
+// containers see them) and leaves emptyDir contents and mounted tmpfs alone.
+// Errors name the volume and the reason, like kubelet's FailedMount
+// ("volume \"data\": hostPath type check failed: /x is not a directory");
+// every failing volume is reported.
+func Setup(p Pod) error {
+	if p.Spec == nil {
+		return errors.New("setup pod: no spec")
+	}
+	if !filepath.IsAbs(p.Dir) {
+		return fmt.Errorf("setup pod: dir %q is not absolute", p.Dir)
+	}
+	log := p.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(p.Dir, 0o750); err != nil {
+		return fmt.Errorf("setup pod: %w", err)
+	}
+	if err := writeFiles(p, log); err != nil {
+		return fmt.Errorf("setup pod: %w", err)
+	}
+	var errs []error
+	for i := range p.Spec.Spec.Volumes {
+		v := &p.Spec.Spec.Volumes[i]
+		if err := setupVolume(p.Dir, v); err != nil {
+			errs = append(errs, fmt.Errorf("volume %q: %w", v.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func writeFiles(p Pod, log *slog.Logger) error {
+	spec := &p.Spec.Spec
+
+	var hostHosts []byte
+	if spec.HostNetwork {
+		path := orDefaultPath(p.HostHosts, DefaultHostHosts)
+		b, err := os.ReadFile(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			log.Warn("host hosts file not found; pod hosts file has no host entries", "path", path)
+		case err != nil:
+			return fmt.Errorf("read host hosts file: %w", err)
+		}
+		hostHosts = b
+	}
+	hosts := HostsFile(p.Hostname, p.PodIPs, spec.HostAliases, spec.HostNetwork, hostHosts)
+
+	path := orDefaultPath(p.HostResolvConf, DefaultHostResolvConf)
+	hostResolv, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if spec.DNSPolicy != v1.DNSNone {
+			log.Warn("host resolv.conf not found", "path", path)
+		}
+	case err != nil:
+		return fmt.Errorf("read host resolv.conf: %w", err)
+	}
+	resolv, warnings, err := ResolvConf(p.Spec, hostResolv)
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		log.Warn("pod dns config", "warning", w)
+	}
+
+	for _, f := range []struct {
+		name    string
+		content []byte
+	}{
+		{hostsFile, hosts},
+		{hostnameFile, []byte(p.Hostname + "\n")},
+		{resolvFile, resolv},
+	} {
+		if err := writeInPlace(filepath.Join(p.Dir, f.name), f.content); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeInPlace writes content into path unless it already holds it. The
+// file is truncated and rewritten rather than replaced: a bind mount pins
+// the inode, so a renamed-over file would never reach running containers.
+func writeInPlace(path string, content []byte) error {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, content) {
+		return nil
+	}
+	if err := os.WriteFile(path, content, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	return os.Chmod(path, 0o644)
+}
+
+func setupVolume(dir string, v *v1.Volume) error {
+	switch {
+	case v.EmptyDir != nil:
+		return setupEmptyDir(emptyDirPath(dir, v.Name), v.EmptyDir)
+	case v.HostPath != nil:
+		return checkHostPath(v.HostPath)
+	default:
+		return fmt.Errorf("%s volumes are not supported", volumeKind(v))
+	}
+}
+
+func emptyDirPath(dir, name string) string {
+	return filepath.Join(dir, emptyDirs, name)
+}
+
+func setupEmptyDir(path string, ed *v1.EmptyDirVolumeSource) error {
+	switch {
+	case ed.Medium == v1.StorageMediumDefault, ed.Medium == v1.StorageMediumMemory:
+	case strings.HasPrefix(string(ed.Medium), string(v1.StorageMediumHugePages)):
+		return fmt.Errorf("emptyDir medium %s is not supported", ed.Medium)
+	default:
+		return fmt.Errorf("unknown emptyDir medium %q", ed.Medium)
+	}
+	if err := os.MkdirAll(path, emptyDirPerm); err != nil {
+		return fmt.Errorf("create emptyDir: %w", err)
+	}
+	if ed.Medium == v1.StorageMediumMemory {
+		var size int64
+		if ed.SizeLimit != nil {
+			size = ed.SizeLimit.Value()
+		}
+		if err := mountTmpfs(path, size); err != nil {
+			return err
+		}
+	}
+	// After the mount: the mode that matters is the tmpfs root's. Chmod
+	// also undoes the umask.
+	if err := os.Chmod(path, emptyDirPerm); err != nil {
+		return fmt.Errorf("chmod emptyDir: %w", err)
+	}
+	return nil
+}
+
+// checkHostPath applies kubelet's hostPath type check.
+func checkHostPath(hp *v1.HostPathVolumeSource) error {
+	path := hp.Path
+	if !filepath.IsAbs(path) {
+		return fmt.Errorf("hostPath %q is not absolute", path)
+	}
+	typ := v1.HostPathUnset
+	if hp.Type != nil {
+		typ = *hp.Type
+	}
+	fi, statErr := os.Stat(path)
+	exists := statErr == nil
+	if statErr != nil && !errors.Is(statErr, fs.ErrNotExist) {
+		return fmt.Errorf("hostPath type check failed: %w", statErr)
+	}
+	mode := fs.FileMode(0)
+	if exists {
+		mode = fi.Mode()
+	}
+	fail := func(what string) error {
+		return fmt.Errorf("hostPath type check failed: %s is not %s", path, what)
+	}
+	switch typ {
+	case v1.HostPathUnset:
+		return nil
+	case v1.HostPathDirectoryOrCreate:
+		if !exists {
+			if err := os.MkdirAll(path, 0o755); err != nil {
+				return fmt.Errorf("hostPath create directory: %w", err)
+			}
+			return nil
+		}
+		fallthrough
+	case v1.HostPathDirectory:
+		if !mode.IsDir() {
+			return fail("a directory")
+		}
+	case v1.HostPathFileOrCreate:
+		if !exists {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				return fmt.Errorf("hostPath create parent directory: %w", err)
+			}
+			f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o644)
+			if err != nil {
+				return fmt.Errorf("hostPath create file: %w", err)
+			}
+			return f.Close()
+		}
+		fallthrough
+	case v1.HostPathFile:
+		if !mode.IsRegular() {
+			return fail("a file")
+		}
+	case v1.HostPathSocket:
+		if mode.Type() != fs.ModeSocket {
+			return fail("a socket file")
+		}
+	case v1.HostPathCharDev:
+		if mode.Type() != fs.ModeDevice|fs.ModeCharDevice {
+			return fail("a character device")
+		}
+	case v1.HostPathBlockDev:
+		if mode.Type() != fs.ModeDevice {
+			return fail("a block device")
+		}
+	default:
+		return fmt.Errorf("invalid hostPath type %q", typ)
+	}
+	return nil
+}
+
+// volumeKind names the source of a volume the way manifests spell it
+// ("configMap", "nfs"), for error messages.
+func volumeKind(v *v1.Volume) string {
+	b, err := json.Marshal(v.VolumeSource)
+	if err != nil {
+		return "this kind of"
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil || len(m) == 0 {
+		return "source-less"
+	}
+	kinds := make([]string, 0, len(m))
+	for k := range m {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	return strings.Join(kinds, "+")
+}
+
+func orDefaultPath(p, def string) string {
+	if p == "" {
+		return def
+	}
+	return p
+}
