@@ -1,0 +1,132 @@
+package supervise
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func res(req, lim map[v1.ResourceName]string) v1.ResourceRequirements {
+	conv := func(m map[v1.ResourceName]string) v1.ResourceList {
+		if m == nil {
+			return nil
+		}
+		l := v1.ResourceList{}
+		for k, v := range m {
+			l[k] = resource.MustParse(v)
+		}
+		return l
+	}
+	return v1.ResourceRequirements{Requests: conv(req), Limits: conv(lim)}
+}
+
+// The expected numbers are those of kubelet's helpers_linux_test.go
+// (TestMilliCPUToQuota, TestMilliCPUToShares) and runc's shares→weight.
+func TestCPUConversions(t *testing.T) {
+	for _, tc := range []struct {
+		milli  int64
+		shares uint64
+		quota  int64
+	}{
+		{0, 2, 0},
+		{1, 2, 1000},
+		{5, 5, 1000},
+		{9, 9, 1000},
+		{10, 10, 1000},
+		{200, 204, 20000},
+		{250, 256, 25000},
+		{1000, 1024, 100000},
+		{1500, 1536, 150000},
+	} {
+		if got := cpuShares(tc.milli); got != tc.shares {
+			t.Errorf("cpuShares(%d) = %d, want %d", tc.milli, got, tc.shares)
+		}
+		if got := cpuQuota(tc.milli); got != tc.quota {
+			t.Errorf("cpuQuota(%d) = %d, want %d", tc.milli, got, tc.quota)
+		}
+	}
+	for shares, weight := range map[uint64]uint64{2: 1, 1024: 39, 262144: 10000, 256: 10} {
+		if got := sharesToWeight(shares); got != weight {
+			t.Errorf("sharesToWeight(%d) = %d, want %d", shares, got, weight)
+		}
+	}
+}
+
+func TestCgroupFilesV1V2(t *testing.T) {
+	c := &v1.Container{Resources: res(nil, map[v1.ResourceName]string{"cpu": "250m", "memory": "64Mi"})}
+	r := containerResources(c)
+	if r != (cgroupResources{CPUShares: 256, CPUQuota: 25000, MemoryLimit: 64 << 20}) {
+		t.Fatalf("containerResources = %+v", r)
+	}
+	wantV1 := []cgroupFile{
+		{"cpu", "cpu.shares", "256"},
+		{"cpu", "cpu.cfs_period_us", "100000"},
+		{"cpu", "cpu.cfs_quota_us", "25000"},
+		{"memory", "memory.limit_in_bytes", "67108864"},
+	}
+	if got := cgroupFiles(false, r); !reflect.DeepEqual(got, wantV1) {
+		t.Errorf("v1 files = %v, want %v", got, wantV1)
+	}
+	wantV2 := []cgroupFile{
+		{"", "cpu.weight", "10"},
+		{"", "cpu.max", "25000 100000"},
+		{"", "memory.max", "67108864"},
+	}
+	if got := cgroupFiles(true, r); !reflect.DeepEqual(got, wantV2) {
+		t.Errorf("v2 files = %v, want %v", got, wantV2)
+	}
+	unlimited := cgroupFiles(true, cgroupResources{CPUShares: 2})
+	if unlimited[1].Value != "max 100000" || unlimited[2].Value != "max" {
+		t.Errorf("unlimited v2 = %v", unlimited)
+	}
+	unlimitedV1 := cgroupFiles(false, cgroupResources{CPUShares: 2})
+	if unlimitedV1[2].Value != "-1" || unlimitedV1[3].Value != "-1" {
+		t.Errorf("unlimited v1 = %v", unlimitedV1)
+	}
+}
+
+func TestPodResources(t *testing.T) {
+	spec := &v1.PodSpec{Containers: []v1.Container{
+		{Resources: res(map[v1.ResourceName]string{"cpu": "100m"}, map[v1.ResourceName]string{"cpu": "200m", "memory": "10Mi"})},
+		{Resources: res(nil, map[v1.ResourceName]string{"cpu": "300m", "memory": "20Mi"})},
+	}}
+	got := podResources(spec)
+	want := cgroupResources{CPUShares: cpuShares(400), CPUQuota: cpuQuota(500), MemoryLimit: 30 << 20}
+	if got != want {
+		t.Errorf("podResources = %+v, want %+v", got, want)
+	}
+	// One container without limits: the pod is not limited (Burstable).
+	spec.Containers = append(spec.Containers, v1.Container{})
+	got = podResources(spec)
+	if got.CPUQuota != 0 || got.MemoryLimit != 0 {
+		t.Errorf("partly limited pod got limits %+v", got)
+	}
+}
+
+func TestCgroupApplyRemoveV2Layout(t *testing.T) {
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "cgroup.controllers"), []byte("cpu memory"), 0o644)
+	cg := detectCgroups(root)
+	if !cg.v2 {
+		t.Fatal("not detected as v2")
+	}
+	if err := cg.apply("podvisor/podabc", cgroupResources{CPUShares: 1024, CPUQuota: 50000, MemoryLimit: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, "podvisor/podabc/cpu.max"))
+	if err != nil || string(b) != "50000 100000" {
+		t.Fatalf("cpu.max = %q, %v", b, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "podvisor/cgroup.subtree_control")); string(b) != "+cpu +memory" {
+		t.Fatalf("controllers not enabled on parent: %q", b)
+	}
+	// A real cgroupfs holds no regular files we must delete; the tmpdir does,
+	// so only check that a missing cgroup is not an error.
+	if err := cg.remove("podvisor/missing"); err != nil {
+		t.Fatal(err)
+	}
+}

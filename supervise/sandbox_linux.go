@@ -1,0 +1,144 @@
+package supervise
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/podvisor/podvisor/cni"
+	"github.com/podvisor/podvisor/internal/nsfs"
+	"golang.org/x/sys/unix"
+	v1 "k8s.io/api/core/v1"
+)
+
+// shmSize is the size of a pod's /dev/shm, as containerd's CRI default.
+const shmSize = 64 << 20
+
+func newID() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// podHostname is the pod's hostname as kubelet computes it
+// (GeneratePodHostNameAndDomain): spec.hostname or the pod name, cut to 63
+// characters without a trailing '-' or '.'.
+func podHostname(pod *v1.Pod) string {
+	h := pod.Spec.Hostname
+	if h == "" {
+		h = pod.Name
+	}
+	if len(h) > 63 {
+		h = strings.TrimRight(h[:63], "-.")
+	}
+	return h
+}
+
+func podRef(pod *v1.Pod) cni.PodRef {
+	return cni.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID)}
+}
+
+// podPorts lists the hostPort mappings of a pod for CNI's portmap plugin.
+func podPorts(pod *v1.Pod) []cni.PortMapping {
+	var out []cni.PortMapping
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.HostPort == 0 {
+				continue
+			}
+			out = append(out, cni.PortMapping{
+				HostPort:      p.HostPort,
+				ContainerPort: p.ContainerPort,
+				Protocol:      strings.ToLower(string(p.Protocol)),
+				HostIP:        p.HostIP,
+			})
+		}
+	}
+	return out
+}
+
+// createSandbox makes the pod's namespaces and /dev/shm. The network is
+// attached separately (attachNetwork) so a failed CNI ADD can be retried
+// without recreating the namespaces.
+func createSandbox(runDir string, pod *v1.Pod) (*sandboxRecord, error) {
+	sb := &sandboxRecord{ID: newID()}
+	dir := filepath.Join(runDir, "pods", sb.ID)
+	if !pod.Spec.HostNetwork {
+		sb.NetNS = filepath.Join(dir, "net")
+		if err := nsfs.New(sb.NetNS, unix.CLONE_NEWNET); err != nil {
+			return sb, fmt.Errorf("create network namespace: %w", err)
+		}
+	}
+	if !pod.Spec.HostIPC {
+		sb.IPCNS = filepath.Join(dir, "ipc")
+		if err := nsfs.New(sb.IPCNS, unix.CLONE_NEWIPC); err != nil {
+			return sb, fmt.Errorf("create ipc namespace: %w", err)
+		}
+		sb.Shm = filepath.Join(dir, "shm")
+		if err := os.MkdirAll(sb.Shm, 0o755); err != nil {
+			return sb, fmt.Errorf("create /dev/shm dir: %w", err)
+		}
+		if err := unix.Mount("shm", sb.Shm, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, fmt.Sprintf("mode=1777,size=%d", shmSize)); err != nil {
+			return sb, fmt.Errorf("mount /dev/shm tmpfs: %w", err)
+		}
+	}
+	return sb, nil
+}
+
+// sandboxAlive reports whether the sandbox's namespaces and /dev/shm still
+// exist; after a reboot (or a cleared run dir) they do not.
+func sandboxAlive(sb *sandboxRecord) bool {
+	if sb.NetNS != "" && !nsfs.Is(sb.NetNS) {
+		return false
+	}
+	if sb.IPCNS != "" && !nsfs.Is(sb.IPCNS) {
+		return false
+	}
+	if sb.Shm != "" && !isMountPoint(sb.Shm) {
+		return false
+	}
+	return true
+}
+
+func isMountPoint(p string) bool {
+	var st, parent unix.Stat_t
+	if unix.Stat(p, &st) != nil || unix.Stat(filepath.Dir(p), &parent) != nil {
+		return false
+	}
+	return st.Dev != parent.Dev
+}
+
+// removeSandbox detaches the network (CNI DEL works from libcni's cache
+// even when the namespace is gone) and removes the namespaces and /dev/shm.
+func removeSandbox(ctx context.Context, net Network, runDir string, pod *v1.Pod, sb *sandboxRecord) error {
+	var errs []error
+	if !pod.Spec.HostNetwork {
+		netns := sb.NetNS
+		if !nsfs.Is(netns) {
+			netns = ""
+		}
+		if err := net.Del(ctx, sb.ID, netns, podRef(pod), sb.Ports); err != nil {
+			errs = append(errs, fmt.Errorf("cni del: %w", err))
+		}
+	}
+	if err := nsfs.Remove(sb.NetNS); err != nil {
+		errs = append(errs, err)
+	}
+	if err := nsfs.Remove(sb.IPCNS); err != nil {
+		errs = append(errs, err)
+	}
+	if sb.Shm != "" {
+		if err := unix.Unmount(sb.Shm, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			errs = append(errs, fmt.Errorf("unmount /dev/shm: %w", err))
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(runDir, "pods", sb.ID)); err != nil {
+		errs = append(errs, fmt.Errorf("remove sandbox dir: %w", err))
+	}
+	return errors.Join(errs...)
+}

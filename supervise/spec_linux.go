@@ -1,0 +1,311 @@
+package supervise
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/containerd/containerd/v2/contrib/seccomp"
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/containerd/v2/pkg/cap"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/moby/sys/signal"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	v1 "k8s.io/api/core/v1"
+)
+
+// groupAnnotation makes the runc shim serve every container carrying the
+// same value from one shim process (containerd's runc v2 shim "grouping").
+const groupAnnotation = "io.containerd.runc.v2.group"
+
+// containerSpecInput is what the spec of one container is built from.
+type containerSpecInput struct {
+	Pod         *v1.Pod
+	Container   *v1.Container
+	Sandbox     *sandboxRecord
+	Hostname    string
+	Mounts      []specs.Mount
+	CgroupsPath string
+	OOMScoreAdj int
+	Env         []string // fully expanded container env (kubelet order)
+}
+
+// containerArgs merges command and args with the image's entrypoint and cmd
+// as Kubernetes does (the "Notes" table of the Container.Command docs).
+func containerArgs(c *v1.Container, entrypoint, cmd []string) []string {
+	switch {
+	case len(c.Command) > 0:
+		return append(slices.Clone(c.Command), c.Args...)
+	case len(c.Args) > 0:
+		return append(slices.Clone(entrypoint), c.Args...)
+	default:
+		return append(slices.Clone(entrypoint), cmd...)
+	}
+}
+
+// containerEnv builds the container's env list: each value may refer to
+// variables defined earlier in the list with $(VAR) (kubelet's
+// makeEnvironmentVariables). valueFrom is rejected by manifest validation.
+func containerEnv(c *v1.Container) []string {
+	defined := map[string]string{}
+	lookup := func(k string) (string, bool) { v, ok := defined[k]; return v, ok }
+	var out []string
+	for _, e := range c.Env {
+		v := expand(e.Value, lookup)
+		defined[e.Name] = v
+		out = append(out, e.Name+"="+v)
+	}
+	return out
+}
+
+// envLookup returns an expansion lookup over a KEY=VALUE list (last wins).
+func envLookup(env []string) func(string) (string, bool) {
+	m := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+// specOpts returns the OCI spec options for one container, applied after
+// containerd's default spec and the image config.
+func specOpts(in containerSpecInput, imageEntrypoint, imageCmd []string) ([]oci.SpecOpts, error) {
+	pod, c := in.Pod, in.Container
+	lookup := envLookup(in.Env)
+	args := containerArgs(c, imageEntrypoint, imageCmd)
+	if len(c.Command) > 0 || len(c.Args) > 0 {
+		for i := range args {
+			args[i] = expand(args[i], lookup)
+		}
+	}
+	if len(args) == 0 {
+		return nil, fmt.Errorf("no command specified: the image has no entrypoint or cmd and the container sets none")
+	}
+	opts := []oci.SpecOpts{
+		oci.WithProcessArgs(args...),
+		oci.WithEnv(in.Env),
+		oci.WithoutRunMount,
+		withoutRlimits,
+		oci.WithAnnotations(map[string]string{groupAnnotation: in.Sandbox.ID}),
+		oci.WithCgroup(in.CgroupsPath),
+		withOOMScoreAdj(in.OOMScoreAdj),
+	}
+	if c.WorkingDir != "" {
+		opts = append(opts, oci.WithProcessCwd(c.WorkingDir))
+	}
+
+	// Namespaces: the pod's network and IPC namespaces are shared files;
+	// UTS is per container with the pod's hostname (host UTS with
+	// hostNetwork, as CRI does); PID is per container unless hostPID.
+	if pod.Spec.HostNetwork {
+		opts = append(opts, oci.WithHostNamespace(specs.NetworkNamespace), oci.WithHostNamespace(specs.UTSNamespace))
+	} else {
+		opts = append(opts,
+			oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: in.Sandbox.NetNS}),
+			oci.WithHostname(in.Hostname))
+	}
+	if pod.Spec.HostIPC {
+		opts = append(opts, oci.WithHostNamespace(specs.IPCNamespace))
+	} else {
+		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.IPCNamespace, Path: in.Sandbox.IPCNS}))
+	}
+	if pod.Spec.HostPID {
+		opts = append(opts, oci.WithHostNamespace(specs.PIDNamespace))
+	}
+
+	// /dev/shm is the pod's (or the host's with hostIPC); user mounts
+	// replace defaults at the same destination.
+	shm := specs.Mount{Destination: "/dev/shm", Type: "bind", Source: in.Sandbox.Shm, Options: []string{"rbind", "rw", "nosuid", "nodev", "noexec"}}
+	if pod.Spec.HostIPC {
+		shm.Source = "/dev/shm"
+	}
+	mounts := append([]specs.Mount{shm}, in.Mounts...)
+	opts = append(opts, withReplacedMounts(mounts))
+
+	// Resources.
+	r := containerResources(c)
+	opts = append(opts, oci.WithCPUShares(r.CPUShares))
+	if r.CPUQuota > 0 {
+		opts = append(opts, oci.WithCPUCFS(r.CPUQuota, quotaPeriod))
+	}
+	if r.MemoryLimit > 0 {
+		opts = append(opts, oci.WithMemoryLimit(uint64(r.MemoryLimit)))
+	}
+
+	sec, err := securityOpts(pod, c)
+	if err != nil {
+		return nil, err
+	}
+	return append(opts, sec...), nil
+}
+
+// securityOpts applies the pod's and container's securityContext. Fields
+// that manifest validation rejects never reach here.
+func securityOpts(pod *v1.Pod, c *v1.Container) ([]oci.SpecOpts, error) {
+	var opts []oci.SpecOpts
+	psc := pod.Spec.SecurityContext
+	if psc == nil {
+		psc = &v1.PodSecurityContext{}
+	}
+	sc := c.SecurityContext
+	if sc == nil {
+		sc = &v1.SecurityContext{}
+	}
+	runAsUser, runAsGroup, runAsNonRoot := psc.RunAsUser, psc.RunAsGroup, psc.RunAsNonRoot
+	if sc.RunAsUser != nil {
+		runAsUser = sc.RunAsUser
+	}
+	if sc.RunAsGroup != nil {
+		runAsGroup = sc.RunAsGroup
+	}
+	if sc.RunAsNonRoot != nil {
+		runAsNonRoot = sc.RunAsNonRoot
+	}
+	if runAsUser != nil {
+		opts = append(opts, oci.WithUserID(uint32(*runAsUser)))
+	}
+	if runAsGroup != nil {
+		opts = append(opts, withGID(uint32(*runAsGroup)))
+	}
+	if len(psc.SupplementalGroups) > 0 {
+		opts = append(opts, withSupplementalGroups(psc.SupplementalGroups))
+	}
+	if runAsNonRoot != nil && *runAsNonRoot {
+		opts = append(opts, verifyNonRoot(c.Name))
+	}
+
+	privileged := sc.Privileged != nil && *sc.Privileged
+	if privileged {
+		opts = append(opts, oci.WithPrivileged, oci.WithAllDevicesAllowed, oci.WithHostDevices)
+	} else if sc.Capabilities != nil {
+		add, drop := capNames(sc.Capabilities.Add), capNames(sc.Capabilities.Drop)
+		if slices.Contains(add, "CAP_ALL") {
+			opts = append(opts, oci.WithCapabilities(cap.Known()))
+		} else if len(add) > 0 {
+			opts = append(opts, oci.WithAddedCapabilities(add))
+		}
+		if slices.Contains(drop, "CAP_ALL") {
+			opts = append(opts, withDropAllExcept(add))
+		} else if len(drop) > 0 {
+			opts = append(opts, oci.WithDroppedCapabilities(drop))
+		}
+	}
+	// Kubernetes' default for allowPrivilegeEscalation is true, so
+	// no_new_privs is set only when it is explicitly false (CRI does the
+	// same); containerd's default spec sets it, so clear it otherwise.
+	if sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation {
+		opts = append(opts, oci.WithNoNewPrivileges)
+	} else {
+		opts = append(opts, oci.WithNewPrivileges)
+	}
+	if sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem {
+		opts = append(opts, oci.WithRootFSReadonly())
+	}
+	if !privileged && sc.SeccompProfile != nil && sc.SeccompProfile.Type == v1.SeccompProfileTypeRuntimeDefault {
+		opts = append(opts, seccomp.WithDefaultProfile())
+	}
+	return opts, nil
+}
+
+func capNames(cs []v1.Capability) []string {
+	var out []string
+	for _, c := range cs {
+		n := strings.ToUpper(string(c))
+		if !strings.HasPrefix(n, "CAP_") {
+			n = "CAP_" + n
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+func withDropAllExcept(keep []string) oci.SpecOpts {
+	return func(ctx context.Context, cl oci.Client, c *containers.Container, s *oci.Spec) error {
+		keep = slices.DeleteFunc(slices.Clone(keep), func(s string) bool { return s == "CAP_ALL" })
+		return oci.WithCapabilities(keep)(ctx, cl, c, s)
+	}
+}
+
+func withGID(gid uint32) oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+		s.Process.User.GID = gid
+		return nil
+	}
+}
+
+func withSupplementalGroups(groups []int64) oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+		for _, g := range groups {
+			if !slices.Contains(s.Process.User.AdditionalGids, uint32(g)) {
+				s.Process.User.AdditionalGids = append(s.Process.User.AdditionalGids, uint32(g))
+			}
+		}
+		return nil
+	}
+}
+
+// verifyNonRoot fails the container when runAsNonRoot is set and the
+// effective user is root, with kubelet's message.
+func verifyNonRoot(name string) oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+		if s.Process.User.UID == 0 {
+			return fmt.Errorf("container %q has runAsNonRoot and image will run as root", name)
+		}
+		return nil
+	}
+}
+
+func withoutRlimits(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+	// Like CRI: the container inherits the shim's limits instead of
+	// containerd's default 1024 open files.
+	s.Process.Rlimits = nil
+	return nil
+}
+
+func withOOMScoreAdj(adj int) oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+		s.Process.OOMScoreAdj = &adj
+		return nil
+	}
+}
+
+// withReplacedMounts adds mounts, dropping any existing mount with the same
+// destination first.
+func withReplacedMounts(ms []specs.Mount) oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+		dests := map[string]bool{}
+		for _, m := range ms {
+			dests[m.Destination] = true
+		}
+		s.Mounts = slices.DeleteFunc(s.Mounts, func(m specs.Mount) bool { return dests[m.Destination] })
+		s.Mounts = append(s.Mounts, ms...)
+		return nil
+	}
+}
+
+// stopSignal is the image's StopSignal or SIGTERM.
+func stopSignal(imageStopSignal string) syscall.Signal {
+	if imageStopSignal != "" {
+		if s, err := signal.ParseSignal(imageStopSignal); err == nil {
+			return s
+		}
+	}
+	return syscall.SIGTERM
+}
+
+// oomScoreAdj is kubelet's policy (pkg/kubelet/qos/policy.go).
+func oomScoreAdj(qos v1.PodQOSClass, memRequest, machineMemory int64, critical bool) int {
+	switch {
+	case critical:
+		return -997
+	case qos == v1.PodQOSGuaranteed:
+		return -997
+	case qos == v1.PodQOSBestEffort:
+		return 1000
+	}
+	adj := 1000 - (1000*memRequest)/max(machineMemory, 1)
+	return int(min(max(adj, 2), 999))
+}
