@@ -1,0 +1,286 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/podvisor/podvisor/cni"
+	"github.com/podvisor/podvisor/internal/crilog"
+	"github.com/podvisor/podvisor/manifest"
+	"github.com/podvisor/podvisor/status"
+	"github.com/podvisor/podvisor/supervise"
+	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
+)
+
+func runFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "manifests", Value: "/etc/kubernetes/manifests", Usage: "directory of Pod manifests"},
+		&cli.StringFlag{Name: "node-name", Usage: "node name (default: the lowercased hostname, remembered in the state dir)"},
+		&cli.StringFlag{Name: "node-ip", Usage: "this node's IP, reported as hostIP (default: the first global IPv4 address of an up interface)"},
+		&cli.StringFlag{Name: "containerd-address", Value: "/run/containerd/containerd.sock", Usage: "containerd socket (ignored with --embedded-containerd)"},
+		&cli.StringFlag{Name: "containerd-namespace", Value: "podvisor", Usage: "containerd namespace podvisor owns"},
+		&cli.StringFlag{Name: "state-dir", Value: "/var/lib/podvisor", Usage: "persistent state"},
+		&cli.StringFlag{Name: "run-dir", Value: "/run/podvisor", Usage: "runtime state (namespaces, API socket <run-dir>/podvisor.sock)"},
+		&cli.StringFlag{Name: "log-dir", Value: "/var/log/pods", Usage: "container logs"},
+		&cli.StringFlag{Name: "cni-conf-dir", Value: "/etc/cni/net.d", Usage: "CNI network configs (first in lexical order wins; none: the built-in network)"},
+		&cli.StringFlag{Name: "cni-bin-dir", Value: "/opt/cni/bin:/usr/lib/cni", Usage: "colon-separated CNI plugin dirs"},
+		&cli.StringFlag{Name: "pod-cidr", Value: "10.88.0.0/16", Usage: "subnet of the built-in network"},
+		&cli.StringFlag{Name: "images-dir", Value: "/var/lib/podvisor/images", Usage: "image archives (*.tar) imported at start and when written"},
+		&cli.BoolFlag{Name: "embedded-containerd", Usage: "run a private containerd (socket under --run-dir, root under --state-dir)"},
+		&cli.StringFlag{Name: "containerd-binary", Value: "containerd", Usage: "containerd executable for --embedded-containerd"},
+		&cli.Int64Flag{Name: "container-log-max-size", Value: crilog.DefaultMaxSize, Usage: "bytes of one container log file before it rotates"},
+		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
+	}
+}
+
+func newLogger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, cli.Exit(fmt.Sprintf("--log-level: %v", err), 2)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
+func runAction(c *cli.Context) error {
+	ctx := c.Context
+	log, err := newLogger(c.String("log-level"))
+	if err != nil {
+		return err
+	}
+	stateDir, runDir, logDir := c.String("state-dir"), c.String("run-dir"), c.String("log-dir")
+	for _, d := range []string{stateDir, runDir, logDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	unlock, err := lockStateDir(stateDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	node, err := nodeName(stateDir, c.String("node-name"))
+	if err != nil {
+		return err
+	}
+	nodeIP := c.String("node-ip")
+	if nodeIP == "" {
+		nodeIP = defaultNodeIP()
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find own executable: %w", err)
+	}
+	self, _ = filepath.EvalSymlinks(self)
+	log.Info("podvisor starting", "node", node, "nodeIP", nodeIP, "manifests", c.String("manifests"))
+
+	address := c.String("containerd-address")
+	embeddedErr := make(chan error, 1)
+	if c.Bool("embedded-containerd") {
+		e := &supervise.Embedded{Binary: c.String("containerd-binary"), RunDir: runDir, StateDir: stateDir, Log: log}
+		address = e.Address()
+		ready := make(chan struct{})
+		go func() { embeddedErr <- e.Run(ctx, ready) }()
+		select {
+		case <-ready:
+		case err := <-embeddedErr:
+			return err
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	client, err := waitContainerd(ctx, address, c.String("containerd-namespace"), log)
+	if err != nil {
+		return err
+	}
+	if client == nil {
+		return nil // interrupted while waiting
+	}
+	defer client.Close()
+
+	net, err := cni.New(cni.Config{
+		ConfDir:  c.String("cni-conf-dir"),
+		BinDirs:  filepath.SplitList(c.String("cni-bin-dir")),
+		CacheDir: filepath.Join(stateDir, "cni", "cache"),
+		PodCIDR:  c.String("pod-cidr"),
+		DataDir:  filepath.Join(stateDir, "cni", "networks"),
+	}, log)
+	if err != nil {
+		return err
+	}
+	store := status.NewStore(log)
+	apiErr := make(chan error, 1)
+	go func() { apiErr <- status.Serve(ctx, filepath.Join(runDir, "podvisor.sock"), store, log) }()
+
+	snapshots := make(chan manifest.Snapshot, 1)
+	src := manifest.NewSource(c.String("manifests"), node, log)
+	go src.Run(ctx, snapshots)
+
+	sup := supervise.New(supervise.Config{
+		StateDir:   stateDir,
+		RunDir:     runDir,
+		LogDir:     logDir,
+		ImagesDir:  c.String("images-dir"),
+		NodeName:   node,
+		NodeIP:     nodeIP,
+		Namespace:  c.String("containerd-namespace"),
+		LogDriver:  self,
+		LogMaxSize: c.Int64("container-log-max-size"),
+	}, client, net, store, log)
+	supErr := make(chan error, 1)
+	go func() { supErr <- sup.Run(ctx, snapshots) }()
+	select {
+	case err := <-apiErr:
+		if err != nil {
+			return fmt.Errorf("api: %w", err)
+		}
+		return <-supErr
+	case err := <-supErr:
+		return err
+	case err := <-embeddedErr:
+		return err
+	case <-ctx.Done():
+		<-supErr
+		log.Info("podvisor stopped; pods keep running")
+		return nil
+	}
+}
+
+// waitContainerd connects to containerd, waiting (and saying so) until its
+// socket answers. podvisor never starts a containerd of its own unless
+// --embedded-containerd is given.
+func waitContainerd(ctx context.Context, address, namespace string, log *slog.Logger) (*containerd.Client, error) {
+	lastSaid := time.Time{}
+	for {
+		if _, err := os.Stat(address); err == nil {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			client, err := containerd.New(address, containerd.WithDefaultNamespace(namespace), containerd.WithTimeout(5*time.Second))
+			if err == nil {
+				_, err = client.Version(cctx)
+				if err == nil {
+					cancel()
+					return client, nil
+				}
+				client.Close()
+			}
+			cancel()
+		}
+		if time.Since(lastSaid) > 10*time.Second {
+			log.Warn("waiting for containerd; start it (systemctl start containerd) or run podvisor with --embedded-containerd", "address", address)
+			lastSaid = time.Now()
+		}
+		t := time.NewTimer(500 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, nil
+		case <-t.C:
+		}
+	}
+}
+
+// lockStateDir takes an exclusive lock on the state dir so a second
+// podvisor refuses to start.
+func lockStateDir(dir string) (func(), error) {
+	p := filepath.Join(dir, "podvisor.lock")
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open lock %s: %w", p, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		other, _ := os.ReadFile(p)
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("another podvisor (pid %s) is running with state dir %s", strings.TrimSpace(string(other)), dir)
+		}
+		return nil, fmt.Errorf("lock %s: %w", p, err)
+	}
+	f.Truncate(0)
+	fmt.Fprintf(f, "%d\n", os.Getpid())
+	return func() { f.Close() }, nil
+}
+
+// nodeName returns --node-name if given, else the name remembered in the
+// state dir, else the lowercased hostname; the result is remembered so a
+// later hostname change renames no pod.
+func nodeName(stateDir, flag string) (string, error) {
+	p := filepath.Join(stateDir, "node-name")
+	name := strings.ToLower(strings.TrimSpace(flag))
+	if name == "" {
+		if b, err := os.ReadFile(p); err == nil {
+			name = strings.TrimSpace(string(b))
+		}
+	}
+	if name == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return "", fmt.Errorf("hostname: %w", err)
+		}
+		name = strings.ToLower(h)
+	}
+	if err := os.WriteFile(p, []byte(name+"\n"), 0o644); err != nil {
+		return "", fmt.Errorf("remember node name: %w", err)
+	}
+	return name, nil
+}
+
+// defaultNodeIP picks the first global unicast IPv4 address of an up,
+// non-loopback interface that is not a pod bridge.
+func defaultNodeIP() string {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return ""
+	}
+	for _, i := range ifs {
+		if i.Flags&net.FlagUp == 0 || i.Flags&net.FlagLoopback != 0 || strings.HasPrefix(i.Name, "podvisor") || strings.HasPrefix(i.Name, "cni") || strings.HasPrefix(i.Name, "veth") {
+			continue
+		}
+		addrs, _ := i.Addrs()
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && ipn.IP.IsGlobalUnicast() {
+				return ipn.IP.String()
+			}
+		}
+	}
+	return ""
+}
+
+func getPodsAction(c *cli.Context) error {
+	client := status.NewClient(c.String("socket"))
+	list, err := client.Pods(c.Context)
+	if err != nil {
+		return err
+	}
+	if names := c.Args().Slice(); len(names) > 0 {
+		keep := list.Items[:0]
+		for _, p := range list.Items {
+			for _, n := range names {
+				if p.Name == n || p.Annotations[supervise.AnnotationManifestName] == n {
+					keep = append(keep, p)
+					break
+				}
+			}
+		}
+		if len(keep) == 0 {
+			return cli.Exit(fmt.Sprintf("pod %q not found", strings.Join(names, ", ")), 1)
+		}
+		list.Items = keep
+	}
+	format := c.String("output")
+	if len(list.Items) == 0 && (format == "" || format == "wide") {
+		fmt.Fprintln(c.App.ErrWriter, "No resources found")
+		return nil
+	}
+	if err := status.PrintPods(c.App.Writer, list, format, time.Now()); err != nil {
+		return cli.Exit(err.Error(), 2)
+	}
+	return nil
+}
