@@ -1,0 +1,178 @@
+package testenv
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+)
+
+// cniBinDirs are where CNI plugins are looked for, in order.
+var cniBinDirs = []string{"/usr/lib/cni", "/opt/cni/bin"}
+
+// findContainerd returns the containerd binary to run and whether it came
+// from EnvContainerd. The variable may name the binary or a build
+// directory holding containerd or bin/containerd.
+func findContainerd() (path string, override bool, err error) {
+	v := os.Getenv(EnvContainerd)
+	if v == "" {
+		p, err := exec.LookPath("containerd")
+		if err != nil {
+			return "", false, fmt.Errorf("find containerd: %w", err)
+		}
+		return p, false, nil
+	}
+	candidates := []string{v}
+	if st, err := os.Stat(v); err == nil && st.IsDir() {
+		candidates = []string{filepath.Join(v, "containerd"), filepath.Join(v, "bin", "containerd")}
+	}
+	for _, c := range candidates {
+		if st, err := os.Stat(c); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			abs, err := filepath.Abs(c)
+			if err != nil {
+				return "", false, fmt.Errorf("find containerd: %w", err)
+			}
+			return abs, true, nil
+		}
+	}
+	return "", false, fmt.Errorf("find containerd: $%s=%s names no containerd executable", EnvContainerd, v)
+}
+
+// containerdVersion runs `containerd --version` and returns the version
+// field, e.g. "1.6.20~ds1" or "v2.1.4".
+func containerdVersion(bin string) (string, error) {
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		return "", fmt.Errorf("%s --version: %w", bin, err)
+	}
+	// "containerd github.com/containerd/containerd[/v2] <version> <revision>"
+	f := strings.Fields(string(out))
+	if len(f) < 3 {
+		return "", fmt.Errorf("%s --version: unexpected output %q", bin, out)
+	}
+	return f[2], nil
+}
+
+// majorVersion returns the major number of a containerd version, 1 when it
+// cannot tell.
+func majorVersion(v string) int {
+	major, _, _ := strings.Cut(strings.TrimPrefix(v, "v"), ".")
+	n, err := strconv.Atoi(major)
+	if err != nil {
+		return 1
+	}
+	return n
+}
+
+// prependPath returns env with dir first in PATH.
+func prependPath(env []string, dir string) []string {
+	out := make([]string, 0, len(env)+1)
+	found := false
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			kv = "PATH=" + dir + string(os.PathListSeparator) + v
+			found = true
+		}
+		out = append(out, kv)
+	}
+	if !found {
+		out = append(out, "PATH="+dir+string(os.PathListSeparator)+"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	}
+	return out
+}
+
+// disabledPlugins are plugins the environment never needs. CRI would read
+// the host's CNI config and start sandboxes; the snapshotters below only
+// log errors on this kind of host.
+func disabledPlugins(major int) []string {
+	p := []string{
+		"io.containerd.grpc.v1.cri",
+		"io.containerd.snapshotter.v1.aufs",
+		"io.containerd.snapshotter.v1.btrfs",
+		"io.containerd.snapshotter.v1.devmapper",
+		"io.containerd.snapshotter.v1.zfs",
+	}
+	if major >= 2 {
+		p = append(p, "io.containerd.cri.v1.images", "io.containerd.cri.v1.runtime")
+	}
+	return p
+}
+
+// containerdConfig renders config.toml (version 2, which containerd 2.x
+// still reads) keeping every path of the daemon inside e.Dir.
+func containerdConfig(e *Env, major int) string {
+	var b strings.Builder
+	q := strconv.Quote
+	fmt.Fprintf(&b, "version = 2\n")
+	fmt.Fprintf(&b, "root = %s\nstate = %s\n", q(e.Root), q(e.State))
+	var dis []string
+	for _, p := range disabledPlugins(major) {
+		dis = append(dis, q(p))
+	}
+	fmt.Fprintf(&b, "disabled_plugins = [%s]\n\n", strings.Join(dis, ", "))
+	fmt.Fprintf(&b, "[grpc]\n  address = %s\n\n", q(e.Address))
+	fmt.Fprintf(&b, "[ttrpc]\n  address = %s\n\n", q(e.Address+".ttrpc"))
+	// The opt plugin would otherwise create /opt/containerd on the host.
+	fmt.Fprintf(&b, "[plugins.%s]\n  path = %s\n", q("io.containerd.internal.v1.opt"), q(filepath.Join(e.Dir, "opt")))
+	return b.String()
+}
+
+// writeCNIConfig writes the network's conflist into CNIConfDir: a bridge
+// with host-local IPAM on Subnet (no masquerade, no routes, so nothing
+// leaves the host) and portmap for hostPort tests.
+func writeCNIConfig(e *Env) error {
+	type obj = map[string]any
+	conf := obj{
+		"cniVersion": "1.0.0",
+		"name":       e.NetName,
+		"plugins": []obj{
+			{
+				"type":        "bridge",
+				"bridge":      e.Bridge,
+				"isGateway":   true,
+				"ipMasq":      false,
+				"hairpinMode": true,
+				"ipam": obj{
+					"type":    "host-local",
+					"ranges":  [][]obj{{{"subnet": e.Subnet.String()}}},
+					"dataDir": filepath.Join(e.Dir, "cni", "ipam"),
+				},
+			},
+			{
+				"type":         "portmap",
+				"capabilities": obj{"portMappings": true},
+			},
+		},
+	}
+	data, err := json.MarshalIndent(conf, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode cni config: %w", err)
+	}
+	p := filepath.Join(e.CNIConfDir, "10-"+e.NetName+".conflist")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		return fmt.Errorf("write cni config: %w", err)
+	}
+	return nil
+}
+
+// existingDirs returns the entries of dirs that exist.
+func existingDirs(dirs []string) []string {
+	var out []string
+	for _, d := range dirs {
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// namespaced returns ctx in containerd namespace ns.
+func namespaced(ctx context.Context, ns string) context.Context {
+	return namespaces.WithNamespace(ctx, ns)
+}
