@@ -39,6 +39,8 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "containerd-binary", Value: "containerd", Usage: "containerd executable for --embedded-containerd"},
 		&cli.Int64Flag{Name: "container-log-max-size", Value: crilog.DefaultMaxSize, Usage: "bytes of one container log file before it rotates"},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
+		&cli.DurationFlag{Name: "relist-period", Value: 10 * time.Second, Usage: "how often every pod's containers are re-checked against containerd (a safety net: exits arrive as events)"},
+		&cli.DurationFlag{Name: "manifest-relist-period", Value: manifest.DefaultRelistPeriod, Usage: "how often the manifests directory is re-read in full (a safety net: changes arrive through inotify)"},
 	}
 }
 
@@ -122,18 +124,20 @@ func runAction(c *cli.Context) error {
 
 	snapshots := make(chan manifest.Snapshot, 1)
 	src := manifest.NewSource(c.String("manifests"), node, log)
+	src.RelistPeriod = c.Duration("manifest-relist-period")
 	go src.Run(ctx, snapshots)
 
 	sup := supervise.New(supervise.Config{
-		StateDir:   stateDir,
-		RunDir:     runDir,
-		LogDir:     logDir,
-		ImagesDir:  c.String("images-dir"),
-		NodeName:   node,
-		NodeIP:     nodeIP,
-		Namespace:  c.String("containerd-namespace"),
-		LogDriver:  self,
-		LogMaxSize: c.Int64("container-log-max-size"),
+		StateDir:     stateDir,
+		RunDir:       runDir,
+		LogDir:       logDir,
+		ImagesDir:    c.String("images-dir"),
+		NodeName:     node,
+		NodeIP:       nodeIP,
+		Namespace:    c.String("containerd-namespace"),
+		LogDriver:    self,
+		LogMaxSize:   c.Int64("container-log-max-size"),
+		RelistPeriod: c.Duration("relist-period"),
 	}, client, net, store, log)
 	supErr := make(chan error, 1)
 	go func() { supErr <- sup.Run(ctx, snapshots) }()

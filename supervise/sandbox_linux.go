@@ -70,7 +70,7 @@ func createSandbox(runDir string, pod *v1.Pod) (*sandboxRecord, error) {
 	dir := filepath.Join(runDir, "pods", sb.ID)
 	if !pod.Spec.HostNetwork {
 		sb.NetNS = filepath.Join(dir, "net")
-		if err := nsfs.New(sb.NetNS, unix.CLONE_NEWNET); err != nil {
+		if err := cni.NewNetNS(sb.NetNS); err != nil {
 			return sb, fmt.Errorf("create network namespace: %w", err)
 		}
 	}
@@ -93,7 +93,7 @@ func createSandbox(runDir string, pod *v1.Pod) (*sandboxRecord, error) {
 // sandboxAlive reports whether the sandbox's namespaces and /dev/shm still
 // exist; after a reboot (or a cleared run dir) they do not.
 func sandboxAlive(sb *sandboxRecord) bool {
-	if sb.NetNS != "" && !nsfs.Is(sb.NetNS) {
+	if sb.NetNS != "" && !cni.IsNetNS(sb.NetNS) {
 		return false
 	}
 	if sb.IPCNS != "" && !nsfs.Is(sb.IPCNS) {
@@ -119,14 +119,14 @@ func removeSandbox(ctx context.Context, net Network, runDir string, pod *v1.Pod,
 	var errs []error
 	if !pod.Spec.HostNetwork {
 		netns := sb.NetNS
-		if !nsfs.Is(netns) {
+		if !cni.IsNetNS(netns) {
 			netns = ""
 		}
 		if err := net.Del(ctx, sb.ID, netns, podRef(pod), sb.Ports); err != nil {
 			errs = append(errs, fmt.Errorf("cni del: %w", err))
 		}
 	}
-	if err := nsfs.Remove(sb.NetNS); err != nil {
+	if err := cni.RemoveNetNS(sb.NetNS); err != nil {
 		errs = append(errs, err)
 	}
 	if err := nsfs.Remove(sb.IPCNS); err != nil {

@@ -57,6 +57,7 @@ type podWorker struct {
 	waiting  map[string]*v1.ContainerStateWaiting
 	conds    []v1.PodCondition
 	warned   map[string]bool // one-time warning events already emitted
+	deleting *metav1.Time    // set once the pod is being stopped
 }
 
 func newPodWorker(s *Supervisor, uid types.UID, desired *manifest.Pod, rec *podRecord) *podWorker {
@@ -454,6 +455,7 @@ func (w *podWorker) mountsPod(pod *v1.Pod) mounts.Pod {
 		Spec:     pod,
 		Dir:      filepath.Join(w.podDir(), "files"),
 		Hostname: podHostname(pod),
+		Log:      w.log,
 	}
 	if w.rec.Sandbox != nil && !pod.Spec.HostNetwork {
 		p.PodIPs = w.rec.Sandbox.IPs
@@ -667,6 +669,11 @@ func (w *podWorker) terminate(ctx context.Context) error {
 	}
 	w.ensureRecords(pod)
 	w.log.Info("stopping pod", "gracePeriod", grace)
+	if w.deleting == nil {
+		now := metav1.NewTime(w.s.now())
+		w.deleting = &now
+		w.publish(pod)
+	}
 	// App containers first, all at once, then init containers (kubelet's
 	// order); each gets the same grace period.
 	var errs []error
@@ -728,6 +735,11 @@ func (w *podWorker) terminate(ctx context.Context) error {
 func (w *podWorker) publish(pod *v1.Pod) {
 	out := pod.DeepCopy()
 	out.CreationTimestamp = metav1.NewTime(w.rec.Created)
+	if w.deleting != nil {
+		// Shown as Terminating, as kubectl shows a pod being deleted.
+		out.DeletionTimestamp = w.deleting
+		out.DeletionGracePeriodSeconds = pod.Spec.TerminationGracePeriodSeconds
+	}
 	if out.Annotations == nil {
 		out.Annotations = map[string]string{}
 	}
