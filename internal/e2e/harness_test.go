@@ -1,0 +1,453 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/podvisor/podvisor/internal/testenv"
+	"github.com/podvisor/podvisor/status"
+	"golang.org/x/sys/unix"
+	v1 "k8s.io/api/core/v1"
+)
+
+const node = "e2e"
+
+var (
+	env         *testenv.Env
+	podvisorBin string
+	skipReason  string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	if err := testenv.Available(); err != nil {
+		skipReason = err.Error()
+		return m.Run()
+	}
+	dir, err := os.MkdirTemp("", "pv-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	podvisorBin = filepath.Join(dir, "podvisor")
+	build := exec.Command("go", "build", "-o", podvisorBin, "github.com/podvisor/podvisor")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build podvisor: %v\n%s", err, out)
+		return 1
+	}
+	env, err = testenv.Start("")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start test environment:", err)
+		return 1
+	}
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stop test environment:", err)
+	}
+	return code
+}
+
+func requireEnv(t *testing.T) {
+	t.Helper()
+	if env == nil {
+		t.Skip("skipping end-to-end test: ", skipReason)
+	}
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// daemon is one podvisor under test with its own directories and
+// containerd namespace.
+type daemon struct {
+	t                                       *testing.T
+	dir                                     string
+	manifests, state, run, logs, images, ns string
+	sock                                    string
+	logFile                                 string
+	cmd                                     *exec.Cmd
+	exited                                  chan error
+	extraArgs                               []string
+}
+
+func newDaemon(t *testing.T, extra ...string) *daemon {
+	t.Helper()
+	requireEnv(t)
+	dir, err := os.MkdirTemp("", "pv-e2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &daemon{
+		t:         t,
+		dir:       dir,
+		manifests: filepath.Join(dir, "manifests"),
+		state:     filepath.Join(dir, "state"),
+		run:       filepath.Join(dir, "run"),
+		logs:      filepath.Join(dir, "logs"),
+		images:    filepath.Join(dir, "images"),
+		ns:        "e2e-" + randHex(4),
+		logFile:   filepath.Join(dir, "podvisor.log"),
+		extraArgs: extra,
+	}
+	d.sock = filepath.Join(d.run, "podvisor.sock")
+	for _, p := range []string{d.manifests, d.images} {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Link(env.ImageArchive, filepath.Join(d.images, "busybox.tar")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.cleanup)
+	return d
+}
+
+func (d *daemon) args() []string {
+	a := []string{"run",
+		"--manifests", d.manifests,
+		"--state-dir", d.state,
+		"--run-dir", d.run,
+		"--log-dir", d.logs,
+		"--images-dir", d.images,
+		"--containerd-address", env.Address,
+		"--containerd-namespace", d.ns,
+		"--cni-conf-dir", env.CNIConfDir,
+		"--cni-bin-dir", env.CNIBinDir,
+		"--node-name", node,
+		"--node-ip", "127.0.0.1",
+		// Safety-net relists far beyond any test's deadline: whatever a
+		// test sees happen was driven by events and inotify.
+		"--relist-period", "1h",
+		"--manifest-relist-period", "1h",
+		"--log-level", "debug",
+	}
+	return append(a, d.extraArgs...)
+}
+
+// start runs podvisor in its own process group and waits until its API
+// answers.
+func (d *daemon) start() {
+	d.t.Helper()
+	logf, err := os.OpenFile(d.logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	d.cmd = exec.Command(podvisorBin, d.args()...)
+	d.cmd.Stdout, d.cmd.Stderr = logf, logf
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := d.cmd.Start(); err != nil {
+		d.t.Fatal(err)
+	}
+	logf.Close()
+	d.exited = make(chan error, 1)
+	cmd := d.cmd
+	go func() { d.exited <- cmd.Wait() }()
+	c := status.NewClient(d.sock)
+	d.poll("podvisor API to answer", 30*time.Second, func() (bool, string) {
+		select {
+		case err := <-d.exited:
+			d.exited <- err
+			return false, fmt.Sprintf("podvisor exited: %v", err)
+		default:
+		}
+		err := c.Healthz(context.Background())
+		return err == nil, fmt.Sprint(err)
+	})
+}
+
+// stop sends sig to podvisor and waits for it to exit.
+func (d *daemon) stop(sig syscall.Signal) {
+	d.t.Helper()
+	if d.cmd == nil {
+		return
+	}
+	d.cmd.Process.Signal(sig)
+	d.waitExit()
+}
+
+// killGroup kills podvisor's whole process group with SIGKILL.
+func (d *daemon) killGroup() {
+	d.t.Helper()
+	if err := syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		d.t.Fatal(err)
+	}
+	d.waitExit()
+}
+
+func (d *daemon) waitExit() {
+	d.t.Helper()
+	select {
+	case <-d.exited:
+	case <-time.After(30 * time.Second):
+		d.t.Fatalf("podvisor did not exit\n%s", d.logTail())
+	}
+	d.cmd = nil
+}
+
+// cleanup removes every manifest and lets podvisor stop and clean up its
+// pods (the real path), then stops podvisor and removes what is left.
+func (d *daemon) cleanup() {
+	if d.cmd != nil {
+		entries, _ := os.ReadDir(d.manifests)
+		for _, e := range entries {
+			os.Remove(filepath.Join(d.manifests, e.Name()))
+		}
+		c := status.NewClient(d.sock)
+		deadline := time.Now().Add(60 * time.Second)
+		for time.Now().Before(deadline) {
+			l, err := c.Pods(context.Background())
+			if err != nil || len(l.Items) == 0 {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		d.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-d.exited:
+		case <-time.After(20 * time.Second):
+			syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
+		}
+		d.cmd = nil
+	}
+	// Anything left (a failed test): remove containers and mounts.
+	ctx := context.Background()
+	if cl, err := containerd.New(env.Address, containerd.WithDefaultNamespace(d.ns)); err == nil {
+		ctrs, _ := cl.Containers(ctx)
+		for _, c := range ctrs {
+			if task, err := c.Task(ctx, nil); err == nil {
+				task.Delete(ctx, containerd.WithProcessKill)
+			}
+			c.Delete(ctx, containerd.WithSnapshotCleanup)
+		}
+		cl.Close()
+	}
+	for _, m := range mountsUnder(d.dir) {
+		unix.Unmount(m, unix.MNT_DETACH)
+	}
+	if d.t.Failed() {
+		d.t.Logf("podvisor log:\n%s", d.logTail())
+	}
+	os.RemoveAll(d.dir)
+}
+
+func mountsUnder(dir string) []string {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) > 4 && strings.HasPrefix(fields[4], dir+"/") {
+			out = append(out, fields[4])
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
+}
+
+func (d *daemon) logTail() string {
+	b, _ := os.ReadFile(d.logFile)
+	lines := strings.Split(string(b), "\n")
+	if len(lines) > 80 {
+		lines = lines[len(lines)-80:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// writeManifest installs a manifest the atomic way: written beside the
+// directory, then renamed into it.
+func (d *daemon) writeManifest(name, content string) {
+	d.t.Helper()
+	tmp := filepath.Join(d.dir, "."+name)
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		d.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(d.manifests, name)); err != nil {
+		d.t.Fatal(err)
+	}
+}
+
+func (d *daemon) removeManifest(name string) {
+	d.t.Helper()
+	if err := os.Remove(filepath.Join(d.manifests, name)); err != nil {
+		d.t.Fatal(err)
+	}
+}
+
+// poll calls cond until it reports true or timeout passes; then the test
+// fails with cond's last message and podvisor's log.
+func (d *daemon) poll(what string, timeout time.Duration, cond func() (bool, string)) {
+	d.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var msg string
+	for {
+		var ok bool
+		ok, msg = cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, msg)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (d *daemon) pod(name string) (*v1.Pod, error) {
+	return status.NewClient(d.sock).Pod(context.Background(), name)
+}
+
+// waitPod polls the API until pod name satisfies cond.
+func (d *daemon) waitPod(name string, timeout time.Duration, what string, cond func(*v1.Pod) bool) *v1.Pod {
+	d.t.Helper()
+	var last *v1.Pod
+	d.poll(fmt.Sprintf("pod %s: %s", name, what), timeout, func() (bool, string) {
+		p, err := d.pod(name)
+		if err != nil {
+			return false, err.Error()
+		}
+		last = p
+		if cond(p) {
+			return true, ""
+		}
+		b, _ := json.MarshalIndent(p.Status, "", "  ")
+		return false, "last status: " + string(b)
+	})
+	return last
+}
+
+func (d *daemon) waitGone(name string, timeout time.Duration) {
+	d.t.Helper()
+	d.poll("pod "+name+" to be gone", timeout, func() (bool, string) {
+		_, err := d.pod(name)
+		if errors.Is(err, status.ErrNotFound) {
+			return true, ""
+		}
+		return false, fmt.Sprintf("still there (%v)", err)
+	})
+}
+
+func running(p *v1.Pod) bool {
+	if p.Status.Phase != v1.PodRunning || len(p.Status.ContainerStatuses) == 0 {
+		return false
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		if c.State.Running == nil {
+			return false
+		}
+	}
+	return true
+}
+
+func containerStatus(p *v1.Pod, name string) v1.ContainerStatus {
+	for _, c := range p.Status.ContainerStatuses {
+		if c.Name == name {
+			return c
+		}
+	}
+	return v1.ContainerStatus{}
+}
+
+func containerID(p *v1.Pod, name string) string {
+	return strings.TrimPrefix(containerStatus(p, name).ContainerID, "containerd://")
+}
+
+// taskPID returns the pid of a container's task in the daemon's namespace.
+func (d *daemon) taskPID(id string) uint32 {
+	d.t.Helper()
+	cl, err := containerd.New(env.Address, containerd.WithDefaultNamespace(d.ns))
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	c, err := cl.LoadContainer(ctx, id)
+	if err != nil {
+		d.t.Fatalf("load container %s: %v", id, err)
+	}
+	task, err := c.Task(ctx, nil)
+	if err != nil {
+		d.t.Fatalf("task of %s: %v", id, err)
+	}
+	return task.Pid()
+}
+
+// containers lists the containerd containers in the daemon's namespace.
+func (d *daemon) containers() []string {
+	d.t.Helper()
+	cl, err := containerd.New(env.Address, containerd.WithDefaultNamespace(d.ns))
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer cl.Close()
+	ctrs, err := cl.Containers(context.Background())
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	var ids []string
+	for _, c := range ctrs {
+		ids = append(ids, c.ID())
+	}
+	return ids
+}
+
+// allocatedIPs lists the addresses host-local IPAM holds for the test
+// network.
+func allocatedIPs(t *testing.T) []string {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(env.Dir, "cni", "ipam", env.NetName))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ips []string
+	for _, e := range entries {
+		if n := e.Name(); n != "lock" && !strings.HasPrefix(n, "last_reserved_ip") {
+			ips = append(ips, n)
+		}
+	}
+	return ips
+}
+
+func shimCount(ns string) int {
+	n := 0
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		b, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if len(args) > 0 && strings.HasSuffix(args[0], "containerd-shim-runc-v2") && strings.Contains(string(b), "\x00-namespace\x00"+ns+"\x00") {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,236 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/podvisor/podvisor/internal/crilog"
+	v1 "k8s.io/api/core/v1"
+)
+
+func webManifest(www string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: httpd
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: ["httpd", "-f", "-p", "80", "-h", "/www"]
+    resources:
+      limits: {memory: 64Mi, cpu: 250m}
+    volumeMounts:
+    - {name: www, mountPath: /www, readOnly: true}
+  - name: ticker
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "while true; do echo tick; sleep 0.2; done"]
+    resources:
+      limits: {memory: 16Mi, cpu: 100m}
+  volumes:
+  - name: www
+    hostPath: {path: %s, type: Directory}
+`, www)
+}
+
+func cgroupValue(t *testing.T, uid, id string, v1file, v2file string) string {
+	t.Helper()
+	var p string
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		p = filepath.Join("/sys/fs/cgroup/podvisor", "pod"+uid, id, v2file)
+	} else {
+		ctrl := strings.SplitN(v1file, ".", 2)[0]
+		p = filepath.Join("/sys/fs/cgroup", ctrl, "podvisor", "pod"+uid, id, v1file)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("read cgroup: %v", err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func nsLink(t *testing.T, pid uint32, ns string) string {
+	t.Helper()
+	l, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", pid, ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// TestWebPod covers the walking skeleton's main path: a networked, limited
+// pod runs; restarts are new containers; podvisor can be stopped (SIGTERM,
+// kill -9 of its process group) and containerd restarted without any
+// container restarting; exits are seen by events right after a restart.
+func TestWebPod(t *testing.T) {
+	d := newDaemon(t)
+	www := filepath.Join(d.dir, "www")
+	os.MkdirAll(www, 0o755)
+	os.WriteFile(filepath.Join(www, "index.html"), []byte("hello from podvisor\n"), 0o644)
+	d.start()
+	d.writeManifest("web.yaml", webManifest(www))
+	const name = "web-" + node
+	p := d.waitPod(name, 60*time.Second, "Running", running)
+
+	// get pods -o json through the CLI, flags after the positional name.
+	out, err := exec.Command(podvisorBin, "get", "pods", "web", "-o", "json", "--socket", d.sock).Output()
+	if err != nil {
+		t.Fatalf("get pods: %v", err)
+	}
+	var list v1.PodList
+	if err := json.Unmarshal(out, &list); err != nil || len(list.Items) != 1 {
+		t.Fatalf("get pods -o json: %v, %d items\n%s", err, len(list.Items), out)
+	}
+	got := list.Items[0]
+	if got.Status.Phase != v1.PodRunning || got.Status.PodIP == "" || got.Status.QOSClass != v1.PodQOSGuaranteed {
+		t.Fatalf("status: phase %s podIP %q qos %s", got.Status.Phase, got.Status.PodIP, got.Status.QOSClass)
+	}
+	if !env.Subnet.Contains(netIP(got.Status.PodIP)) {
+		t.Fatalf("pod IP %s not in the test network %s", got.Status.PodIP, env.Subnet)
+	}
+
+	// The host reaches the pod's IP.
+	d.poll("HTTP answer from the pod", 20*time.Second, func() (bool, string) {
+		c := http.Client{Timeout: 2 * time.Second}
+		resp, err := c.Get("http://" + got.Status.PodIP + "/index.html")
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b) == "hello from podvisor\n", fmt.Sprintf("got %d %q", resp.StatusCode, b)
+	})
+
+	// Limits in the container's cgroup.
+	httpdID := containerID(p, "httpd")
+	if v := cgroupValue(t, string(p.UID), httpdID, "memory.limit_in_bytes", "memory.max"); v != "67108864" {
+		t.Errorf("memory limit = %s, want 67108864", v)
+	}
+	if v := cgroupValue(t, string(p.UID), httpdID, "cpu.cfs_quota_us", "cpu.max"); v != "25000" && v != "25000 100000" {
+		t.Errorf("cpu quota = %s, want 25000", v)
+	}
+
+	// Both containers share the pod's network and IPC namespaces and
+	// /dev/shm, have the pod's hostname, and live in one shim.
+	tickerID := containerID(p, "ticker")
+	hp, tp := d.taskPID(httpdID), d.taskPID(tickerID)
+	for _, ns := range []string{"net", "ipc"} {
+		if a, b := nsLink(t, hp, ns), nsLink(t, tp, ns); a != b {
+			t.Errorf("%s namespace differs: %s vs %s", ns, a, b)
+		}
+	}
+	var s1, s2 syscall.Stat_t
+	syscall.Stat(fmt.Sprintf("/proc/%d/root/dev/shm", hp), &s1)
+	syscall.Stat(fmt.Sprintf("/proc/%d/root/dev/shm", tp), &s2)
+	if s1.Ino != s2.Ino || s1.Dev != s2.Dev {
+		t.Errorf("/dev/shm differs between containers")
+	}
+	for _, pid := range []uint32{hp, tp} {
+		h, _ := os.ReadFile(fmt.Sprintf("/proc/%d/root/etc/hostname", pid))
+		if strings.TrimSpace(string(h)) != name {
+			t.Errorf("hostname of pid %d = %q, want %q", pid, h, name)
+		}
+	}
+	if n := shimCount(d.ns); n != 1 {
+		t.Errorf("%d shims for the pod, want 1", n)
+	}
+
+	// Logs in CRI format under the log dir.
+	logPath := filepath.Join(d.logs, fmt.Sprintf("default_%s_%s", name, p.UID), "ticker", "0.log")
+	d.poll("ticker output in its log", 10*time.Second, func() (bool, string) {
+		b, err := os.ReadFile(logPath)
+		if err != nil {
+			return false, err.Error()
+		}
+		first, _, _ := strings.Cut(string(b), "\n")
+		r, err := crilog.Parse([]byte(first))
+		if err != nil {
+			return false, err.Error()
+		}
+		return r.Stream == "stdout" && string(r.Content) == "tick" && !r.Partial, first
+	})
+
+	// Killing the container's process restarts it as a new container.
+	syscall.Kill(int(hp), syscall.SIGKILL)
+	p = d.waitPod(name, 30*time.Second, "httpd restarted once", func(p *v1.Pod) bool {
+		cs := containerStatus(p, "httpd")
+		return cs.RestartCount == 1 && cs.State.Running != nil
+	})
+	cs := containerStatus(p, "httpd")
+	if id := containerID(p, "httpd"); id == httpdID || id == "" {
+		t.Errorf("restarted container kept its ID %s", id)
+	}
+	if cs.LastTerminationState.Terminated == nil || cs.LastTerminationState.Terminated.ExitCode != 137 ||
+		cs.LastTerminationState.Terminated.ContainerID != "containerd://"+httpdID {
+		t.Errorf("lastState = %+v", cs.LastTerminationState)
+	}
+	httpdID = containerID(p, "httpd")
+	hp = d.taskPID(httpdID)
+	tp = d.taskPID(tickerID)
+
+	// SIGTERM to podvisor: pods keep running, logs keep flowing.
+	d.stop(syscall.SIGTERM)
+	before, _ := os.Stat(logPath)
+	d.poll("log to grow while podvisor is down", 10*time.Second, func() (bool, string) {
+		st, err := os.Stat(logPath)
+		return err == nil && st.Size() > before.Size(), "log did not grow"
+	})
+	d.start()
+	p = d.waitPod(name, 30*time.Second, "adopted", running)
+	if got := d.taskPID(containerID(p, "httpd")); got != hp || containerID(p, "httpd") != httpdID {
+		t.Fatalf("after SIGTERM restart httpd pid %d (was %d), id %s (was %s)", got, hp, containerID(p, "httpd"), httpdID)
+	}
+	if got := containerStatus(p, "httpd").RestartCount; got != 1 {
+		t.Fatalf("restartCount after podvisor restart = %d, want 1", got)
+	}
+
+	// kill -9 of podvisor's whole process group.
+	d.killGroup()
+	d.start()
+	p = d.waitPod(name, 30*time.Second, "adopted", running)
+	if got := d.taskPID(httpdID); got != hp {
+		t.Fatalf("after kill -9 httpd pid %d, was %d", got, hp)
+	}
+	if got := d.taskPID(tickerID); got != tp {
+		t.Fatalf("after kill -9 ticker pid %d, was %d", got, tp)
+	}
+
+	// Exit watching is re-armed at once: with relists an hour apart, the
+	// restart can only come from the event stream.
+	syscall.Kill(int(hp), syscall.SIGKILL)
+	p = d.waitPod(name, 15*time.Second, "httpd restarted twice", func(p *v1.Pod) bool {
+		cs := containerStatus(p, "httpd")
+		return cs.RestartCount == 2 && cs.State.Running != nil
+	})
+	httpdID = containerID(p, "httpd")
+	hp = d.taskPID(httpdID)
+
+	// containerd restarted: no container restarts, and events flow again.
+	if err := env.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	p = d.waitPod(name, 15*time.Second, "running after containerd restart", running)
+	if got := d.taskPID(httpdID); got != hp {
+		t.Fatalf("after containerd restart httpd pid %d, was %d", got, hp)
+	}
+	if got := containerStatus(p, "httpd").RestartCount; got != 2 {
+		t.Fatalf("restartCount after containerd restart = %d, want 2", got)
+	}
+	syscall.Kill(int(hp), syscall.SIGKILL)
+	d.waitPod(name, 30*time.Second, "httpd restarted after containerd restart", func(p *v1.Pod) bool {
+		cs := containerStatus(p, "httpd")
+		return cs.RestartCount == 3 && cs.State.Running != nil
+	})
+}
