@@ -1,0 +1,100 @@
+# podvisor — see README.md. `make demo` and `make test` are the two commands
+# a newcomer needs; both install what is missing first (as root).
+
+SHELL := /bin/bash
+GO ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X github.com/podvisor/podvisor/internal/version.Version=$(VERSION)
+CONTAINERD2_VERSION ?= v2.4.2
+CONTAINERD2_DIR := $(CURDIR)/.cache/containerd-$(CONTAINERD2_VERSION)
+DEBS := containerd runc containernetworking-plugins busybox-static iptables iproute2
+DEMO_DIR ?= /var/lib/podvisor-demo
+DEMO_RUN ?= /run/podvisor-demo
+export CGO_ENABLED := 0
+
+.PHONY: all build deps image lint test test-unit test-e2e test-containerd2 containerd2 demo demo-clean bench fuzz clean
+
+all: build
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/podvisor .
+
+# Debian packages the tests and the demo use, installed only when missing.
+deps:
+	@missing=""; for p in $(DEBS); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+	$(GO) mod download
+
+# The example image: busybox-static in an OCI archive, no registry needed.
+image: examples/images/busybox.tar
+examples/images/busybox.tar:
+	$(GO) run ./internal/mkimage -o $@ -ref docker.io/library/busybox:latest
+
+lint:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+# Everything: lint, unit tests, fuzz seeds, end-to-end tests against the
+# Debian containerd 1.6 and against containerd 2.x built from its module.
+test: deps lint
+	$(GO) test -count=1 ./...
+	$(MAKE) test-containerd2
+
+test-unit:
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v /internal/e2e)
+
+test-e2e:
+	$(GO) test -count=1 -v ./internal/e2e
+
+test-containerd2: containerd2
+	PODVISOR_TEST_CONTAINERD=$(CONTAINERD2_DIR) $(GO) test -count=1 ./internal/e2e
+
+# containerd 2.x and its own shim, built from the Go module (static).
+containerd2: $(CONTAINERD2_DIR)/containerd
+$(CONTAINERD2_DIR)/containerd:
+	mkdir -p $(CONTAINERD2_DIR)
+	GOBIN=$(CONTAINERD2_DIR) GOFLAGS= $(GO) install \
+		github.com/containerd/containerd/v2/cmd/containerd@$(CONTAINERD2_VERSION) \
+		github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$(CONTAINERD2_VERSION)
+
+# Runs podvisor in the foreground on examples/ with a private containerd.
+# Ctrl-C stops podvisor, not the pods; `make demo-clean` removes them.
+demo: deps build image
+	@mkdir -p $(DEMO_DIR)/cni
+	@echo
+	@echo "podvisor is starting on examples/ (Ctrl-C stops podvisor; the pods keep running)."
+	@echo "In another terminal:"
+	@echo "  bin/podvisor get pods --socket $(DEMO_RUN)/podvisor.sock -o wide"
+	@echo "  curl http://<IP of web-$$(hostname | tr A-Z a-z)>/"
+	@echo "  tail -f $(DEMO_DIR)/logs/default_counter-*/counter/0.log"
+	@echo
+	bin/podvisor run --manifests examples --images-dir examples/images \
+		--embedded-containerd --state-dir $(DEMO_DIR)/state --run-dir $(DEMO_RUN) \
+		--log-dir $(DEMO_DIR)/logs --cni-conf-dir $(DEMO_DIR)/cni
+
+# Stops the demo's pods (podvisor on an empty manifests dir), then its
+# containerd.
+demo-clean: build
+	@mkdir -p $(DEMO_DIR)/empty
+	bin/podvisor run --manifests $(DEMO_DIR)/empty --images-dir examples/images \
+		--embedded-containerd --state-dir $(DEMO_DIR)/state --run-dir $(DEMO_RUN) \
+		--log-dir $(DEMO_DIR)/logs --cni-conf-dir $(DEMO_DIR)/cni & pid=$$!; \
+	for i in $$(seq 1 120); do \
+		sleep 1; out=$$(bin/podvisor get pods --socket $(DEMO_RUN)/podvisor.sock 2>&1); \
+		[ "$$out" = "No resources found" ] && break; \
+	done; kill $$pid; wait $$pid
+	-@[ -f $(DEMO_RUN)/containerd/containerd.pid ] && kill $$(cat $(DEMO_RUN)/containerd/containerd.pid)
+
+# Start-up latency and footprint beside a direct-containerd baseline.
+bench: deps build
+	$(GO) run ./internal/bench -podvisor bin/podvisor
+
+# Bounded fuzzing of the manifest decoder (make test runs the seeds).
+fuzz:
+	$(GO) test ./manifest -run '^$$' -fuzz Fuzz -fuzztime 60s
+
+clean:
+	rm -rf bin examples/images .cache

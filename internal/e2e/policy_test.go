@@ -1,0 +1,135 @@
+package e2e
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/podvisor/podvisor/internal/image"
+	"github.com/podvisor/podvisor/status"
+	v1 "k8s.io/api/core/v1"
+)
+
+// TestExampleWeb runs examples/web.yaml as shipped: its init container
+// fills an emptyDir before httpd serves it.
+func TestExampleWeb(t *testing.T) {
+	d := newDaemon(t)
+	d.start()
+	b, err := os.ReadFile("../../examples/web.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.writeManifest("web.yaml", string(b))
+	p := d.waitPod("web-"+node, 60*time.Second, "Running", running)
+	init := p.Status.InitContainerStatuses
+	if len(init) != 1 || init[0].State.Terminated == nil || init[0].State.Terminated.Reason != "Completed" {
+		t.Fatalf("init container status = %+v", init)
+	}
+	if c := conditionStatus(p, v1.PodInitialized); c != v1.ConditionTrue {
+		t.Errorf("Initialized = %s", c)
+	}
+	d.poll("the page the init container wrote", 20*time.Second, func() (bool, string) {
+		c := http.Client{Timeout: 2 * time.Second}
+		resp, err := c.Get("http://" + p.Status.PodIP + "/")
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return strings.TrimSpace(string(b)) == "hello from web-"+node, string(b)
+	})
+}
+
+func conditionStatus(p *v1.Pod, t v1.PodConditionType) v1.ConditionStatus {
+	for _, c := range p.Status.Conditions {
+		if c.Type == t {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+// TestRestartPolicies: Never and OnFailure pods end in Succeeded or
+// Failed as kubelet decides, and a finished pod gives its IP back;
+// OnFailure restarts a failing container.
+func TestRestartPolicies(t *testing.T) {
+	d := newDaemon(t)
+	d.start()
+	pod := func(name, policy, cmd string) string {
+		return `apiVersion: v1
+kind: Pod
+metadata:
+  name: ` + name + `
+spec:
+  restartPolicy: ` + policy + `
+  containers:
+  - name: main
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "` + cmd + `"]
+`
+	}
+	d.writeManifest("ok.yaml", pod("ok", "Never", "exit 0"))
+	d.writeManifest("fail.yaml", pod("fail", "Never", "echo bye > /dev/termination-log; exit 3"))
+	d.writeManifest("retry.yaml", pod("retry", "OnFailure", "exit 1"))
+
+	d.waitPod("ok-"+node, 60*time.Second, "Succeeded", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodSucceeded })
+	p := d.waitPod("fail-"+node, 60*time.Second, "Failed", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+	term := containerStatus(p, "main").State.Terminated
+	if term == nil || term.ExitCode != 3 || term.Reason != "Error" || term.Message != "bye\n" {
+		t.Errorf("terminated state = %+v", term)
+	}
+	// First restart at once, then kubelet's back-off: CrashLoopBackOff
+	// with restartCount 1.
+	d.waitPod("retry-"+node, 60*time.Second, "CrashLoopBackOff", func(p *v1.Pod) bool {
+		cs := containerStatus(p, "main")
+		return cs.RestartCount == 1 && cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff" &&
+			cs.LastTerminationState.Terminated != nil && cs.LastTerminationState.Terminated.ExitCode == 1
+	})
+	d.poll("finished pods to release their IPs", 20*time.Second, func() (bool, string) {
+		ips := allocatedIPs(t)
+		return len(ips) == 1, strings.Join(ips, " ")
+	})
+}
+
+// TestAlwaysPullAirGapped: imagePullPolicy Always with no registry
+// reachable uses the local image, with a Warning event.
+func TestAlwaysPullAirGapped(t *testing.T) {
+	d := newDaemon(t)
+	// .test is a reserved TLD: the pull fails without any traffic leaving.
+	if err := image.Build(filepath.Join(d.images, "always.tar"), image.Options{Ref: "podvisor.test/always:latest"}); err != nil {
+		t.Fatal(err)
+	}
+	d.start()
+	d.writeManifest("always.yaml", `apiVersion: v1
+kind: Pod
+metadata:
+  name: always
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: podvisor.test/always:latest
+    imagePullPolicy: Always
+    command: ["sleep", "3600"]
+`)
+	d.waitPod("always-"+node, 60*time.Second, "Running", running)
+	c := status.NewClient(d.sock)
+	d.poll("a warning event about the pull", 10*time.Second, func() (bool, string) {
+		evs, err := c.Events(context.Background())
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, e := range evs.Items {
+			if e.Type == v1.EventTypeWarning && e.Reason == "PullFailedUsingLocal" && e.InvolvedObject.Name == "always-"+node {
+				return true, ""
+			}
+		}
+		return false, "no PullFailedUsingLocal event"
+	})
+}
