@@ -12,6 +12,7 @@ import (
 
 	"github.com/podvisor/podvisor/internal/crilog"
 	"github.com/podvisor/podvisor/internal/version"
+	"github.com/podvisor/podvisor/manifest"
 	"github.com/urfave/cli/v2"
 )
 
@@ -65,6 +66,13 @@ func newApp() *cli.App {
 					ArgsUsage: "[NAME...]",
 					Action:    getPodsAction,
 				}},
+			},
+			{
+				Name:  "fields",
+				Usage: "print which Pod fields this podvisor implements, ignores with a warning, or rejects (markdown)",
+				Action: func(c *cli.Context) error {
+					return manifest.WriteFieldTableMarkdown(c.App.Writer)
+				},
 			},
 			{
 				Name:  "version",

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"github.com/urfave/cli/v2"
+	"reflect"
+	"testing"
+)
+
+func TestReorderArgs(t *testing.T) {
+	app := newApp()
+	for _, tc := range []struct{ in, want []string }{
+		{[]string{"podvisor", "get", "pods", "web", "-o", "wide"}, []string{"podvisor", "get", "pods", "-o", "wide", "web"}},
+		{[]string{"podvisor", "get", "pods", "-o", "json", "web"}, []string{"podvisor", "get", "pods", "-o", "json", "web"}},
+		{[]string{"podvisor", "get", "pods", "web", "--output=yaml", "--socket", "/s"}, []string{"podvisor", "get", "pods", "--output=yaml", "--socket", "/s", "web"}},
+		{[]string{"podvisor", "get", "po", "a", "b", "-o", "wide"}, []string{"podvisor", "get", "po", "-o", "wide", "a", "b"}},
+		{[]string{"podvisor", "run", "--embedded-containerd", "--manifests", "/m"}, []string{"podvisor", "run", "--embedded-containerd", "--manifests", "/m"}},
+		{[]string{"podvisor", "get", "pods", "--", "-o"}, []string{"podvisor", "get", "pods", "--", "-o"}},
+		{[]string{"podvisor", "--help"}, []string{"podvisor", "--help"}},
+		{[]string{"podvisor"}, []string{"podvisor"}},
+	} {
+		if got := reorderArgs(app, tc.in); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("reorderArgs(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestFlagsAfterPositional runs the real CLI parser: a flag typed after
+// the pod name must take effect.
+func TestFlagsAfterPositional(t *testing.T) {
+	app := newApp()
+	var gotOutput, gotSocket string
+	var gotArgs []string
+	get := findCommand(findCommand(app.Commands, "get").Subcommands, "pods")
+	get.Action = func(c *cli.Context) error {
+		gotOutput, gotSocket, gotArgs = c.String("output"), c.String("socket"), c.Args().Slice()
+		return nil
+	}
+	args := []string{"podvisor", "get", "pods", "web", "-o", "json", "--socket", "/tmp/x.sock"}
+	if err := app.Run(reorderArgs(app, args)); err != nil {
+		t.Fatal(err)
+	}
+	if gotOutput != "json" || gotSocket != "/tmp/x.sock" || !reflect.DeepEqual(gotArgs, []string{"web"}) {
+		t.Errorf("parsed output=%q socket=%q args=%q", gotOutput, gotSocket, gotArgs)
+	}
+}
