@@ -45,8 +45,11 @@ type podWorker struct {
 
 	mu      sync.Mutex
 	desired *manifest.Pod
-	stopReq bool
-	oom     map[string]bool // containerd IDs that saw an OOM event
+	// recorded is the spec from the pod's record, for a pod found at
+	// start-up that is no longer desired (stopped from what it ran).
+	recorded *v1.Pod
+	stopReq  bool
+	oom      map[string]bool // containerd IDs that saw an OOM event
 
 	signal chan struct{}
 	done   chan struct{}
@@ -73,6 +76,9 @@ func newPodWorker(s *Supervisor, uid types.UID, desired *manifest.Pod, rec *podR
 		exitSeen: map[string]time.Time{},
 		waiting:  map[string]*v1.ContainerStateWaiting{},
 		warned:   map[string]bool{},
+	}
+	if rec != nil {
+		w.recorded = rec.Pod
 	}
 	name := string(uid)
 	if desired != nil {
@@ -145,10 +151,7 @@ func (w *podWorker) pod() *v1.Pod {
 	if w.desired != nil {
 		return w.desired.Pod
 	}
-	if w.rec != nil {
-		return w.rec.Pod
-	}
-	return nil
+	return w.recorded
 }
 
 // sync moves the pod one step toward its desired state. It returns when to

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -47,12 +48,16 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	podvisorBin = filepath.Join(dir, "podvisor")
-	build := exec.Command("go", "build", "-o", podvisorBin, "github.com/podvisor/podvisor")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build podvisor: %v\n%s", err, out)
-		return 1
+	// PODVISOR_E2E_BINARY runs a given build, e.g. one made with -race.
+	podvisorBin = os.Getenv("PODVISOR_E2E_BINARY")
+	if podvisorBin == "" {
+		podvisorBin = filepath.Join(dir, "podvisor")
+		build := exec.Command("go", "build", "-o", podvisorBin, "github.com/podvisor/podvisor")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build podvisor: %v\n%s", err, out)
+			return 1
+		}
 	}
 	env, err = testenv.Start("")
 	if err != nil {
@@ -246,7 +251,9 @@ func (d *daemon) cleanup() {
 	for _, m := range mountsUnder(d.dir) {
 		unix.Unmount(m, unix.MNT_DETACH)
 	}
-	if d.t.Failed() {
+	if b, _ := os.ReadFile(d.logFile); bytes.Contains(b, []byte("DATA RACE")) || bytes.Contains(b, []byte("panic:")) {
+		d.t.Errorf("podvisor reported a data race or panicked:\n%s", b)
+	} else if d.t.Failed() {
 		d.t.Logf("podvisor log:\n%s", d.logTail())
 	}
 	os.RemoveAll(d.dir)
