@@ -315,6 +315,7 @@ func (s *Supervisor) watchEvents(ctx context.Context, subscribed chan<- struct{}
 		} else {
 			s.wakeAll()
 		}
+		s.setHealth(nil)
 	loop:
 		for {
 			select {
@@ -323,6 +324,7 @@ func (s *Supervisor) watchEvents(ctx context.Context, subscribed chan<- struct{}
 			case err := <-errs:
 				if ctx.Err() == nil {
 					s.log.Warn("containerd event stream broke; resubscribing", "err", err)
+					s.setHealth(fmt.Errorf("containerd event stream: %w", err))
 				}
 				break loop
 			case <-ctx.Done():
@@ -478,4 +480,12 @@ func recordFromLabels(ctx context.Context, ctrs []containerd.Container) *podReco
 		r.Pod.Spec.Containers = append(r.Pod.Spec.Containers, v1.Container{Name: name})
 	}
 	return r
+}
+
+// setHealth reports containerd's reachability to the status sink when it
+// tracks health (status.Store does, for /healthz).
+func (s *Supervisor) setHealth(err error) {
+	if h, ok := s.store.(interface{ SetHealth(error) }); ok {
+		h.SetHealth(err)
+	}
 }

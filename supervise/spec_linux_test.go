@@ -1,0 +1,208 @@
+package supervise
+
+import (
+	"context"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The four cases of the Container.Command documentation ("Notes" table in
+// the Kubernetes docs, "Define a Command and Arguments for a Container").
+func TestContainerArgs(t *testing.T) {
+	ep, cmd := []string{"/ep-1"}, []string{"foo", "bar"}
+	for _, tc := range []struct {
+		command, args, want []string
+	}{
+		{nil, nil, []string{"/ep-1", "foo", "bar"}},
+		{[]string{"/ep-2"}, nil, []string{"/ep-2"}},
+		{nil, []string{"zoo", "boo"}, []string{"/ep-1", "zoo", "boo"}},
+		{[]string{"/ep-2"}, []string{"zoo", "boo"}, []string{"/ep-2", "zoo", "boo"}},
+	} {
+		c := &v1.Container{Command: tc.command, Args: tc.args}
+		if got := containerArgs(c, ep, cmd); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("command %q args %q: got %q, want %q", tc.command, tc.args, got, tc.want)
+		}
+	}
+}
+
+// Env values may refer to variables defined earlier in the list, not later
+// ones (kubelet's makeEnvironmentVariables).
+func TestContainerEnv(t *testing.T) {
+	c := &v1.Container{Env: []v1.EnvVar{
+		{Name: "A", Value: "a"},
+		{Name: "B", Value: "$(A)-b"},
+		{Name: "C", Value: "$(D)-c"},
+		{Name: "D", Value: "d"},
+		{Name: "E", Value: "$$(A)"},
+	}}
+	want := []string{"A=a", "B=a-b", "C=$(D)-c", "D=d", "E=$(A)"}
+	if got := containerEnv(c); !reflect.DeepEqual(got, want) {
+		t.Errorf("env = %q, want %q", got, want)
+	}
+}
+
+func applyOpts(t *testing.T, opts []oci.SpecOpts) *oci.Spec {
+	t.Helper()
+	s := &oci.Spec{}
+	ctx := namespaces.WithNamespace(context.Background(), "test")
+	if err := oci.WithDefaultSpec()(ctx, nil, &containers.Container{ID: "x"}, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range opts {
+		if err := o(ctx, nil, &containers.Container{ID: "x"}, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+func TestSpecOpts(t *testing.T) {
+	f, tr := false, true
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p-n", Namespace: "default"}}
+	c := &v1.Container{
+		Name:    "c",
+		Command: []string{"sh", "-c", "echo $(GREETING)"},
+		Env:     []v1.EnvVar{{Name: "GREETING", Value: "hi"}},
+		SecurityContext: &v1.SecurityContext{
+			AllowPrivilegeEscalation: &f,
+			ReadOnlyRootFilesystem:   &tr,
+			Capabilities:             &v1.Capabilities{Add: []v1.Capability{"NET_ADMIN"}, Drop: []v1.Capability{"chown"}},
+		},
+	}
+	c.Resources = res(map[v1.ResourceName]string{"cpu": "100m"}, map[v1.ResourceName]string{"cpu": "250m", "memory": "64Mi"})
+	sb := &sandboxRecord{ID: "sb", NetNS: "/run/x/net", IPCNS: "/run/x/ipc", Shm: "/run/x/shm"}
+	opts, err := specOpts(containerSpecInput{
+		Pod: pod, Container: c, Sandbox: sb, Hostname: "p-n",
+		Mounts:      []specs.Mount{{Destination: "/data", Source: "/host", Type: "bind", Options: []string{"rbind"}}},
+		CgroupsPath: "/podvisor/podu/cid", OOMScoreAdj: 5, Env: containerEnv(c),
+	}, []string{"/ignored"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := applyOpts(t, opts)
+	if want := []string{"sh", "-c", "echo hi"}; !reflect.DeepEqual(s.Process.Args, want) {
+		t.Errorf("args = %q, want %q", s.Process.Args, want)
+	}
+	if s.Hostname != "p-n" || s.Annotations[groupAnnotation] != "sb" || s.Linux.CgroupsPath != "/podvisor/podu/cid" {
+		t.Errorf("hostname %q group %q cgroup %q", s.Hostname, s.Annotations[groupAnnotation], s.Linux.CgroupsPath)
+	}
+	nsPath := map[specs.LinuxNamespaceType]string{}
+	for _, ns := range s.Linux.Namespaces {
+		nsPath[ns.Type] = ns.Path
+	}
+	if nsPath[specs.NetworkNamespace] != sb.NetNS || nsPath[specs.IPCNamespace] != sb.IPCNS {
+		t.Errorf("namespaces = %+v", s.Linux.Namespaces)
+	}
+	if _, ok := nsPath[specs.PIDNamespace]; !ok {
+		t.Error("no private pid namespace")
+	}
+	var shm, data int
+	for _, m := range s.Mounts {
+		switch m.Destination {
+		case "/dev/shm":
+			shm++
+			if m.Source != sb.Shm {
+				t.Errorf("/dev/shm source %q", m.Source)
+			}
+		case "/data":
+			data++
+		case "/run":
+			t.Error("/run tmpfs mount kept (CRI removes it)")
+		}
+	}
+	if shm != 1 || data != 1 {
+		t.Errorf("/dev/shm mounts %d, /data mounts %d", shm, data)
+	}
+	r := s.Linux.Resources
+	if *r.CPU.Shares != 102 || *r.CPU.Quota != 25000 || *r.CPU.Period != 100000 || *r.Memory.Limit != 64<<20 {
+		t.Errorf("resources shares %d quota %d period %d mem %d", *r.CPU.Shares, *r.CPU.Quota, *r.CPU.Period, *r.Memory.Limit)
+	}
+	if !s.Process.NoNewPrivileges || !s.Root.Readonly || s.Process.Rlimits != nil || *s.Process.OOMScoreAdj != 5 {
+		t.Errorf("nnp %v ro %v rlimits %v oom %d", s.Process.NoNewPrivileges, s.Root.Readonly, s.Process.Rlimits, *s.Process.OOMScoreAdj)
+	}
+	caps := s.Process.Capabilities.Bounding
+	if !slices.Contains(caps, "CAP_NET_ADMIN") || slices.Contains(caps, "CAP_CHOWN") {
+		t.Errorf("capabilities = %v", caps)
+	}
+}
+
+// Kubernetes' default allowPrivilegeEscalation is true: no_new_privs off,
+// although containerd's default spec turns it on.
+func TestSpecDefaultsAllowEscalation(t *testing.T) {
+	pod := &v1.Pod{Spec: v1.PodSpec{HostNetwork: true, HostIPC: true, HostPID: true}}
+	c := &v1.Container{Name: "c", Command: []string{"true"}}
+	opts, err := specOpts(containerSpecInput{Pod: pod, Container: c, Sandbox: &sandboxRecord{ID: "sb"}}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := applyOpts(t, opts)
+	if s.Process.NoNewPrivileges {
+		t.Error("no_new_privs set by default")
+	}
+	for _, ns := range s.Linux.Namespaces {
+		switch ns.Type {
+		case specs.NetworkNamespace, specs.IPCNamespace, specs.PIDNamespace, specs.UTSNamespace:
+			t.Errorf("host pod has a private %s namespace", ns.Type)
+		}
+	}
+	for _, m := range s.Mounts {
+		if m.Destination == "/dev/shm" && m.Source != "/dev/shm" {
+			t.Errorf("hostIPC pod /dev/shm source %q", m.Source)
+		}
+	}
+}
+
+func TestSpecNoCommand(t *testing.T) {
+	pod := &v1.Pod{}
+	_, err := specOpts(containerSpecInput{Pod: pod, Container: &v1.Container{Name: "c"}, Sandbox: &sandboxRecord{}}, nil, nil)
+	if err == nil {
+		t.Fatal("a container with no command anywhere was accepted")
+	}
+}
+
+// kubelet's pkg/kubelet/qos/policy_test.go expectations.
+func TestOOMScoreAdj(t *testing.T) {
+	const mem = 4 << 30
+	for _, tc := range []struct {
+		qos      v1.PodQOSClass
+		req      int64
+		critical bool
+		want     int
+	}{
+		{v1.PodQOSGuaranteed, mem / 2, false, -997},
+		{v1.PodQOSBestEffort, 0, false, 1000},
+		{v1.PodQOSBurstable, mem / 2, false, 500},
+		{v1.PodQOSBurstable, mem, false, 2},
+		{v1.PodQOSBurstable, 1, false, 999},
+		{v1.PodQOSBestEffort, 0, true, -997},
+	} {
+		if got := oomScoreAdj(tc.qos, tc.req, mem, tc.critical); got != tc.want {
+			t.Errorf("oomScoreAdj(%s, %d, critical=%v) = %d, want %d", tc.qos, tc.req, tc.critical, got, tc.want)
+		}
+	}
+}
+
+func TestNames(t *testing.T) {
+	if got := manifestName("web-node1", "node1"); got != "web" {
+		t.Errorf("manifestName = %q", got)
+	}
+	if got := manifestName("web", "node1"); got != "web" {
+		t.Errorf("manifestName without suffix = %q", got)
+	}
+	long := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a-very-long-pod-name-that-goes-on-and-on-and-on-and-on-and-on-x.y-node"}}
+	if h := podHostname(long); len(h) > 63 || h[len(h)-1] == '-' || h[len(h)-1] == '.' {
+		t.Errorf("hostname %q", h)
+	}
+	named := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1.PodSpec{Hostname: "h"}}
+	if podHostname(named) != "h" {
+		t.Error("spec.hostname not used")
+	}
+}
