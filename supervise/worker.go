@@ -61,6 +61,8 @@ type podWorker struct {
 	conds    []v1.PodCondition
 	warned   map[string]bool // one-time warning events already emitted
 	deleting *metav1.Time    // set once the pod is being stopped
+	// preparedFor is the sandbox whose cgroup and files are set up.
+	preparedFor string
 }
 
 func newPodWorker(s *Supervisor, uid types.UID, desired *manifest.Pod, rec *podRecord) *podWorker {
@@ -434,12 +436,18 @@ func (w *podWorker) ensureSandbox(ctx context.Context, pod *v1.Pod) error {
 		sb.Network = true
 		w.save()
 	}
+	// The pod cgroup and files are made once per sandbox and worker; a
+	// restarted podvisor redoes them once (both are idempotent).
+	if w.preparedFor == sb.ID {
+		return nil
+	}
 	if err := w.s.cg.apply(w.podCgroup(), podResources(&pod.Spec)); err != nil {
 		return fmt.Errorf("pod cgroup: %w", err)
 	}
 	if err := mounts.Setup(w.mountsPod(pod)); err != nil {
 		return fmt.Errorf("volumes: %w", err)
 	}
+	w.preparedFor = sb.ID
 	return nil
 }
 
