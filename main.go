@@ -68,6 +68,18 @@ func newApp() *cli.App {
 				}},
 			},
 			{
+				Name:  "describe",
+				Usage: "show one pod in detail with its events (podvisor describe pod NAME)",
+				Subcommands: []*cli.Command{{
+					Name:      "pod",
+					Aliases:   []string{"pods", "po"},
+					Usage:     "show a pod in detail, as kubectl describe pod does",
+					ArgsUsage: "NAME",
+					Flags:     []cli.Flag{socketFlag},
+					Action:    describePodAction,
+				}},
+			},
+			{
 				Name:  "fields",
 				Usage: "print which Pod fields this podvisor implements, ignores with a warning, or rejects (markdown)",
 				Action: func(c *cli.Context) error {

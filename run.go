@@ -288,3 +288,19 @@ func getPodsAction(c *cli.Context) error {
 	}
 	return nil
 }
+
+func describePodAction(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return cli.Exit("usage: podvisor describe pod NAME", 2)
+	}
+	client := status.NewClient(c.String("socket"))
+	pod, err := client.Pod(c.Context, c.Args().First())
+	if err != nil {
+		return err
+	}
+	events, err := client.Events(c.Context)
+	if err != nil {
+		return err
+	}
+	return status.PrintDescribe(c.App.Writer, pod, events.Items, time.Now())
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -122,15 +123,33 @@ func (s *Store) Pods() []v1.Pod {
 //
 // pod may be nil for an event that is about no single pod.
 func (s *Store) Eventf(pod *v1.Pod, fieldPath, eventType, reason, format string, args ...any) {
+	host := ""
+	if pod != nil {
+		host = pod.Spec.NodeName
+	}
+	s.record(objectReference(pod, fieldPath), host, eventType, reason, format, args...)
+}
+
+// NodeEventf records an event about the node itself, for what concerns no
+// single pod (a manifest file that yields no pod, for example). As kubelet
+// does, the node's UID is its name.
+func (s *Store) NodeEventf(node, eventType, reason, format string, args ...any) {
+	ref := v1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: node, UID: types.UID(node)}
+	s.record(ref, node, eventType, reason, format, args...)
+}
+
+func (s *Store) record(ref v1.ObjectReference, host, eventType, reason, format string, args ...any) {
 	message := format
 	if len(args) > 0 {
 		message = fmt.Sprintf(format, args...)
 	}
-	ref := objectReference(pod, fieldPath)
 
-	attrs := []any{"pod", ref.Namespace + "/" + ref.Name, "reason", reason}
-	if fieldPath != "" {
-		attrs = append(attrs, "fieldPath", fieldPath)
+	attrs := []any{strings.ToLower(ref.Kind), ref.Name, "reason", reason}
+	if ref.Kind == "Pod" {
+		attrs[1] = ref.Namespace + "/" + ref.Name
+	}
+	if ref.FieldPath != "" {
+		attrs = append(attrs, "fieldPath", ref.FieldPath)
 	}
 	if eventType == v1.EventTypeNormal {
 		s.log.Info(message, attrs...)
@@ -167,10 +186,6 @@ func (s *Store) Eventf(pod *v1.Pod, fieldPath, eventType, reason, format string,
 	namespace := ref.Namespace
 	if namespace == "" {
 		namespace = metav1.NamespaceDefault
-	}
-	host := ""
-	if pod != nil {
-		host = pod.Spec.NodeName
 	}
 	ev := v1.Event{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Event"},

@@ -35,6 +35,7 @@ type StatusSink interface {
 	SetPod(pod *v1.Pod)
 	DeletePod(uid types.UID)
 	Eventf(pod *v1.Pod, fieldPath, eventType, reason, format string, args ...any)
+	NodeEventf(node, eventType, reason, format string, args ...any)
 }
 
 var (
@@ -200,6 +201,7 @@ func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot
 		}()
 	}
 	s.reconcile(last, records, start)
+	reported := s.reportManifestErrors(nil, last)
 	relist := time.NewTicker(s.cfg.RelistPeriod)
 	defer relist.Stop()
 	for {
@@ -208,6 +210,7 @@ func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot
 			return nil
 		case snap := <-snapshots:
 			last = snap
+			reported = s.reportManifestErrors(reported, snap)
 		case uid := <-workerDone:
 			s.mu.Lock()
 			if w := s.workers[uid]; w != nil {
@@ -488,4 +491,30 @@ func (s *Supervisor) setHealth(err error) {
 	if h, ok := s.store.(interface{ SetHealth(error) }); ok {
 		h.SetHealth(err)
 	}
+}
+
+// reportManifestErrors turns each manifest error not reported before into
+// a Warning event: about the pod whose last good version keeps running
+// from that file, or about the node when the file yields no pod. It
+// returns the errors now reported.
+func (s *Supervisor) reportManifestErrors(before map[string]bool, snap manifest.Snapshot) map[string]bool {
+	now := map[string]bool{}
+	for _, e := range snap.Errors {
+		msg := e.Error()
+		now[msg] = true
+		if before[msg] {
+			continue
+		}
+		reported := false
+		for _, p := range snap.Pods {
+			if p.Path == e.Path && p.Err != nil {
+				s.store.Eventf(p.Pod, "", v1.EventTypeWarning, "InvalidManifest", "%s (the last good version keeps running)", msg)
+				reported = true
+			}
+		}
+		if !reported {
+			s.store.NodeEventf(s.cfg.NodeName, v1.EventTypeWarning, "InvalidManifest", "%s", msg)
+		}
+	}
+	return now
 }

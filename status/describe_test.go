@@ -1,0 +1,69 @@
+package status
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestPrintDescribe(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	started := metav1.NewTime(now.Add(-time.Minute))
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-n1", Namespace: "default", UID: "u1", Annotations: map[string]string{
+			ManifestPathAnnotation:  "/etc/kubernetes/manifests/web.yaml",
+			ManifestErrorAnnotation: "web.yaml:7: spec.containers[0].image: Required value",
+		}},
+		Spec: v1.PodSpec{NodeName: "n1", Containers: []v1.Container{{
+			Name: "httpd", Image: "busybox", Command: []string{"httpd", "-f"},
+			Resources:    v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceMemory: resource.MustParse("64Mi")}},
+			VolumeMounts: []v1.VolumeMount{{Name: "www", MountPath: "/www", ReadOnly: true}},
+		}}, Volumes: []v1.Volume{{Name: "www", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}},
+		Status: v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.88.0.2", PodIPs: []v1.PodIP{{IP: "10.88.0.2"}}, HostIP: "192.0.2.2",
+			QOSClass: v1.PodQOSBurstable, StartTime: &started,
+			ContainerStatuses: []v1.ContainerStatus{{
+				Name: "httpd", ContainerID: "containerd://abc", Image: "docker.io/library/busybox:latest", RestartCount: 1, Ready: true,
+				State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: started}},
+				LastTerminationState: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+					ExitCode: 137, Reason: "Error", StartedAt: started, FinishedAt: started}},
+			}}},
+	}
+	events := []v1.Event{
+		{InvolvedObject: v1.ObjectReference{Name: "web-n1", UID: "u1"}, Type: "Normal", Reason: "Started", Message: "Started container httpd",
+			Count: 2, FirstTimestamp: metav1.NewTime(now.Add(-2 * time.Minute)), LastTimestamp: started, Source: v1.EventSource{Component: "podvisor"}},
+		{InvolvedObject: v1.ObjectReference{Name: "other", UID: "u2"}, Type: "Normal", Reason: "Started", Message: "not mine"},
+	}
+	var b strings.Builder
+	if err := PrintDescribe(&b, pod, events, now); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"Name:", "web-n1",
+		"Node:", "n1/192.0.2.2",
+		"Manifest:", "/etc/kubernetes/manifests/web.yaml",
+		"Manifest Error:", "Required value (running the last good version)",
+		"Container ID:", "containerd://abc",
+		"State:", "Running",
+		"Last State:", "Terminated",
+		"Exit Code:", "137",
+		"Restart Count:", "1",
+		"memory:", "64Mi",
+		"/www from www (ro)",
+		"EmptyDir",
+		"QoS Class:", "Burstable",
+		"Started container httpd",
+		"(x2 over 2m)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("describe output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "not mine") {
+		t.Errorf("describe shows another pod's event:\n%s", out)
+	}
+}
