@@ -94,7 +94,7 @@ bench: deps build
 
 # Bounded fuzzing of the manifest decoder (make test runs the seeds).
 fuzz:
-	$(GO) test ./manifest -run '^$$' -fuzz Fuzz -fuzztime 60s
+	$(GO) test ./manifest -run '^$$' -fuzz FuzzParseFile -fuzztime 60s
 
 clean:
 	rm -rf bin examples/images .cache

@@ -80,6 +80,17 @@ func newApp() *cli.App {
 				}},
 			},
 			{
+				Name:      "validate",
+				Usage:     "check manifests offline with the daemon's own parser and validator",
+				ArgsUsage: "PATH...",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "node-name", Usage: "node name the pods would run on (default: the lowercased hostname)"},
+					&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "json for tools"},
+					unknownFieldsFlag(),
+				},
+				Action: validateAction,
+			},
+			{
 				Name:  "fields",
 				Usage: "print which Pod fields this podvisor implements, ignores with a warning, or rejects (markdown)",
 				Action: func(c *cli.Context) error {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,6 +26,7 @@ func runFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "manifests", Value: "/etc/kubernetes/manifests", Usage: "directory of Pod manifests"},
 		&cli.StringFlag{Name: "node-name", Usage: "node name (default: the lowercased hostname, remembered in the state dir)"},
+		unknownFieldsFlag(),
 		&cli.StringFlag{Name: "node-ip", Usage: "this node's IP, reported as hostIP (default: the first global IPv4 address of an up interface)"},
 		&cli.StringFlag{Name: "containerd-address", Value: "/run/containerd/containerd.sock", Usage: "containerd socket (ignored with --embedded-containerd)"},
 		&cli.StringFlag{Name: "containerd-namespace", Value: "podvisor", Usage: "containerd namespace podvisor owns"},
@@ -57,6 +59,10 @@ func runAction(c *cli.Context) error {
 	log, err := newLogger(c.String("log-level"))
 	if err != nil {
 		return err
+	}
+	unknown, err := manifest.ParseUnknownFieldPolicy(c.String("unknown-fields"))
+	if err != nil {
+		return cli.Exit("--unknown-fields: "+err.Error(), 2)
 	}
 	stateDir, runDir, logDir := c.String("state-dir"), c.String("run-dir"), c.String("log-dir")
 	for _, d := range []string{stateDir, runDir, logDir} {
@@ -125,6 +131,8 @@ func runAction(c *cli.Context) error {
 	snapshots := make(chan manifest.Snapshot, 1)
 	src := manifest.NewSource(c.String("manifests"), node, log)
 	src.RelistPeriod = c.Duration("manifest-relist-period")
+	src.StateDir = stateDir
+	src.UnknownFields = unknown
 	go src.Run(ctx, snapshots)
 
 	sup := supervise.New(supervise.Config{
@@ -303,4 +311,51 @@ func describePodAction(c *cli.Context) error {
 		return err
 	}
 	return status.PrintDescribe(c.App.Writer, pod, events.Items, time.Now())
+}
+
+func unknownFieldsFlag() cli.Flag {
+	return &cli.StringFlag{Name: "unknown-fields", Value: "error", Usage: "unknown manifest fields: error (the file is invalid) or warn (accepted with a warning, for manifests newer than podvisor's API version)"}
+}
+
+func validateAction(c *cli.Context) error {
+	if c.NArg() == 0 {
+		return cli.Exit("usage: podvisor validate [--node-name NAME] [-o json] PATH...", 2)
+	}
+	unknown, err := manifest.ParseUnknownFieldPolicy(c.String("unknown-fields"))
+	if err != nil {
+		return cli.Exit("--unknown-fields: "+err.Error(), 2)
+	}
+	node := strings.ToLower(c.String("node-name"))
+	if node == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return err
+		}
+		node = strings.ToLower(h)
+	}
+	report := manifest.Validate(c.Args().Slice(), node, manifest.ParseOptions{UnknownFields: unknown})
+	switch c.String("output") {
+	case "json":
+		b, err := json.MarshalIndent(report, "", "  ")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(c.App.Writer, string(b))
+	case "":
+		for _, e := range report.Errors {
+			fmt.Fprintln(c.App.Writer, e.Error())
+		}
+		for _, w := range report.Warnings {
+			fmt.Fprintln(c.App.Writer, "warning: "+w.Error())
+		}
+		for _, p := range report.Pods {
+			fmt.Fprintf(c.App.ErrWriter, "ok: pod %s (uid %s) from %s\n", p.Key, p.UID, p.Path)
+		}
+	default:
+		return cli.Exit(fmt.Sprintf("unknown output format %q: want json or nothing", c.String("output")), 2)
+	}
+	if !report.Valid() {
+		return cli.Exit("", 1)
+	}
+	return nil
 }

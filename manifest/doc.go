@@ -1,24 +1,74 @@
-// Package manifest reads a directory of Kubernetes Pod manifests and turns it
+// Package manifest reads a directory of Kubernetes manifests and turns it
 // into the desired set of static pods for this node.
 //
 // Contract:
 //
-//   - ParseFile decodes one file (YAML, possibly several documents, or JSON)
-//     strictly into v1.Pod, checks every PodSpec field against podvisor's
-//     field table (implemented, ignored with a warning, or rejected), applies
-//     Kubernetes' defaults, validates, and gives each pod its static-pod
+//   - Which files: *.yaml, *.yml, *.json and *.manifest directly in the
+//     directory, symlinks followed. Never dotfiles, *~, *.swp, *.swx, *.bak,
+//     *.orig, *.tmp, *.dpkg-*, *.rpm*, digit-only names (vim's 4913 probe) or
+//     sub-directories; each ignored entry is logged once with the reason.
+//     Files over MaxFileSize and empty files are invalid.
+//   - ParseFile decodes one file (YAML, possibly several documents, a v1
+//     List of Pods, ConfigMaps and Secrets, a PodList, or JSON) strictly:
+//     unknown fields are errors unless ParseOptions says UnknownFieldsWarn.
+//     Every PodSpec field is checked against podvisor's field table
+//     (implemented, ignored with a warning, or rejected); Kubernetes'
+//     defaults are applied; the pod is validated and given its static-pod
 //     identity: name "<name>-<node>", UID derived from the decoded content,
-//     the file path and the node name (never from defaults or timestamps).
+//     the file path and the node name (never from defaults or timestamps),
+//     so reformatting a file keeps the UID.
 //   - Every problem is a *FileError carrying the file, the line when it can
 //     be found, and the field path; all of them wrap ErrInvalid unless they
-//     are I/O errors.
-//   - A file is all-or-nothing: any error in any of its documents makes the
-//     file invalid. A Source then keeps emitting the file's last good pods,
-//     marked with Pod.Err, until the file is fixed or removed.
-//   - Load reads a directory once; Source watches it (fsnotify plus a periodic
-//     relist) and sends a full Snapshot after every change. Both share one
-//     code path.
-//   - Pods handed out are never mutated afterwards; consumers may keep them.
+//     are I/O errors. Warnings wrap ErrInsecure or ErrIgnored.
+//   - Documents are independent. A valid document takes effect; an invalid
+//     one keeps the last good content of the same document index (its pods
+//     marked with Pod.Err) until it is fixed or the document or file is
+//     removed. A problem of the whole file (empty, too large, unreadable)
+//     keeps every document's last good content. With Source.StateDir that
+//     last good content is persisted (StateFile), so a restart or a reboot
+//     with the file still broken keeps its pods running.
+//   - A namespace/name defined twice (pods, ConfigMaps and Secrets each):
+//     the one in use keeps being used (it was in the previous snapshot, or
+//     recorded in the state file at start); only when neither is in use does
+//     the file whose path sorts first win. The other gets an ErrDuplicate
+//     error naming both files. Removing the winner promotes the other.
+//   - A pod may only reference ConfigMaps and Secrets defined in the
+//     directory (the field table rejects such references today).
+//   - Permissions: the directory, its parents up to /, the manifests and
+//     the targets of symlinked manifests must be owned by root and not be
+//     group- or world-writable; otherwise Snapshot.Warnings says so, and the
+//     Source logs it once per change.
+//   - Load and Validate read once; Source watches and sends a full Snapshot
+//     after every change. All share one code path.
+//   - Pods and objects handed out are never mutated afterwards.
+//
+// When a Source reads a file (the atomic-read rule):
+//
+//   - It watches the directory and its parent with inotify. A file is read
+//     after its writer closed it (IN_CLOSE_WRITE), after it was renamed
+//     into place (IN_MOVED_TO, the atomic way to install a manifest), when
+//     it was created as a symlink or a hard link, when a dot-entry changed
+//     and it is a symlink (Kubernetes' ..data swap), at the first scan,
+//     after an inotify overflow, and when the directory appears or is
+//     replaced. IN_CREATE or IN_MODIFY alone never reads a file: a file
+//     still being written never becomes a pod, never an empty pod, and
+//     never removes one; it keeps its previous state.
+//   - Events schedule a rescan after Debounce; events in between join it.
+//     So a delete followed by the same content within Debounce changes
+//     nothing: the UID is the same.
+//   - A relist (every RelistPeriod) repairs what events missed, but only
+//     picks up content that is stable: a file written (IN_MODIFY) since its
+//     last close is being written and keeps its previous state; a file
+//     whose identity (device, inode, size, mtime, ctime) changed, or which
+//     appeared, with no close or rename seen for it, is read only once a
+//     relist has seen the same identity as the relist before it. An
+//     attribute change (touch, chmod) is not a change of content.
+//   - After an overflow, or when the directory is new, events may have been
+//     lost, so every file not known to be being written is read.
+//   - The directory may be missing (no pods; the parent's events or the
+//     relist notice it appear), removed (its pods go), recreated, or be a
+//     symlink swapped atomically (the watch moves to the new target).
+//     Renames in and out are adds and deletes.
 //
 // The package imports nothing else from podvisor except internal/version.
 package manifest

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -13,9 +14,19 @@ import (
 // (errors.Is(err, manifest.ErrInvalid)).
 var ErrInvalid = errors.New("invalid manifest")
 
-// ErrDuplicate is wrapped by the error given to a pod that loses a
-// namespace/name clash with a pod from another file. It wraps ErrInvalid.
-var ErrDuplicate = fmt.Errorf("duplicate pod: %w", ErrInvalid)
+// ErrDuplicate is wrapped by the error given to a pod, ConfigMap or Secret
+// that loses a namespace/name clash with one from another file (or another
+// document of the same file). It wraps ErrInvalid.
+var ErrDuplicate = fmt.Errorf("duplicate name: %w", ErrInvalid)
+
+// ErrInsecure is wrapped by the Snapshot.Warnings about permissions: a
+// directory or file that a user other than root can change.
+var ErrInsecure = errors.New("insecure manifest permissions")
+
+// ErrIgnored is wrapped by the Snapshot.Warnings about fields that are
+// accepted but ignored (unknown fields of ConfigMaps, Secrets and Lists
+// under UnknownFieldsWarn); pods carry theirs in Pod.Warnings.
+var ErrIgnored = errors.New("ignored field")
 
 // Annotations podvisor sets on every static pod, as kubelet does.
 const (
@@ -41,13 +52,16 @@ type Pod struct {
 	// Warnings lists ignored fields, one entry per field set, in the form
 	// "spec.tolerations: ignored by podvisor (...)".
 	Warnings []string
-	// Err is non-nil when this is a last-known-good pod kept because its file
-	// is now invalid; it is the file's first error.
+	// Err is non-nil when this is a last-known-good pod kept because its
+	// document (or its whole file) is now invalid; it is the first error of
+	// that document, or of the file.
 	Err error
 
 	// line is where metadata.name (or the document) starts, for errors that
 	// point at the pod as a whole (duplicates).
 	line int
+	// warns are Warnings with their lines, for reports.
+	warns []*FileError
 }
 
 // Key returns "namespace/name" of the pod (the name with the node suffix).
@@ -58,18 +72,31 @@ func (p *Pod) Key() string {
 // FileError is a problem with a manifest file. Error() renders
 // "path:line: field: reason" (":line" omitted when Line==0, "field: " omitted
 // when Field=="").
+//
+// It marshals to JSON as {"path", "line", "field", "reason", "message"},
+// "message" being Error(); these names are stable for tools.
 type FileError struct {
-	// Path is the manifest file.
-	Path string
+	// Path is the manifest file (or directory).
+	Path string `json:"path"`
 	// Line is the 1-based line in the file, 0 when unknown.
-	Line int
+	Line int `json:"line,omitempty"`
 	// Field is the field path, such as "spec.containers[0].image".
-	Field string
+	Field string `json:"field,omitempty"`
 	// Reason says what is wrong.
-	Reason string
+	Reason string `json:"reason"`
 	// Err is the cause returned by Unwrap; nil means ErrInvalid. I/O
-	// failures carry the os error instead, so they do not match ErrInvalid.
-	Err error
+	// failures carry the os error instead, so they do not match ErrInvalid;
+	// warnings carry ErrInsecure or ErrIgnored.
+	Err error `json:"-"`
+}
+
+// MarshalJSON adds "message", the rendered error, to the fields.
+func (e *FileError) MarshalJSON() ([]byte, error) {
+	type plain FileError
+	return json.Marshal(struct {
+		*plain
+		Message string `json:"message"`
+	}{(*plain)(e), e.Error()})
 }
 
 // Error renders "path:line: field: reason".
@@ -101,6 +128,18 @@ func (e *FileError) Unwrap() error {
 type Snapshot struct {
 	// Pods is sorted by namespace/name and unique by namespace/name.
 	Pods []*Pod
+	// ConfigMaps are the ConfigMap documents, keyed "namespace/name"
+	// (namespace "default" when unset); nil when there are none. They are
+	// never mutated after emit.
+	ConfigMaps map[string]*v1.ConfigMap
+	// Secrets are the Secret documents, keyed like ConfigMaps; stringData is
+	// merged into data, as the apiserver does.
+	Secrets map[string]*v1.Secret
 	// Errors holds every problem found in this scan, sorted by path and line.
 	Errors []*FileError
+	// Warnings holds problems that change nothing but deserve an event:
+	// insecure permissions (wrapping ErrInsecure) and ignored fields of
+	// ConfigMaps, Secrets and Lists (wrapping ErrIgnored). Sorted by path and
+	// line. A Source logs each one once, when it appears.
+	Warnings []*FileError
 }

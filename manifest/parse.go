@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -26,59 +27,127 @@ import (
 const MaxFileSize = 10 << 20
 
 // ParseFile decodes, defaults, validates and names every pod document in
-// data. path is recorded in the pods and errors and is part of each pod's
-// UID. It returns the pods of the valid documents and the errors of the
-// others; Load and Source treat a file with any error as invalid as a whole.
+// data, with the default ParseOptions. path is recorded in the pods and
+// errors and is part of each pod's UID. It returns the pods of the valid
+// documents and the errors of the others: a document with any error yields
+// no pod, a valid document of the same file does. ConfigMap and Secret
+// documents are validated too but not returned (Load and Source index them).
 func ParseFile(path string, data []byte, nodeName string) ([]*Pod, []*FileError) {
-	return parseFile(path, data, nodeName, time.Now())
+	return ParseFileOptions(path, data, nodeName, ParseOptions{})
 }
 
+// docResult is one document of a file: valid (errs empty) with its pods and
+// objects, or invalid with its errors.
+type docResult struct {
+	index int // Pod.Doc
+	line  int // first line of the document
+	pods  []*Pod
+	objs  []*object
+	warns []*FileError // for Snapshot.Warnings (pods keep theirs)
+	errs  []*FileError
+}
+
+// fileResult is one parsed file.
+type fileResult struct {
+	errs []*FileError // problems of the whole file: size, empty, I/O
+	docs []docResult
+}
+
+// parseFile is ParseFile with the default options and a fixed clock.
 func parseFile(path string, data []byte, nodeName string, now time.Time) ([]*Pod, []*FileError) {
-	if len(data) > MaxFileSize {
-		return nil, []*FileError{{Path: path, Reason: fmt.Sprintf("file is larger than %d bytes", MaxFileSize)}}
-	}
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, []*FileError{{Path: path, Reason: "empty file"}}
-	}
+	return flatten(parseDocs(path, data, nodeName, now, ParseOptions{}))
+}
+
+// flatten returns the pods of the valid documents and every error, sorted by
+// line.
+func flatten(r fileResult) ([]*Pod, []*FileError) {
 	var (
 		pods []*Pod
-		errs []*FileError
-		docs int
+		errs = slices.Clone(r.errs)
 	)
+	for _, d := range r.docs {
+		if len(d.errs) == 0 {
+			pods = append(pods, d.pods...)
+		}
+		errs = append(errs, d.errs...)
+	}
+	slices.SortStableFunc(errs, func(a, b *FileError) int { return cmp.Compare(a.Line, b.Line) })
+	return pods, errs
+}
+
+// parseDocs parses every document of a file on its own: an error in one
+// document leaves the others valid.
+func parseDocs(path string, data []byte, nodeName string, now time.Time, opts ParseOptions) fileResult {
+	var r fileResult
+	if len(data) > MaxFileSize {
+		r.errs = []*FileError{{Path: path, Reason: fmt.Sprintf("file is larger than %d bytes", MaxFileSize)}}
+		return r
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		r.errs = []*FileError{{Path: path, Reason: "empty file"}}
+		return r
+	}
 	for _, d := range splitDocuments(data) {
 		root, ferr := parseNode(path, d)
 		if ferr != nil {
-			errs = append(errs, ferr)
-			docs++
+			r.docs = append(r.docs, docResult{index: len(r.docs), line: d.line, errs: []*FileError{ferr}})
 			continue
 		}
 		if root == nil {
 			continue // empty document: only comments, or nothing between separators
 		}
-		dp, derrs := parseDocument(path, d, root, docs, nodeName, now)
-		pods = append(pods, dp...)
-		errs = append(errs, derrs...)
-		docs++
+		r.docs = append(r.docs, parseDocument(path, d, root, len(r.docs), nodeName, now, opts))
 	}
-	if docs == 0 {
-		errs = append(errs, &FileError{Path: path, Reason: "no documents (only comments)"})
+	if len(r.docs) == 0 {
+		r.errs = []*FileError{{Path: path, Reason: "no documents (only comments)"}}
 	}
+	rejectFileDuplicates(path, r.docs)
+	return r
+}
 
-	// Two documents of one file naming the same pod make the file invalid;
-	// clashes across files are resolved by the scan.
-	seen := map[string]*Pod{}
-	for _, p := range pods {
-		if other, dup := seen[p.Key()]; dup {
-			errs = append(errs, &FileError{
-				Path: path, Line: p.line, Field: "metadata.name", Err: ErrDuplicate,
-				Reason: fmt.Sprintf("pod %s is defined twice in this file (also at line %d)", p.Key(), other.line),
-			})
+// rejectFileDuplicates makes a document invalid when it names a pod,
+// ConfigMap or Secret that an earlier valid document of the same file (or
+// the same List) already names. Clashes across files are resolved by the
+// scan, which knows which one runs.
+func rejectFileDuplicates(path string, docs []docResult) {
+	seen := map[string]int{} // kind + key -> line
+	for i := range docs {
+		d := &docs[i]
+		if len(d.errs) > 0 {
 			continue
 		}
-		seen[p.Key()] = p
+		mine := map[string]int{}
+		check := func(kind, key string, line int) {
+			id := kind + " " + key
+			other, dup := seen[id]
+			if !dup {
+				other, dup = mine[id]
+			}
+			if dup {
+				what := kind
+				if kind == "Pod" {
+					what = "pod"
+				}
+				d.errs = append(d.errs, &FileError{
+					Path: path, Line: line, Field: "metadata.name", Err: ErrDuplicate,
+					Reason: fmt.Sprintf("%s %s is defined twice in this file (also at line %d)", what, key, other),
+				})
+				return
+			}
+			mine[id] = line
+		}
+		for _, p := range d.pods {
+			check("Pod", p.Key(), p.line)
+		}
+		for _, o := range d.objs {
+			check(o.kind, o.key, o.line)
+		}
+		if len(d.errs) > 0 {
+			d.pods, d.objs, d.warns = nil, nil, nil
+			continue
+		}
+		maps.Copy(seen, mine)
 	}
-	slices.SortStableFunc(errs, func(a, b *FileError) int { return cmp.Compare(a.Line, b.Line) })
-	return pods, errs
 }
 
 // parseNode parses one document into a YAML node tree with file lines. It
@@ -130,140 +199,260 @@ func yamlError(path string, d rawDoc, err error) *FileError {
 	return &FileError{Path: path, Line: line, Reason: reason}
 }
 
-// podNode is one pod inside a document: the document itself, or an item of
-// a List.
-type podNode struct {
-	prefix string // field path of the pod in the document: "" or "items[3]"
+// target is one object inside a document: the document itself, or an item
+// of a List.
+type target struct {
+	prefix string // field path of the object in the document: "" or "items[3]"
+	kind   string // Pod, ConfigMap or Secret
 	node   *yaml3.Node
 	raw    json.RawMessage
 }
 
-// parseDocument checks apiVersion and kind and parses the pod, or each pod
-// of a List or PodList.
-func parseDocument(path string, d rawDoc, root *yaml3.Node, docIndex int, nodeName string, now time.Time) ([]*Pod, []*FileError) {
-	fe := func(field string, line int, reason string) []*FileError {
-		return []*FileError{{Path: path, Line: line, Field: field, Reason: reason}}
+// full prefixes a field path relative to the target with the target's path
+// in the document.
+func (t target) full(field string) string {
+	if t.prefix == "" {
+		return field
+	}
+	if field == "" {
+		return t.prefix
+	}
+	if strings.HasPrefix(field, "[") {
+		return t.prefix + field
+	}
+	return t.prefix + "." + field
+}
+
+// documentKinds are the kinds a document (or a List item) may have.
+var documentKinds = []string{"Pod", "ConfigMap", "Secret"}
+
+// parseDocument checks apiVersion and kind and parses the Pod, ConfigMap or
+// Secret, or each item of a List (of any of them) or PodList.
+func parseDocument(path string, d rawDoc, root *yaml3.Node, docIndex int, nodeName string, now time.Time, opts ParseOptions) docResult {
+	res := docResult{index: docIndex, line: d.line}
+	fail := func(field string, line int, reason string) docResult {
+		res.errs = append(res.errs, &FileError{Path: path, Line: line, Field: field, Reason: reason})
+		return res
 	}
 	if root.Kind != yaml3.MappingNode {
-		return nil, fe("", root.Line, "document is not a mapping; expected a v1 Pod")
+		return fail("", root.Line, "document is not a mapping; expected a v1 Pod, ConfigMap or Secret")
 	}
 	apiVersion, kind := scalarField(root, "apiVersion"), scalarField(root, "kind")
 	if apiVersion != "v1" {
-		return nil, fe("apiVersion", lineOf(root, "apiVersion"), fmt.Sprintf("must be \"v1\", got %q", apiVersion))
+		return fail("apiVersion", lineOf(root, "apiVersion"), fmt.Sprintf("must be \"v1\", got %q", apiVersion))
 	}
 	isList := false
 	switch kind {
-	case "Pod":
+	case "Pod", "ConfigMap", "Secret":
 	case "List", "PodList":
 		isList = true
 	default:
-		return nil, fe("kind", lineOf(root, "kind"), fmt.Sprintf("must be Pod (or a List or PodList of Pods), got %q", kind))
+		return fail("kind", lineOf(root, "kind"), fmt.Sprintf("must be Pod, ConfigMap or Secret (or a List of them, or a PodList), got %q", kind))
 	}
 
 	// sigs.k8s.io/yaml gives YAML the meaning kubectl gives it (YAML 1.1
 	// scalars, duplicate keys are errors); the tree above is only for lines.
 	j, err := yaml.YAMLToJSONStrict(d.data)
 	if err != nil {
-		return nil, []*FileError{yamlError(path, d, err)}
+		res.errs = append(res.errs, yamlError(path, d, err))
+		return res
 	}
 
-	var targets []podNode
+	var (
+		targets  []target
+		listWarn []*FileError // unknown List fields under UnknownFieldsWarn
+	)
 	if !isList {
-		targets = []podNode{{node: root, raw: j}}
+		targets = []target{{kind: kind, node: root, raw: j}}
 	} else {
-		var errs []*FileError
 		for i := 0; i+1 < len(root.Content); i += 2 {
 			switch k := root.Content[i]; k.Value {
 			case "apiVersion", "kind", "metadata", "items":
 			default:
-				errs = append(errs, &FileError{Path: path, Line: k.Line, Field: k.Value, Reason: "unknown field"})
+				fe := &FileError{Path: path, Line: k.Line, Field: k.Value, Reason: "unknown field"}
+				if opts.UnknownFields == UnknownFieldsWarn {
+					fe.Reason, fe.Err = "unknown field, ignored", ErrIgnored
+					listWarn = append(listWarn, fe)
+					continue
+				}
+				res.errs = append(res.errs, fe)
 			}
 		}
 		var list struct {
 			Items []json.RawMessage `json:"items"`
 		}
-		if err := json.Unmarshal(j, &list); err != nil {
-			errs = append(errs, &FileError{Path: path, Line: lineOf(root, "items"), Field: "items", Reason: "must be a list of Pods"})
-		}
-		if len(errs) > 0 {
-			return nil, errs
-		}
 		_, items := mappingValue(root, "items")
 		items = resolveAlias(items)
+		if err := json.Unmarshal(j, &list); err != nil || (len(list.Items) > 0 && (items == nil || items.Kind != yaml3.SequenceNode || len(items.Content) != len(list.Items))) {
+			res.errs = append(res.errs, &FileError{Path: path, Line: lineOf(root, "items"), Field: "items", Reason: "must be a list of Pods, ConfigMaps or Secrets"})
+		}
+		if len(res.errs) > 0 {
+			return res
+		}
 		for i, raw := range list.Items {
 			prefix := "items[" + strconv.Itoa(i) + "]"
 			node := resolveAlias(items.Content[i])
 			iv, ik := scalarField(node, "apiVersion"), scalarField(node, "kind")
-			if (iv != "" || ik != "" || kind == "List") && (iv != "v1" || ik != "Pod") {
-				errs = append(errs, &FileError{Path: path, Line: node.Line, Field: prefix,
-					Reason: fmt.Sprintf("list items must be v1 Pods, got apiVersion %q kind %q", iv, ik)})
+			switch {
+			case kind == "PodList" && (iv != "" || ik != "") && (iv != "v1" || ik != "Pod"):
+				res.errs = append(res.errs, &FileError{Path: path, Line: node.Line, Field: prefix,
+					Reason: fmt.Sprintf("PodList items must be v1 Pods, got apiVersion %q kind %q", iv, ik)})
+				continue
+			case kind == "PodList":
+				ik = "Pod"
+			case iv != "v1" || !slices.Contains(documentKinds, ik):
+				res.errs = append(res.errs, &FileError{Path: path, Line: node.Line, Field: prefix,
+					Reason: fmt.Sprintf("list items must be v1 Pods, ConfigMaps or Secrets, got apiVersion %q kind %q", iv, ik)})
 				continue
 			}
-			targets = append(targets, podNode{prefix: prefix, node: node, raw: raw})
+			targets = append(targets, target{prefix: prefix, kind: ik, node: node, raw: raw})
 		}
-		if len(errs) > 0 {
-			return nil, errs
+		if len(res.errs) > 0 {
+			return res
 		}
 	}
 
-	var (
-		pods []*Pod
-		errs []*FileError
-	)
 	for _, t := range targets {
-		p, perrs := parsePod(path, root, t, docIndex, nodeName, now)
-		if p != nil {
-			pods = append(pods, p)
+		switch t.kind {
+		case "Pod":
+			p, perrs := parsePod(path, root, t, docIndex, nodeName, now, opts)
+			if p != nil {
+				for _, w := range listWarn {
+					p.Warnings = append(p.Warnings, w.Field+": "+w.Reason)
+					p.warns = append(p.warns, w)
+				}
+				res.pods = append(res.pods, p)
+			}
+			res.errs = append(res.errs, perrs...)
+		default:
+			o, oerrs := parseObject(path, root, t, docIndex, opts)
+			if o != nil {
+				res.objs = append(res.objs, o)
+				res.warns = append(res.warns, o.warns...)
+			}
+			res.errs = append(res.errs, oerrs...)
 		}
-		errs = append(errs, perrs...)
 	}
-	return pods, errs
+	if len(res.pods) == 0 {
+		res.warns = append(res.warns, listWarn...)
+	}
+	if len(res.errs) > 0 {
+		res.pods, res.objs, res.warns = nil, nil, nil
+	}
+	return res
+}
+
+// fieldProblem is a problem of one target, its field relative to the target.
+type fieldProblem struct {
+	field, reason string
+	line          int
+}
+
+// decodeTarget decodes t.raw strictly into v (a pointer to a k8s.io/api
+// type). Unknown fields are errors, or, under UnknownFieldsWarn, warnings
+// and dropped before decoding (so that encoding/json's case-insensitive
+// matching cannot slip "Image:" into "image"). It returns false when the
+// target is invalid.
+func decodeTarget(t target, v any, opts ParseOptions, errs, warns *[]fieldProblem) bool {
+	var unknown []unknownField
+	findUnknownFields(t.node, reflect.TypeOf(v).Elem(), "", &unknown)
+	raw := []byte(t.raw)
+	if len(unknown) > 0 {
+		if opts.UnknownFields != UnknownFieldsWarn {
+			for _, u := range unknown {
+				*errs = append(*errs, fieldProblem{u.path, "unknown field", u.line})
+			}
+			return false
+		}
+		for _, u := range unknown {
+			*warns = append(*warns, fieldProblem{u.path, "unknown field, ignored", u.line})
+		}
+		stripped, err := stripFields(raw, unknown)
+		if err != nil {
+			*errs = append(*errs, fieldProblem{"", "drop unknown fields: " + err.Error(), 0})
+			return false
+		}
+		raw = stripped
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			line, field := lineOfLoose(t.node, te.Field)
+			*errs = append(*errs, fieldProblem{field, fmt.Sprintf("cannot use a %s here, want %s", te.Value, te.Type), line})
+		} else {
+			*errs = append(*errs, fieldProblem{"", strings.TrimPrefix(err.Error(), "json: "), 0})
+		}
+		return false
+	}
+	return true
+}
+
+// stripFields removes the unknown fields from a JSON document.
+func stripFields(raw []byte, unknown []unknownField) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // keep large integers exact
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, err
+	}
+	for _, u := range unknown {
+		deletePath(doc, u.segs)
+	}
+	return json.Marshal(doc)
+}
+
+func deletePath(v any, segs []any) {
+	for i, seg := range segs {
+		switch s := seg.(type) {
+		case string:
+			m, ok := v.(map[string]any)
+			if !ok {
+				return
+			}
+			if i == len(segs)-1 {
+				delete(m, s)
+				return
+			}
+			v = m[s]
+		case int:
+			a, ok := v.([]any)
+			if !ok || s < 0 || s >= len(a) {
+				return
+			}
+			v = a[s]
+		}
+	}
 }
 
 // parsePod decodes one pod strictly, checks its fields against the field
 // table, computes its identity, defaults and validates it.
-func parsePod(path string, docRoot *yaml3.Node, t podNode, docIndex int, nodeName string, now time.Time) (*Pod, []*FileError) {
-	full := func(field string) string {
-		if t.prefix == "" {
-			return field
-		}
-		if field == "" {
-			return t.prefix
-		}
-		if strings.HasPrefix(field, "[") {
-			return t.prefix + field
-		}
-		return t.prefix + "." + field
-	}
-	var errs []*FileError
+func parsePod(path string, docRoot *yaml3.Node, t target, docIndex int, nodeName string, now time.Time, opts ParseOptions) (*Pod, []*FileError) {
+	var (
+		errs  []*FileError
+		warns []*FileError
+	)
 	add := func(field, reason string, line int) {
 		if line == 0 {
-			line = lineOf(docRoot, full(field))
+			line = lineOf(docRoot, t.full(field))
 		}
-		errs = append(errs, &FileError{Path: path, Line: line, Field: full(field), Reason: reason})
+		errs = append(errs, &FileError{Path: path, Line: line, Field: t.full(field), Reason: reason})
 	}
 
-	var unknown []unknownField
-	findUnknownFields(t.node, reflect.TypeFor[v1.Pod](), "", &unknown)
-	for _, u := range unknown {
-		add(u.path, "unknown field", u.line)
+	var (
+		decoded      v1.Pod
+		derrs, dwarn []fieldProblem
+	)
+	ok := decodeTarget(t, &decoded, opts, &derrs, &dwarn)
+	for _, e := range derrs {
+		add(e.field, e.reason, e.line)
 	}
-	if len(errs) > 0 {
+	if !ok {
 		return nil, errs
 	}
-
-	var decoded v1.Pod
-	dec := json.NewDecoder(bytes.NewReader(t.raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&decoded); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			line, field := lineOfLoose(t.node, te.Field)
-			add(field, fmt.Sprintf("cannot use a %s here, want %s", te.Value, te.Type), line)
-		} else {
-			add("", strings.TrimPrefix(err.Error(), "json: "), 0)
-		}
-		return nil, errs
+	for _, w := range dwarn {
+		warns = append(warns, &FileError{Path: path, Line: w.line, Field: t.full(w.field), Reason: w.reason, Err: ErrIgnored})
 	}
 
 	// Identity first: the UID covers the pod exactly as the user wrote it
@@ -292,14 +481,23 @@ func parsePod(path string, docRoot *yaml3.Node, t podNode, docIndex int, nodeNam
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	line := lineOf(docRoot, full("metadata.name"))
+	for _, w := range p.warns {
+		field, reason, _ := strings.Cut(w, ": ")
+		warns = append(warns, &FileError{Path: path, Line: lineOf(docRoot, t.full(field)), Field: t.full(field), Reason: reason, Err: ErrIgnored})
+	}
+	var strs []string
+	for _, w := range warns {
+		strs = append(strs, w.Field+": "+w.Reason)
+	}
+	line := lineOf(docRoot, t.full("metadata.name"))
 	return &Pod{
 		Pod:      pod,
 		Path:     path,
 		Doc:      docIndex,
 		Hash:     uid,
-		Warnings: p.warns,
+		Warnings: strs,
 		line:     line,
+		warns:    warns,
 	}, nil
 }
 

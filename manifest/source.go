@@ -2,16 +2,10 @@ package manifest
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"slices"
 	"time"
-
-	"github.com/fsnotify/fsnotify"
 )
 
 const (
@@ -19,18 +13,17 @@ const (
 	// its static pod directory every 20s too.
 	DefaultRelistPeriod = 20 * time.Second
 	// DefaultDebounce is Source.Debounce's default: long enough to coalesce
-	// an editor's write-rename-chmod burst, short enough not to be noticed.
+	// an editor's write-rename-chmod burst, or a delete and re-create, short
+	// enough not to be noticed.
 	DefaultDebounce = 100 * time.Millisecond
 )
 
 // Source watches dir and sends a full Snapshot on out after every change and
 // every relist that finds one. The first scan is always sent, even when empty.
 //
-// Events (fsnotify on the directory, and on its parent so the directory may
-// appear and disappear) schedule a rescan after Debounce, coalescing bursts
-// such as an editor's save; a relist every RelistPeriod repairs anything an
-// event missed. A file that turns invalid keeps its last good pods, marked
-// with Pod.Err, until it is fixed or removed.
+// It watches dir and its parent with inotify and reads a file only when its
+// writer closed it or it was renamed (or linked) into place; see the package
+// documentation for the exact rules, and for what a relist may read.
 type Source struct {
 	// RelistPeriod is how often the directory is re-read without any event.
 	// Zero means DefaultRelistPeriod. Set it before Run.
@@ -38,6 +31,17 @@ type Source struct {
 	// Debounce is the delay between an event and the rescan it causes; events
 	// in between join the same rescan. Zero means DefaultDebounce.
 	Debounce time.Duration
+	// StateDir, when set, is where the last good content of every manifest
+	// is kept (StateFile(StateDir)), so that a restart with a broken file
+	// keeps its pods, and duplicates resolve as before the restart.
+	StateDir string
+	// UnknownFields says what an unknown field does; the default is an
+	// error.
+	UnknownFields UnknownFieldPolicy
+	// TrustedUID is a user trusted besides root to own the directory, its
+	// parents and the manifests; files of other users get a permission
+	// warning. Zero trusts root only.
+	TrustedUID int
 
 	dir      string
 	nodeName string
@@ -59,28 +63,84 @@ func NewSource(dir, nodeName string, log *slog.Logger) *Source {
 	}
 }
 
+// newScanner returns the scanner Run uses, with the persisted state loaded.
+func (s *Source) newScanner() *scanner {
+	sc := newScanner(s.dir, s.nodeName, s.log)
+	sc.opts = ParseOptions{UnknownFields: s.UnknownFields}
+	sc.trustedUID = s.TrustedUID
+	if s.StateDir != "" {
+		sc.statePath = StateFile(s.StateDir)
+	}
+	sc.loadState()
+	return sc
+}
+
+// watchEvent is one inotify event, reduced to what the Source acts on.
+type watchEvent struct {
+	overflow bool      // events were lost: relist everything
+	dir      bool      // the directory itself may have appeared, gone or been swapped
+	name     string    // an entry of the directory
+	kind     fileEvent // what happened to it
+}
+
+// handle applies one event and reports whether a rescan is due.
+func (s *Source) handle(sc *scanner, ev watchEvent) bool {
+	switch {
+	case ev.overflow:
+		s.log.Warn("inotify queue overflowed; relisting the manifest directory")
+		sc.resetEvents()
+		return true
+	case ev.dir:
+		return true // the next scan re-checks the watches first
+	case ev.name != "":
+		return sc.fileEvent(ev.name, ev.kind)
+	}
+	return false
+}
+
 // Run watches until ctx is done and then returns ctx.Err(). It returns
 // early only when the watcher cannot be created or fails for good. Run must
 // not be called twice at once on one Source; out is never closed.
 func (s *Source) Run(ctx context.Context, out chan<- Snapshot) error {
 	relistPeriod := cmpOr(s.RelistPeriod, DefaultRelistPeriod)
 	debounce := cmpOr(s.Debounce, DefaultDebounce)
-	sc := newScanner(s.dir, s.nodeName, s.log)
+	sc := s.newScanner()
 	dir := sc.dir
 
-	w, err := fsnotify.NewWatcher()
+	w, err := newWatcher(dir, filepath.Dir(dir), s.log)
 	if err != nil {
 		return fmt.Errorf("watch manifest directory %s: %w", dir, err)
 	}
-	defer w.Close()
+	defer w.close()
+	stop := context.AfterFunc(ctx, w.wake)
+	defer stop()
 
-	emit := func() error {
+	var (
+		pending    bool
+		debounceAt time.Time
+	)
+	handle := func(ev watchEvent) {
+		if s.handle(sc, ev) && !pending {
+			pending, debounceAt = true, time.Now().Add(debounce)
+		}
+	}
+	// scan makes sure the watches match the directory (a new directory is
+	// watched before it is read, and read in full), takes in the events
+	// queued so far, so that a file whose writer is still busy is known to
+	// be, and then scans.
+	scan := func(mode scanMode) error {
+		if w.sync() {
+			sc.resetEvents()
+		}
+		if err := w.drain(handle); err != nil {
+			return fmt.Errorf("watch manifest directory %s: %w", dir, err)
+		}
 		first := sc.prev == nil
-		snap, changed := sc.scan()
+		snap, changed := sc.scan(mode)
 		if !changed {
 			return nil
 		}
-		s.log.Debug("manifest snapshot", "pods", len(snap.Pods), "errors", len(snap.Errors), "first", first)
+		s.log.Debug("manifest snapshot", "pods", len(snap.Pods), "errors", len(snap.Errors), "warnings", len(snap.Warnings), "first", first)
 		select {
 		case out <- snap:
 			return nil
@@ -89,90 +149,40 @@ func (s *Source) Run(ctx context.Context, out chan<- Snapshot) error {
 		}
 	}
 
-	s.ensureWatches(w, dir)
-	if err := emit(); err != nil {
+	if err := scan(scanRelist); err != nil {
 		return err
 	}
-
-	relist := time.NewTicker(relistPeriod)
-	defer relist.Stop()
-	timer := time.NewTimer(debounce)
-	timer.Stop()
-	defer timer.Stop()
-	pending := false
-	schedule := func() {
-		if !pending {
-			pending = true
-			timer.Reset(debounce)
-		}
-	}
-
+	relistAt := time.Now().Add(relistPeriod)
 	for {
-		select {
-		case <-ctx.Done():
+		next := relistAt
+		if pending && debounceAt.Before(next) {
+			next = debounceAt
+		}
+		readable, err := w.wait(time.Until(next))
+		if ctx.Err() != nil {
 			return ctx.Err()
-		case ev, ok := <-w.Events:
-			if !ok {
-				return fmt.Errorf("watch manifest directory %s: watcher closed", dir)
+		}
+		if err != nil {
+			return fmt.Errorf("watch manifest directory %s: %w", dir, err)
+		}
+		if readable {
+			if err := w.drain(handle); err != nil {
+				return fmt.Errorf("watch manifest directory %s: %w", dir, err)
 			}
-			if s.relevant(w, dir, ev) {
-				schedule()
-			}
-		case err, ok := <-w.Errors:
-			if !ok {
-				return fmt.Errorf("watch manifest directory %s: watcher closed", dir)
-			}
-			// An overflow loses events; a rescan finds what they said.
-			s.log.Warn("manifest watch error; rescanning", "error", err)
-			schedule()
-		case <-timer.C:
+		}
+		now := time.Now()
+		switch {
+		case !now.Before(relistAt):
 			pending = false
-			s.ensureWatches(w, dir)
-			if err := emit(); err != nil {
-				return err
-			}
-		case <-relist.C:
-			s.ensureWatches(w, dir)
-			if err := emit(); err != nil {
-				return err
-			}
+			relistAt = now.Add(relistPeriod)
+			err = scan(scanRelist)
+		case pending && !now.Before(debounceAt):
+			pending = false
+			err = scan(scanEvents)
 		}
-	}
-}
-
-// relevant reports whether an event may change the desired set: anything in
-// dir (even dotfiles, since an atomic writer may swap a symlink target
-// through one), and dir itself appearing or going away.
-func (s *Source) relevant(w *fsnotify.Watcher, dir string, ev fsnotify.Event) bool {
-	if ev.Name == dir {
-		if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
-			// The watch follows the inode; drop it so a new directory at this
-			// path is watched afresh.
-			_ = w.Remove(dir)
+		if err != nil {
+			return err
 		}
-		return true
-	}
-	return filepath.Dir(ev.Name) == dir
-}
-
-// ensureWatches watches the parent (to see dir appear) and dir when it
-// exists. It is called before every scan, so a directory created between two
-// events is watched before it is read.
-func (s *Source) ensureWatches(w *fsnotify.Watcher, dir string) {
-	have := w.WatchList()
-	if parent := filepath.Dir(dir); parent != dir && !slices.Contains(have, parent) {
-		if err := w.Add(parent); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			s.log.Warn("cannot watch parent of manifest directory; relying on relist", "parent", parent, "error", err)
-		}
-	}
-	if slices.Contains(have, dir) {
-		return
-	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return
-	}
-	if err := w.Add(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		s.log.Warn("cannot watch manifest directory; relying on relist", "error", err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 type unknownField struct {
 	path string
 	line int
+	segs []any // path as JSON keys (string) and indexes (int), to strip it
 }
 
 var (
@@ -30,6 +32,17 @@ var (
 // rather than a silent alias of "image:". It exists to give unknown fields a
 // full path and a line; sigs.k8s.io/yaml only names the key.
 func findUnknownFields(n *yaml3.Node, t reflect.Type, path string, out *[]unknownField) {
+	findUnknown(n, t, path, nil, out, 0)
+}
+
+// maxUnknownDepth bounds the walk; Kubernetes types nest far less, and an
+// alias cycle or a hostile document must not recurse without end.
+const maxUnknownDepth = 64
+
+func findUnknown(n *yaml3.Node, t reflect.Type, path string, segs []any, out *[]unknownField, depth int) {
+	if depth > maxUnknownDepth {
+		return
+	}
 	n = resolveAlias(n)
 	if n == nil {
 		return
@@ -50,24 +63,25 @@ func findUnknownFields(n *yaml3.Node, t reflect.Type, path string, out *[]unknow
 			k, v := n.Content[i], n.Content[i+1]
 			if isMerge(k) {
 				for _, m := range mergeSources(v) {
-					findUnknownFields(m, t, path, out)
+					findUnknown(m, t, path, segs, out, depth+1)
 				}
 				continue
 			}
 			p := joinField(path, k.Value)
+			s := append(slices.Clip(segs), k.Value)
 			ft, ok := fields[k.Value]
 			if !ok {
-				*out = append(*out, unknownField{path: p, line: k.Line})
+				*out = append(*out, unknownField{path: p, line: k.Line, segs: s})
 				continue
 			}
-			findUnknownFields(v, ft, p, out)
+			findUnknown(v, ft, p, s, out, depth+1)
 		}
 	case reflect.Slice, reflect.Array:
 		if n.Kind != yaml3.SequenceNode {
 			return
 		}
 		for i, c := range n.Content {
-			findUnknownFields(c, t.Elem(), path+"["+strconv.Itoa(i)+"]", out)
+			findUnknown(c, t.Elem(), path+"["+strconv.Itoa(i)+"]", append(slices.Clip(segs), i), out, depth+1)
 		}
 	case reflect.Map:
 		if n.Kind != yaml3.MappingNode {
@@ -78,7 +92,7 @@ func findUnknownFields(n *yaml3.Node, t reflect.Type, path string, out *[]unknow
 			if isMerge(k) {
 				continue
 			}
-			findUnknownFields(v, t.Elem(), path+"["+k.Value+"]", out)
+			findUnknown(v, t.Elem(), path+"["+k.Value+"]", append(slices.Clip(segs), k.Value), out, depth+1)
 		}
 	}
 }

@@ -493,12 +493,19 @@ func (s *Supervisor) setHealth(err error) {
 	}
 }
 
-// reportManifestErrors turns each manifest error not reported before into
-// a Warning event: about the pod whose last good version keeps running
+// reportManifestErrors turns each manifest error or warning (an insecure
+// permission, say) not reported before into a Warning event: about the pod whose last good version keeps running
 // from that file, or about the node when the file yields no pod. It
 // returns the errors now reported.
 func (s *Supervisor) reportManifestErrors(before map[string]bool, snap manifest.Snapshot) map[string]bool {
 	now := map[string]bool{}
+	for _, w := range snap.Warnings {
+		msg := w.Error()
+		now[msg] = true
+		if !before[msg] {
+			s.store.NodeEventf(s.cfg.NodeName, v1.EventTypeWarning, "ManifestWarning", "%s", msg)
+		}
+	}
 	for _, e := range snap.Errors {
 		msg := e.Error()
 		now[msg] = true

@@ -458,3 +458,15 @@ func shimCount(ns string) int {
 	}
 	return n
 }
+
+func statusPods(d *daemon) ([]string, error) {
+	l, err := status.NewClient(d.sock).Pods(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, p := range l.Items {
+		names = append(names, p.Name)
+	}
+	return names, nil
+}

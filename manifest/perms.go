@@ -1,0 +1,103 @@
+package manifest
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// permissions returns a warning (wrapping ErrInsecure) for every directory
+// and file whose owner or mode lets someone other than root (or the trusted
+// user, when one is set) change the manifests: static pods run as root, so that would be a
+// privilege escalation. It checks the directory and every parent up to /
+// (as given and with symlinks resolved), each manifest file, and the target
+// of a symlinked manifest and the directory holding it. A world-writable
+// parent with the sticky bit (/tmp) is fine: others cannot replace what they
+// do not own in it; the manifest directory itself must not be writable by
+// others at all.
+func (s *scanner) permissions(manifests []entry) []*FileError {
+	var (
+		warns []*FileError
+		seen  = map[string]bool{}
+	)
+	check := func(path string, fi fs.FileInfo, leaf bool, context string) {
+		what := ""
+		if context != "" {
+			what = " (" + context + ")"
+		}
+		if uid, _, ok := ownerOf(fi); ok && uid != 0 && uid != s.trustedUID {
+			want := "root"
+			if s.trustedUID != 0 {
+				want = fmt.Sprintf("root or uid %d", s.trustedUID)
+			}
+			warns = append(warns, &FileError{Path: path, Err: ErrInsecure,
+				Reason: fmt.Sprintf("owned by uid %d, not %s%s: that user can change what podvisor runs as root", uid, want, what)})
+		}
+		mode := fi.Mode()
+		if mode.Perm()&0o022 != 0 && (leaf || !fi.IsDir() || mode&fs.ModeSticky == 0) {
+			warns = append(warns, &FileError{Path: path, Err: ErrInsecure,
+				Reason: fmt.Sprintf("mode %04o is group- or world-writable%s: other users can change what podvisor runs as root", mode.Perm(), what)})
+		}
+	}
+	checkDirs := func(dir string, context string) {
+		for d, leaf := dir, true; !seen[d]; d, leaf = filepath.Dir(d), false {
+			seen[d] = true
+			if fi, err := os.Stat(d); err == nil {
+				c := ""
+				if leaf {
+					c = context
+				}
+				check(d, fi, leaf, c)
+			}
+			if d == filepath.Dir(d) {
+				break
+			}
+		}
+	}
+
+	roots := []string{}
+	if s.files == nil {
+		if _, err := os.Stat(s.dir); err != nil {
+			return nil
+		}
+		roots = append(roots, s.dir)
+		if real, err := filepath.EvalSymlinks(s.dir); err == nil && real != s.dir {
+			roots = append(roots, real)
+		}
+		for _, r := range roots {
+			checkDirs(r, "")
+		}
+	}
+	for _, e := range manifests {
+		if s.files != nil {
+			checkDirs(filepath.Dir(e.path), "")
+		}
+		fi, err := os.Stat(e.path)
+		if err != nil {
+			continue
+		}
+		if !e.link {
+			check(e.path, fi, true, "")
+			continue
+		}
+		target, err := filepath.EvalSymlinks(e.path)
+		if err != nil {
+			continue
+		}
+		if !seen[target] {
+			seen[target] = true
+			check(target, fi, true, "symlink target of "+e.path)
+		}
+		if td := filepath.Dir(target); !seen[td] {
+			// The directory holding the target (such as ..data's), but not
+			// its parents: those are the manifest directory's, or checked
+			// as the directory of another target.
+			seen[td] = true
+			if dfi, err := os.Stat(td); err == nil {
+				check(td, dfi, true, "holds the symlink target of "+e.path)
+			}
+		}
+	}
+	return warns
+}
