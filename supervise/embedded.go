@@ -190,7 +190,7 @@ func (e *Embedded) start() (int, error) {
 	// kill -9 -PGID) do not reach it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	// The shim of the embedded containerd must be the one beside it.
-	cmd.Env = prependPath(os.Environ(), filepath.Dir(e.Binary))
+	cmd.Env = PrependPath(os.Environ(), filepath.Dir(e.Binary))
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("start %s: %w", e.Binary, err)
 	}
@@ -222,8 +222,8 @@ func (e *Embedded) moveToCgroup(pid int) {
 	}
 }
 
-// prependPath returns env with dir first in PATH.
-func prependPath(env []string, dir string) []string {
+// PrependPath returns env with dir first in PATH.
+func PrependPath(env []string, dir string) []string {
 	out := make([]string, 0, len(env)+1)
 	found := false
 	for _, kv := range env {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/podvisor/podvisor/supervise"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,57 +71,11 @@ func majorVersion(v string) int {
 	return n
 }
 
-// prependPath returns env with dir first in PATH.
-func prependPath(env []string, dir string) []string {
-	out := make([]string, 0, len(env)+1)
-	found := false
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			kv = "PATH=" + dir + string(os.PathListSeparator) + v
-			found = true
-		}
-		out = append(out, kv)
-	}
-	if !found {
-		out = append(out, "PATH="+dir+string(os.PathListSeparator)+"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
-	}
-	return out
-}
-
-// disabledPlugins are plugins the environment never needs. CRI would read
-// the host's CNI config and start sandboxes; the snapshotters below only
-// log errors on this kind of host.
-func disabledPlugins(major int) []string {
-	p := []string{
-		"io.containerd.grpc.v1.cri",
-		"io.containerd.snapshotter.v1.aufs",
-		"io.containerd.snapshotter.v1.btrfs",
-		"io.containerd.snapshotter.v1.devmapper",
-		"io.containerd.snapshotter.v1.zfs",
-	}
-	if major >= 2 {
-		p = append(p, "io.containerd.cri.v1.images", "io.containerd.cri.v1.runtime")
-	}
-	return p
-}
-
-// containerdConfig renders config.toml (version 2, which containerd 2.x
-// still reads) keeping every path of the daemon inside e.Dir.
+// containerdConfig renders config.toml with podvisor's own generator (the
+// one --embedded-containerd uses), keeping every path of the daemon inside
+// e.Dir.
 func containerdConfig(e *Env, major int) string {
-	var b strings.Builder
-	q := strconv.Quote
-	fmt.Fprintf(&b, "version = 2\n")
-	fmt.Fprintf(&b, "root = %s\nstate = %s\n", q(e.Root), q(e.State))
-	var dis []string
-	for _, p := range disabledPlugins(major) {
-		dis = append(dis, q(p))
-	}
-	fmt.Fprintf(&b, "disabled_plugins = [%s]\n\n", strings.Join(dis, ", "))
-	fmt.Fprintf(&b, "[grpc]\n  address = %s\n\n", q(e.Address))
-	fmt.Fprintf(&b, "[ttrpc]\n  address = %s\n\n", q(e.Address+".ttrpc"))
-	// The opt plugin would otherwise create /opt/containerd on the host.
-	fmt.Fprintf(&b, "[plugins.%s]\n  path = %s\n", q("io.containerd.internal.v1.opt"), q(filepath.Join(e.Dir, "opt")))
-	return b.String()
+	return supervise.ContainerdConfig(e.Root, e.State, e.Address, filepath.Join(e.Dir, "opt"), major)
 }
 
 // writeCNIConfig writes the network's conflist into CNIConfDir: a bridge

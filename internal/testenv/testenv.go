@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/podvisor/podvisor/supervise"
 	"net"
 	"os"
 	"os/exec"
@@ -151,7 +152,7 @@ func Start(dir string) (_ *Env, err error) {
 	if override {
 		// A containerd build dir carries its own shims; let the daemon
 		// find them before any installed ones.
-		e.daemonEnv = prependPath(e.daemonEnv, filepath.Dir(e.Containerd))
+		e.daemonEnv = supervise.PrependPath(e.daemonEnv, filepath.Dir(e.Containerd))
 	}
 	if err := os.WriteFile(e.configPath, []byte(containerdConfig(e, majorVersion(e.ContainerdVersion))), 0o644); err != nil {
 		return nil, fmt.Errorf("write containerd config: %w", err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/podvisor/podvisor/supervise"
 	"net"
 	"os"
 	"os/exec"
@@ -381,11 +382,11 @@ func TestContainerdConfig(t *testing.T) {
 }
 
 func TestPrependPath(t *testing.T) {
-	got := prependPath([]string{"A=1", "PATH=/usr/bin:/bin"}, "/build/bin")
+	got := supervise.PrependPath([]string{"A=1", "PATH=/usr/bin:/bin"}, "/build/bin")
 	if !slices.Equal(got, []string{"A=1", "PATH=/build/bin:/usr/bin:/bin"}) {
 		t.Errorf("prependPath = %v", got)
 	}
-	got = prependPath([]string{"A=1"}, "/build/bin")
+	got = supervise.PrependPath([]string{"A=1"}, "/build/bin")
 	if len(got) != 2 || !strings.HasPrefix(got[1], "PATH=/build/bin:") {
 		t.Errorf("prependPath without PATH = %v", got)
 	}
