@@ -1,7 +1,6 @@
 package mounts
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 )
 
@@ -54,7 +54,7 @@ func Cleanup(dir string) error {
 	if err != nil {
 		return fmt.Errorf("cleanup %s: %w", dir, err)
 	}
-	under, err := mountsUnder(real)
+	under, err := Under(real)
 	if err != nil {
 		return fmt.Errorf("cleanup %s: %w", dir, err)
 	}
@@ -67,7 +67,7 @@ func Cleanup(dir string) error {
 			return fmt.Errorf("cleanup %s: unmount %s: %w", dir, mp, err)
 		}
 	}
-	if left, err := mountsUnder(real); err != nil {
+	if left, err := Under(real); err != nil {
 		return fmt.Errorf("cleanup %s: %w", dir, err)
 	} else if len(left) > 0 {
 		return fmt.Errorf("cleanup %s: still mounted: %s", dir, strings.Join(left, ", "))
@@ -84,17 +84,16 @@ func Cleanup(dir string) error {
 	return nil
 }
 
-// mountsUnder returns the mount points at or below dir, deepest first.
-func mountsUnder(dir string) ([]string, error) {
-	mps, err := mountPoints()
+// Under returns the mount points at or below dir, deepest first (a path
+// mounted twice appears twice), read from this process's mountinfo.
+func Under(dir string) ([]string, error) {
+	infos, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read mountinfo: %w", err)
 	}
-	var under []string
-	for _, mp := range mps {
-		if mp == dir || strings.HasPrefix(mp, dir+"/") {
-			under = append(under, mp)
-		}
+	under := make([]string, 0, len(infos))
+	for _, i := range infos {
+		under = append(under, i.Mountpoint)
 	}
 	sort.SliceStable(under, func(i, j int) bool {
 		return strings.Count(under[i], "/") > strings.Count(under[j], "/")
@@ -102,48 +101,15 @@ func mountsUnder(dir string) ([]string, error) {
 	return under, nil
 }
 
-// mountPoints lists the mount points of podvisor's mount namespace from
-// /proc/self/mountinfo, one entry per mount (a path mounted twice appears
-// twice).
+// mountPoints lists every mount point (one entry per mount).
 func mountPoints() ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	infos, err := mountinfo.GetMounts(nil)
 	if err != nil {
 		return nil, fmt.Errorf("read mountinfo: %w", err)
 	}
-	defer f.Close()
-	var mps []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		// 36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		mps = append(mps, unescapeOctal(fields[4]))
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read mountinfo: %w", err)
+	mps := make([]string, 0, len(infos))
+	for _, i := range infos {
+		mps = append(mps, i.Mountpoint)
 	}
 	return mps, nil
-}
-
-// unescapeOctal undoes the kernel's \ooo escaping of space, tab, newline
-// and backslash in mountinfo paths.
-func unescapeOctal(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }

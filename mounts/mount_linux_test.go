@@ -92,21 +92,6 @@ func TestCleanupDoesNotDeleteThroughMounts(t *testing.T) {
 	}
 }
 
-func TestUnescapeOctal(t *testing.T) {
-	tests := map[string]string{
-		`/plain`:            "/plain",
-		`/with\040space`:    "/with space",
-		`/tab\011and\134bs`: "/tab\tand\\bs",
-		`/trailing\04`:      `/trailing\04`,
-		`/not\999octal`:     `/not\999octal`,
-	}
-	for in, want := range tests {
-		if got := unescapeOctal(in); got != want {
-			t.Errorf("unescapeOctal(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func countMounts(t *testing.T, path string) int {
 	t.Helper()
 	mps, err := mountPoints()

@@ -1,10 +1,10 @@
 package testenv
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/podvisor/podvisor/mounts"
 	"net"
 	"os"
 	"os/exec"
@@ -142,54 +142,7 @@ func aliveOf(pids map[int]bool) []int {
 }
 
 // mountsUnder returns the mount points at or below dir, deepest first.
-func mountsUnder(dir string) ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var mps []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		// id parent major:minor root mountpoint options ...
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		mp := unescapeMountinfo(fields[4])
-		if mp == dir || strings.HasPrefix(mp, dir+"/") {
-			mps = append(mps, mp)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	sort.SliceStable(mps, func(i, j int) bool {
-		return strings.Count(mps[i], "/") > strings.Count(mps[j], "/")
-	})
-	return mps, nil
-}
-
-// unescapeMountinfo decodes the \ooo escapes mountinfo uses for space,
-// tab, newline and backslash.
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
+func mountsUnder(dir string) ([]string, error) { return mounts.Under(dir) }
 
 // unmountUnder lazily unmounts everything mounted at or below dir, deepest
 // first, repeating for stacked mounts.

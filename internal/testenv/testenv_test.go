@@ -280,20 +280,6 @@ func TestStartFailureReportsLog(t *testing.T) {
 	}
 }
 
-func TestUnescapeMountinfo(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"/plain/path", "/plain/path"},
-		{`/with\040space`, "/with space"},
-		{`/tab\011and\134back`, "/tab\tand\\back"},
-		{`/trailing\04`, `/trailing\04`},
-	}
-	for _, tc := range tests {
-		if got := unescapeMountinfo(tc.in); got != tc.want {
-			t.Errorf("unescapeMountinfo(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
-
 func TestNamesPathUnder(t *testing.T) {
 	tests := []struct {
 		args []string
