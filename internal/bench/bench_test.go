@@ -1,0 +1,117 @@
+package main
+
+import (
+	"testing"
+)
+
+func TestParseStatTicks(t *testing.T) {
+	tests := []struct {
+		name    string
+		stat    string
+		want    uint64
+		wantErr bool
+	}{
+		{
+			name: "plain",
+			stat: "1234 (podvisor) S 1 1234 1234 0 -1 4194560 1000 0 0 0 150 25 0 0 20 0 12 0 100 0 0",
+			want: 175,
+		},
+		{
+			name: "comm with spaces and parens",
+			stat: "77 (a) b (c) R 1 77 77 0 -1 0 0 0 0 0 7 3 0 0 20 0 1 0 5 0 0",
+			want: 10,
+		},
+		{name: "no comm", stat: "1234 podvisor S 1", wantErr: true},
+		{name: "short", stat: "1 (x) S 1 2 3", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseStatTicks([]byte(tt.stat))
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
+			}
+			if got != tt.want {
+				t.Errorf("ticks = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestKibField(t *testing.T) {
+	status := "Name:\tpodvisor\nVmHWM:\t   30000 kB\nVmRSS:\t   21504 kB\n"
+	tests := []struct {
+		field string
+		want  int64
+	}{
+		{"VmRSS:", 21504},
+		{"VmHWM:", 30000},
+		{"Pss:", 0},
+	}
+	for _, tt := range tests {
+		if got := kibField([]byte(status), tt.field); got != tt.want {
+			t.Errorf("kibField(%q) = %d, want %d", tt.field, got, tt.want)
+		}
+	}
+}
+
+func TestShimOf(t *testing.T) {
+	match := shimOf("/tmp/pvt-1/containerd.sock", "bench-pv")
+	tests := []struct {
+		name string
+		args []string
+		want bool
+	}{
+		{"ours", []string{"/usr/bin/containerd-shim-runc-v2", "-namespace", "bench-pv", "-id", "x", "-address", "/tmp/pvt-1/containerd.sock"}, true},
+		{"other namespace", []string{"/usr/bin/containerd-shim-runc-v2", "-namespace", "bench-base", "-id", "x", "-address", "/tmp/pvt-1/containerd.sock"}, false},
+		{"other containerd", []string{"/usr/bin/containerd-shim-runc-v2", "-namespace", "bench-pv", "-address", "/run/containerd/containerd.sock"}, false},
+		{"equals form", []string{"containerd-shim-runc-v2", "--namespace=bench-pv", "--address=/tmp/pvt-1/containerd.sock"}, true},
+		{"not a shim", []string{"/bin/sleep", "-namespace", "bench-pv", "-address", "/tmp/pvt-1/containerd.sock"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := match(proc{args: tt.args}); got != tt.want {
+				t.Errorf("match = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestMedian(t *testing.T) {
+	tests := []struct {
+		in   []float64
+		want float64
+	}{
+		{nil, 0},
+		{[]float64{3}, 3},
+		{[]float64{5, 1, 3}, 3},
+		{[]float64{4, 1, 3, 2}, 2.5},
+	}
+	for _, tt := range tests {
+		if got := median(tt.in); got != tt.want {
+			t.Errorf("median(%v) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestSummarizeRatios(t *testing.T) {
+	r := &report{}
+	for _, rr := range []*runResult{
+		{Case: "baseline", N: 1, StartsMS: []float64{100}, First: 100, Last: 100, Median: 100},
+		{Case: "podvisor", N: 1, StartsMS: []float64{160}, First: 160, Last: 160, Median: 160},
+		{Case: "baseline", N: 30, StartsMS: []float64{100, 1000}, First: 100, Last: 1000, Median: 550},
+		{Case: "podvisor", N: 30, StartsMS: []float64{200, 1200}, First: 200, Last: 1200, Median: 700},
+	} {
+		r.Runs = append(r.Runs, rr)
+	}
+	r.summarize([]int{1, 30})
+	if len(r.Summaries) != 4 {
+		t.Fatalf("%d summaries, want 4", len(r.Summaries))
+	}
+	one, many := r.Summaries[1], r.Summaries[3]
+	if one.RatioFirst != 1.6 || *one.Pass {
+		t.Errorf("N=1: ratio %v pass %v, want 1.6 and a failure against %v", one.RatioFirst, *one.Pass, targetOne)
+	}
+	if many.RatioLast != 1.2 || !*many.Pass {
+		t.Errorf("N=30: ratio last %v pass %v, want 1.2 and a pass against %v", many.RatioLast, *many.Pass, targetMany)
+	}
+}

@@ -1,0 +1,37 @@
+// Command bench measures how fast podvisor starts pods against a baseline
+// that does the same work straight through containerd, and podvisor's
+// footprint with pods running (`make bench`).
+//
+//	go run ./internal/bench [-podvisor bin/podvisor] [-runs 5] [-sizes 1,30] [-json out.json]
+//
+// Other flags: -idle (the footprint's CPU window, 0 skips it), -log-level
+// and -podvisor-log (podvisor's log, kept in that file), and
+// -baseline-log-driver (the baseline's tasks log through podvisor's log
+// driver, as podvisor's do, instead of having no IO: it isolates the cost
+// of the log driver).
+//
+// Everything runs against a private containerd (internal/testenv) with its
+// CNI network (bridge + host-local, no masquerade). Start latency is the
+// time from t0 to the mtime of a file the container's first instruction
+// writes into a hostPath volume (`touch /out/started`; the kernel stamps
+// mtimes with its coarse clock, a few ms at worst):
+//
+//   - podvisor: N manifests are written into a staging dir, t0 is taken,
+//     and they are renamed into podvisor's manifests dir back to back.
+//   - baseline: t0 is taken just before N goroutines each create a network
+//     namespace, run CNI ADD (cni.Manager, same conflist), create a
+//     container with the same image, command and bind mount joined to that
+//     namespace, and start its task with no IO.
+//
+// Cases alternate run by run, each with a warm-up pod first (image import,
+// page cache) that is not measured, and everything is removed between runs.
+// containerd's own events (snapshot prepared, container created, task
+// created, task started) break each start down into phases.
+//
+// With the largest N running under podvisor, the footprint is taken:
+// podvisor's VmRSS and its CPU over an idle window, and separately its log
+// drivers, the shims of its namespace and containerd.
+//
+// It needs root, containerd, runc, the CNI plugins and /bin/busybox, like
+// the tests that use internal/testenv.
+package main

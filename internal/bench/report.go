@@ -1,0 +1,256 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Targets from the issue.
+const (
+	targetOne     = 1.5  // 1 pod: podvisor within 1.5x the baseline
+	targetMany    = 1.3  // N pods: last start within 1.3x
+	targetRSSMiB  = 40.0 // podvisor's RSS with 30 pods
+	targetCPUPerc = 1.0  // podvisor's idle CPU with 30 pods, % of a core
+)
+
+// runResult is one measured run of one case.
+type runResult struct {
+	Case     string    `json:"case"`
+	N        int       `json:"n"`
+	Tag      string    `json:"tag"`
+	StartsMS []float64 `json:"starts_ms"` // each pod's first instruction after t0, sorted
+	First    float64   `json:"first_ms"`
+	Last     float64   `json:"last_ms"`
+	Median   float64   `json:"median_ms"`
+	// Phases holds, per milestone, the offsets from t0 of every container
+	// of the run, sorted.
+	Phases map[string][]float64 `json:"phases_ms,omitempty"`
+	T0     time.Time            `json:"t0"`
+	// DaemonCPUMS is the CPU time podvisor used from t0 until the last
+	// first instruction (podvisor runs only).
+	DaemonCPUMS float64 `json:"daemon_cpu_ms,omitempty"`
+}
+
+func newRunResult(name, tag string, n int, t0 time.Time, lat []time.Duration) *runResult {
+	r := &runResult{Case: name, N: n, Tag: tag, T0: t0}
+	for _, d := range lat {
+		r.StartsMS = append(r.StartsMS, float64(d)/float64(time.Millisecond))
+	}
+	slices.Sort(r.StartsMS)
+	r.First, r.Last, r.Median = r.StartsMS[0], r.StartsMS[len(r.StartsMS)-1], median(r.StartsMS)
+	return r
+}
+
+// phaseStat summarises one milestone over the runs of a case.
+type phaseStat struct {
+	Median float64 `json:"median_ms"` // median over runs of the run's median
+	Max    float64 `json:"max_ms"`    // median over runs of the run's latest
+}
+
+// summary is one case at one N over its runs (medians of the runs).
+type summary struct {
+	Case     string               `json:"case"`
+	N        int                  `json:"n"`
+	Runs     int                  `json:"runs"`
+	FirstMS  float64              `json:"first_ms"`
+	LastMS   float64              `json:"last_ms"`
+	MedianMS float64              `json:"median_ms"`
+	Phases   map[string]phaseStat `json:"phases,omitempty"`
+	// DaemonCPUMS is the median CPU time podvisor used per run.
+	DaemonCPUMS float64 `json:"daemon_cpu_ms,omitempty"`
+	// Ratios to the baseline at the same N (podvisor rows only).
+	RatioFirst float64 `json:"ratio_first,omitempty"`
+	RatioLast  float64 `json:"ratio_last,omitempty"`
+	Target     float64 `json:"target,omitempty"`
+	Pass       *bool   `json:"pass,omitempty"`
+}
+
+// footprint is podvisor's footprint with pods running.
+type footprint struct {
+	Pods            int     `json:"pods"`
+	WindowSec       float64 `json:"window_s"`
+	Podvisor        usage   `json:"podvisor"`
+	PodvisorPeakMiB float64 `json:"podvisor_peak_rss_mib"`
+	LogDrivers      usage   `json:"log_drivers"`
+	Shims           usage   `json:"shims"`
+	Containerd      usage   `json:"containerd"`
+}
+
+// report is everything the benchmark prints.
+type report struct {
+	ContainerdVersion string    `json:"containerd_version"`
+	Containerd        string    `json:"containerd"`
+	CPUs              int       `json:"cpus"`
+	Kernel            string    `json:"kernel"`
+	Started           time.Time `json:"started"`
+	BaselineLogDriver bool      `json:"baseline_log_driver,omitempty"`
+	// LoadStart and LoadEnd are /proc/loadavg's 1-minute average when the
+	// measured runs begin and end: other work on the host skews results.
+	LoadStart float64    `json:"load_start"`
+	LoadEnd   float64    `json:"load_end"`
+	Summaries []summary  `json:"summaries"`
+	Footprint *footprint `json:"footprint,omitempty"`
+	// BaselineShims is the memory of the baseline's shims with the same
+	// number of pods (no log driver, no CPU window).
+	BaselineShims *usage       `json:"baseline_shims,omitempty"`
+	Runs          []*runResult `json:"runs"`
+}
+
+func (r *report) summarize(sizes []int) {
+	for _, n := range sizes {
+		var base *summary
+		for _, name := range []string{"baseline", "podvisor"} {
+			s := summary{Case: name, N: n, Phases: map[string]phaseStat{}}
+			var first, last, med, cpu []float64
+			phaseMed, phaseMax := map[string][]float64{}, map[string][]float64{}
+			for _, rr := range r.Runs {
+				if rr.Case != name || rr.N != n {
+					continue
+				}
+				s.Runs++
+				first, last, med = append(first, rr.First), append(last, rr.Last), append(med, rr.Median)
+				cpu = append(cpu, rr.DaemonCPUMS)
+				ph := map[string][]float64{msFirst: rr.StartsMS}
+				for k, v := range rr.Phases {
+					ph[k] = v
+				}
+				for k, v := range ph {
+					if len(v) == 0 {
+						continue
+					}
+					phaseMed[k] = append(phaseMed[k], median(v))
+					phaseMax[k] = append(phaseMax[k], v[len(v)-1])
+				}
+			}
+			if s.Runs == 0 {
+				continue
+			}
+			s.FirstMS, s.LastMS, s.MedianMS = median(first), median(last), median(med)
+			s.DaemonCPUMS = median(cpu)
+			for k := range phaseMed {
+				s.Phases[k] = phaseStat{Median: median(phaseMed[k]), Max: median(phaseMax[k])}
+			}
+			if name == "baseline" {
+				base = &s
+			} else if base != nil {
+				s.RatioFirst, s.RatioLast = s.FirstMS/base.FirstMS, s.LastMS/base.LastMS
+				ratio := s.RatioLast
+				s.Target = targetMany
+				if n == 1 {
+					ratio, s.Target = s.RatioFirst, targetOne
+				}
+				pass := ratio <= s.Target
+				s.Pass = &pass
+			}
+			r.Summaries = append(r.Summaries, s)
+		}
+	}
+}
+
+func (r *report) print(w io.Writer) {
+	fmt.Fprintf(w, "\n### Pod start: manifest rename → container's first instruction\n\n")
+	fmt.Fprintf(w, "containerd %s, %d CPUs, kernel %s; medians over runs; ratio = podvisor / baseline.\n", r.ContainerdVersion, r.CPUs, r.Kernel)
+	fmt.Fprintf(w, "Host load average (1 min) before the measured runs: %.2f", r.LoadStart)
+	if r.LoadStart > float64(r.CPUs)/2 {
+		fmt.Fprintf(w, " — other work was running; expect noise")
+	}
+	fmt.Fprintln(w, ".")
+	if r.BaselineLogDriver {
+		fmt.Fprintf(w, "Baseline tasks log through podvisor's log driver (-baseline-log-driver).\n")
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| case | N | runs | first start ms | last start ms | median pod ms | ratio first | ratio last | target | podvisor CPU ms |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|")
+	for _, s := range r.Summaries {
+		rf, rl, target, cpu := "", "", "", ""
+		if s.Pass != nil {
+			rf, rl = fmt.Sprintf("%.2f×", s.RatioFirst), fmt.Sprintf("%.2f×", s.RatioLast)
+			which := "last"
+			if s.N == 1 {
+				which = "first"
+			}
+			target = fmt.Sprintf("%s ≤ %.1f× %s", which, s.Target, passMark(*s.Pass))
+			cpu = fmt.Sprintf("%.0f", s.DaemonCPUMS)
+		}
+		fmt.Fprintf(w, "| %s | %d | %d | %.1f | %.1f | %.1f | %s | %s | %s | %s |\n", s.Case, s.N, s.Runs, s.FirstMS, s.LastMS, s.MedianMS, rf, rl, target, cpu)
+	}
+
+	fmt.Fprintf(w, "\n### Where the time goes (ms after t0, from containerd events: median pod / last pod)\n\n")
+	fmt.Fprintf(w, "| case | N | %s |\n", strings.Join(milestones, " | "))
+	fmt.Fprintf(w, "|---|---:|%s\n", strings.Repeat("---:|", len(milestones)))
+	for _, s := range r.Summaries {
+		var cells []string
+		for _, m := range milestones {
+			p, ok := s.Phases[m]
+			if !ok {
+				cells = append(cells, "–")
+				continue
+			}
+			if s.N == 1 {
+				cells = append(cells, fmt.Sprintf("%.1f", p.Median))
+			} else {
+				cells = append(cells, fmt.Sprintf("%.1f / %.1f", p.Median, p.Max))
+			}
+		}
+		fmt.Fprintf(w, "| %s | %d | %s |\n", s.Case, s.N, strings.Join(cells, " | "))
+	}
+
+	if fp := r.Footprint; fp != nil {
+		fmt.Fprintf(w, "\n### Footprint with %d podvisor pods running (CPU over a %.0f s idle window, %% of one core)\n\n", fp.Pods, fp.WindowSec)
+		fmt.Fprintf(w, "- podvisor: RSS %.1f MiB (peak %.1f MiB), CPU %.2f%% — target RSS < %.0f MiB %s, CPU < %.0f%% %s\n",
+			fp.Podvisor.RSSMiB, fp.PodvisorPeakMiB, fp.Podvisor.CPUPercent,
+			targetRSSMiB, passMark(fp.Podvisor.RSSMiB < targetRSSMiB), targetCPUPerc, passMark(fp.Podvisor.CPUPercent < targetCPUPerc))
+		fmt.Fprintf(w, "- podvisor log drivers: %s\n", fp.LogDrivers.line())
+		fmt.Fprintf(w, "- shims (%s): %s\n", pvNamespace, fp.Shims.line())
+		fmt.Fprintf(w, "- containerd: %s\n", fp.Containerd.line())
+		if b := r.BaselineShims; b != nil {
+			fmt.Fprintf(w, "- baseline shims (%s, %d pods, no log driver): %s\n", baseNamespace, b.Pods, b.line())
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+func (u usage) line() string {
+	s := fmt.Sprintf("%d processes, RSS %.1f MiB, PSS %.1f MiB", u.Procs, u.RSSMiB, u.PSSMiB)
+	if u.CPUPercent >= 0 {
+		s += fmt.Sprintf(", CPU %.2f%%", u.CPUPercent)
+	}
+	return s
+}
+
+func passMark(ok bool) string {
+	if ok {
+		return "✓"
+	}
+	return "✗"
+}
+
+func (r *report) writeJSON(path string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode results: %w", err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write results: %w", err)
+	}
+	return nil
+}
+
+// median of a sorted or unsorted slice (not modified); 0 when empty.
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	m := len(s) / 2
+	if len(s)%2 == 1 {
+		return s[m]
+	}
+	return (s[m-1] + s[m]) / 2
+}
