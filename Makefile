@@ -16,8 +16,11 @@ export CGO_ENABLED := 0
 
 all: build
 
+# podvisor and its log driver (which the shims start once per container;
+# podvisor uses it when it sits beside podvisor).
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/podvisor .
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/podvisor-log-driver ./cmd/podvisor-log-driver
 
 # Debian packages the tests and the demo use, installed only when missing.
 deps:

@@ -2,6 +2,8 @@ package main
 
 import (
 	"github.com/urfave/cli/v2"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 )
@@ -41,5 +43,22 @@ func TestFlagsAfterPositional(t *testing.T) {
 	}
 	if gotOutput != "json" || gotSocket != "/tmp/x.sock" || !reflect.DeepEqual(gotArgs, []string{"web"}) {
 		t.Errorf("parsed output=%q socket=%q args=%q", gotOutput, gotSocket, gotArgs)
+	}
+}
+
+func TestFindLogDriver(t *testing.T) {
+	dir := t.TempDir()
+	self := filepath.Join(dir, "podvisor")
+	if got := findLogDriver(self); got != self {
+		t.Errorf("without a driver: %q, want podvisor itself", got)
+	}
+	driver := filepath.Join(dir, "podvisor-log-driver")
+	os.WriteFile(driver, []byte("#!/bin/sh\n"), 0o644)
+	if got := findLogDriver(self); got != self {
+		t.Errorf("non-executable driver used: %q", got)
+	}
+	os.Chmod(driver, 0o755)
+	if got := findLogDriver(self); got != driver {
+		t.Errorf("driver beside podvisor not used: %q", got)
 	}
 }

@@ -88,6 +88,7 @@ func runAction(c *cli.Context) error {
 		return fmt.Errorf("find own executable: %w", err)
 	}
 	self, _ = filepath.EvalSymlinks(self)
+	logDriver := findLogDriver(self)
 	log.Info("podvisor starting", "node", node, "nodeIP", nodeIP, "manifests", c.String("manifests"))
 
 	address := c.String("containerd-address")
@@ -143,7 +144,7 @@ func runAction(c *cli.Context) error {
 		NodeName:     node,
 		NodeIP:       nodeIP,
 		Namespace:    c.String("containerd-namespace"),
-		LogDriver:    self,
+		LogDriver:    logDriver,
 		LogMaxSize:   c.Int64("container-log-max-size"),
 		RelistPeriod: c.Duration("relist-period"),
 	}, client, net, store, log)
@@ -358,4 +359,15 @@ func validateAction(c *cli.Context) error {
 		return cli.Exit("", 1)
 	}
 	return nil
+}
+
+// findLogDriver returns the podvisor-log-driver beside podvisor's own
+// executable, or podvisor itself (which can do the same job, at a higher
+// cost per container) when it is not there.
+func findLogDriver(self string) string {
+	p := filepath.Join(filepath.Dir(self), "podvisor-log-driver")
+	if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+		return p
+	}
+	return self
 }

@@ -55,7 +55,11 @@
 //     never removes one; it keeps its previous state.
 //   - Events schedule a rescan after Debounce; events in between join it.
 //     So a delete followed by the same content within Debounce changes
-//     nothing: the UID is the same.
+//     nothing: the UID is the same. A close-after-write or rename-in
+//     schedules it after QuickDebounce (a few milliseconds) instead: the
+//     file is complete, and a pod should not wait for the debounce. (A
+//     pending delete scanned early with the re-created file in place still
+//     finds the same UID.)
 //   - A relist (every RelistPeriod) repairs what events missed, but only
 //     picks up content that is stable: a file written (IN_MODIFY) since its
 //     last close is being written and keeps its previous state; a file

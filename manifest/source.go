@@ -16,6 +16,8 @@ const (
 	// an editor's write-rename-chmod burst, or a delete and re-create, short
 	// enough not to be noticed.
 	DefaultDebounce = 100 * time.Millisecond
+	// DefaultQuickDebounce is Source.QuickDebounce's default.
+	DefaultQuickDebounce = 5 * time.Millisecond
 )
 
 // Source watches dir and sends a full Snapshot on out after every change and
@@ -31,6 +33,10 @@ type Source struct {
 	// Debounce is the delay between an event and the rescan it causes; events
 	// in between join the same rescan. Zero means DefaultDebounce.
 	Debounce time.Duration
+	// QuickDebounce replaces Debounce after a file was closed after writing
+	// or renamed in: its content is complete, so only a burst of such
+	// events is worth waiting for. Zero means DefaultQuickDebounce.
+	QuickDebounce time.Duration
 	// StateDir, when set, is where the last good content of every manifest
 	// is kept (StateFile(StateDir)), so that a restart with a broken file
 	// keeps its pods, and duplicates resolve as before the restart.
@@ -116,12 +122,36 @@ func (s *Source) Run(ctx context.Context, out chan<- Snapshot) error {
 	defer stop()
 
 	var (
-		pending    bool
-		debounceAt time.Time
+		pending     bool
+		slowPending bool // the pending scan waits for a delete's debounce
+		debounceAt  time.Time
 	)
 	handle := func(ev watchEvent) {
-		if s.handle(sc, ev) && !pending {
-			pending, debounceAt = true, time.Now().Add(debounce)
+		if !s.handle(sc, ev) {
+			return
+		}
+		// A file closed after writing or renamed in is complete: read it
+		// almost at once (a few milliseconds gather a burst of renames);
+		// creates and writes only matter when they complete something
+		// (a symlink), so they count as quick too. A delete, a change of
+		// the directory or of permissions starts the full debounce, which
+		// later events join and no quick event shortens: a delete followed
+		// by the same content changes nothing.
+		now := time.Now()
+		quick := ev.name != "" && (ev.kind == evClosed || ev.kind == evCreate || ev.kind == evModify)
+		switch {
+		case !quick:
+			if !slowPending {
+				slowPending, debounceAt = true, now.Add(debounce)
+			}
+			pending = true
+		case slowPending:
+			// Joins the pending debounced scan.
+		default:
+			at := now.Add(min(debounce, cmpOr(s.QuickDebounce, DefaultQuickDebounce)))
+			if !pending || at.Before(debounceAt) {
+				pending, debounceAt = true, at
+			}
 		}
 	}
 	// scan makes sure the watches match the directory (a new directory is
@@ -173,11 +203,11 @@ func (s *Source) Run(ctx context.Context, out chan<- Snapshot) error {
 		now := time.Now()
 		switch {
 		case !now.Before(relistAt):
-			pending = false
+			pending, slowPending = false, false
 			relistAt = now.Add(relistPeriod)
 			err = scan(scanRelist)
 		case pending && !now.Before(debounceAt):
-			pending = false
+			pending, slowPending = false, false
 			err = scan(scanEvents)
 		}
 		if err != nil {

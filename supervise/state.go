@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,13 +66,25 @@ func recordDir(stateDir string, uid types.UID) string {
 	return filepath.Join(stateDir, "pods", string(uid))
 }
 
-func saveRecord(stateDir string, r *podRecord) error {
-	dir := recordDir(stateDir, r.UID)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("save pod record: %w", err)
-	}
+// saveRecord writes r unless it equals last (the bytes of the previous
+// save) and returns what was written.
+func saveRecord(stateDir string, r *podRecord, last []byte) ([]byte, error) {
 	b, err := json.Marshal(r)
 	if err != nil {
+		return last, fmt.Errorf("save pod record: %w", err)
+	}
+	if bytes.Equal(b, last) {
+		return last, nil
+	}
+	if err := writeRecord(stateDir, r.UID, b); err != nil {
+		return last, err
+	}
+	return b, nil
+}
+
+func writeRecord(stateDir string, uid types.UID, b []byte) error {
+	dir := recordDir(stateDir, uid)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("save pod record: %w", err)
 	}
 	tmp := filepath.Join(dir, ".record.json.tmp")

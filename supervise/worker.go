@@ -63,6 +63,8 @@ type podWorker struct {
 	deleting *metav1.Time    // set once the pod is being stopped
 	// preparedFor is the sandbox whose cgroup and files are set up.
 	preparedFor string
+	// saved is the record as last written, to skip writes of no change.
+	saved []byte
 }
 
 func newPodWorker(s *Supervisor, uid types.UID, desired *manifest.Pod, rec *podRecord) *podWorker {
@@ -212,7 +214,8 @@ func (w *podWorker) sync(ctx context.Context) (time.Duration, bool) {
 }
 
 func (w *podWorker) save() {
-	if err := saveRecord(w.s.cfg.StateDir, w.rec); err != nil {
+	var err error
+	if w.saved, err = saveRecord(w.s.cfg.StateDir, w.rec, w.saved); err != nil {
 		w.log.Error("persist pod state", "err", err)
 	}
 }

@@ -57,6 +57,13 @@ func runMain(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "build podvisor: %v\n%s", err, out)
 			return 1
 		}
+		// The log driver beside it, as `make build` installs them.
+		build = exec.Command("go", "build", "-o", filepath.Join(dir, "podvisor-log-driver"), "github.com/podvisor/podvisor/cmd/podvisor-log-driver")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build podvisor-log-driver: %v\n%s", err, out)
+			return 1
+		}
 	}
 	env, err = testenv.Start("")
 	if err != nil {

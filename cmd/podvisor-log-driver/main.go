@@ -1,0 +1,31 @@
+// Command podvisor-log-driver is the containerd "binary" log driver that
+// podvisor's shims start once per container task: it writes the task's
+// stdout and stderr to a CRI-format log file and keeps doing so while
+// podvisor itself is stopped. It is a separate, small binary because a
+// shim starts one per container: the full podvisor binary would do the
+// same job, but each instance would initialise every package podvisor
+// links (about ten times the memory and start-up time).
+//
+// It is run by the shim as `podvisor-log-driver log-driver ARG` with the
+// task's stdout on fd 3, stderr on fd 4 and a readiness pipe on fd 5; podvisor
+// falls back to `podvisor log-driver ARG` when this binary does not sit
+// beside it.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/podvisor/podvisor/internal/crilog"
+)
+
+func main() {
+	if len(os.Args) != 3 || os.Args[1] != "log-driver" {
+		fmt.Fprintln(os.Stderr, "usage: podvisor-log-driver log-driver ARG (started by a containerd shim, not by hand)")
+		os.Exit(2)
+	}
+	if err := crilog.RunDriver(os.Args[2]); err != nil {
+		fmt.Fprintln(os.Stderr, "podvisor-log-driver:", err)
+		os.Exit(1)
+	}
+}
