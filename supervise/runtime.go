@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -43,6 +44,28 @@ type runtime struct {
 	// pullTimeout bounds a registry pull, so an unreachable registry does
 	// not hold a pod on an air-gapped box for long.
 	pullTimeout time.Duration
+
+	mu          sync.Mutex
+	unpackedSet map[string]bool // image digests known to be unpacked
+}
+
+func (r *runtime) unpacked(digest string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.unpackedSet[digest]
+}
+
+func (r *runtime) markUnpacked(digest string, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.unpackedSet == nil {
+		r.unpackedSet = map[string]bool{}
+	}
+	if ok {
+		r.unpackedSet[digest] = true
+	} else {
+		delete(r.unpackedSet, digest)
+	}
 }
 
 // normalizeImage turns a pod's image into containerd's name as docker
@@ -97,14 +120,22 @@ func (r *runtime) ensureImage(ctx context.Context, c *v1.Container) (*imageResul
 			return nil, fmt.Errorf("pull image %s: %w", ref, err)
 		}
 	}
-	unpacked, err := img.IsUnpacked(ctx, r.snapshotter)
-	if err != nil {
-		return nil, fmt.Errorf("check image %s: %w", ref, err)
-	}
-	if !unpacked {
-		if err := img.Unpack(ctx, r.snapshotter); err != nil {
-			return nil, fmt.Errorf("unpack image %s: %w", ref, err)
+	// Checking that an image is unpacked walks its layers' snapshots; once
+	// an image (by digest) is known to be unpacked, skip that. A snapshot
+	// removed behind podvisor's back makes container creation fail, which
+	// forgets the digest, so the next attempt unpacks again.
+	digest := img.Target().Digest.String()
+	if !r.unpacked(digest) {
+		unpacked, err := img.IsUnpacked(ctx, r.snapshotter)
+		if err != nil {
+			return nil, fmt.Errorf("check image %s: %w", ref, err)
 		}
+		if !unpacked {
+			if err := img.Unpack(ctx, r.snapshotter); err != nil {
+				return nil, fmt.Errorf("unpack image %s: %w", ref, err)
+			}
+		}
+		r.markUnpacked(digest, true)
 	}
 	res.Image = img
 	res.ImageID = repoDigest(ref, img.Target().Digest.String())
@@ -147,6 +178,7 @@ func (r *runtime) createContainer(ctx context.Context, img *imageResult, cs crea
 		containerd.WithNewSpec(all...),
 	)
 	if err != nil {
+		r.markUnpacked(img.Image.Target().Digest.String(), false)
 		return nil, fmt.Errorf("create container: %w", err)
 	}
 	return ctr, nil

@@ -132,7 +132,14 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	baseLog := ""
 	if o.baseLogDriver {
+		// The driver podvisor itself uses: the small one beside it, else
+		// podvisor.
 		baseLog = bin
+		if d := filepath.Join(filepath.Dir(bin), "podvisor-log-driver"); isLogDriver(d, bin) {
+			if _, err := os.Stat(d); err == nil {
+				baseLog = d
+			}
+		}
 	}
 	base, err := newBaseCase(ctx, env, filepath.Join(dir, "base"), baseLog)
 	if err != nil {

@@ -292,7 +292,7 @@ func (p *pvCase) footprint(ctx context.Context, n int, window time.Duration) (*f
 	groups := map[string]func(proc) bool{
 		"podvisor": func(pr proc) bool { return pr.pid == p.cmd.Process.Pid },
 		"log drivers": func(pr proc) bool {
-			return pr.pid != p.cmd.Process.Pid && len(pr.args) > 1 && pr.args[1] == "log-driver" && strings.TrimSuffix(pr.exe, " (deleted)") == p.bin
+			return pr.pid != p.cmd.Process.Pid && len(pr.args) > 1 && pr.args[1] == "log-driver" && isLogDriver(strings.TrimSuffix(pr.exe, " (deleted)"), p.bin)
 		},
 		"shims":      shimOf(p.env.Address, pvNamespace),
 		"containerd": containerdOf(p.env),
@@ -390,4 +390,10 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return out.Close()
+}
+
+// isLogDriver reports whether exe is podvisor's log driver: the small
+// podvisor-log-driver beside the podvisor binary, or podvisor itself.
+func isLogDriver(exe, podvisorBin string) bool {
+	return exe == podvisorBin || exe == filepath.Join(filepath.Dir(podvisorBin), "podvisor-log-driver")
 }

@@ -208,13 +208,14 @@ func RunDriver(arg string) error {
 	}
 	stdout := os.NewFile(3, "stdout")
 	stderr := os.NewFile(4, "stderr")
-	ready := os.NewFile(5, "ready")
-	w, err := Open(path, maxSize)
-	if ready != nil {
-		// Closing the pipe tells the shim the driver is ready, even when
-		// opening the file failed: the shim must not hang on us.
+	// Closing the readiness pipe lets the shim go on creating the task.
+	// It is done first: the output pipes buffer whatever the container
+	// writes until the file is open, and the shim must not wait for our
+	// file system (nor hang if opening the file fails).
+	if ready := os.NewFile(5, "ready"); ready != nil {
 		ready.Close()
 	}
+	w, err := Open(path, maxSize)
 	if err != nil {
 		return err
 	}
