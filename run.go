@@ -178,7 +178,9 @@ func runAction(c *cli.Context) error {
 // socket answers. podvisor never starts a containerd of its own unless
 // --embedded-containerd is given.
 func waitContainerd(ctx context.Context, address, namespace string, log *slog.Logger) (*containerd.Client, error) {
-	lastSaid := time.Time{}
+	// The first message waits a moment: a containerd being started (the
+	// embedded one, or by systemd beside us) needs that long anyway.
+	lastSaid := time.Now().Add(-9 * time.Second)
 	for {
 		if _, err := os.Stat(address); err == nil {
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -828,6 +828,9 @@ func (w *podWorker) containerStatus(c *v1.Container, cr *containerRecord, typ st
 	case cr.Terminated != nil && (!shouldRestart(w.pod().Spec.RestartPolicy, cr.Terminated.ExitCode) || cr.Done):
 		cs.State.Terminated = cr.Terminated.DeepCopy()
 		cs.ContainerID = cr.Terminated.ContainerID
+		// kubelet's prober manager marks an init container that
+		// completed successfully as ready.
+		cs.Ready = typ == containerTypeInit && cr.Terminated.ExitCode == 0
 	default:
 		reason := "ContainerCreating"
 		if typ == containerTypeApp && !w.initDone() {
