@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -60,5 +61,26 @@ func TestFindLogDriver(t *testing.T) {
 	os.Chmod(driver, 0o755)
 	if got := findLogDriver(self); got != driver {
 		t.Errorf("driver beside podvisor not used: %q", got)
+	}
+}
+
+// TestNodeNameRemembered: the node name is remembered in the state dir, so
+// a later hostname change renames no pod; --node-name overrides it.
+func TestNodeNameRemembered(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "node-name"), []byte("old-host\n"), 0o644)
+	if got, err := nodeName(dir, ""); err != nil || got != "old-host" {
+		t.Fatalf("remembered name = %q, %v", got, err)
+	}
+	if got, _ := nodeName(dir, "New-Name"); got != "new-name" {
+		t.Fatalf("flag = %q, want lowercased new-name", got)
+	}
+	if got, _ := nodeName(dir, ""); got != "new-name" {
+		t.Fatalf("after the flag, remembered = %q", got)
+	}
+	fresh := t.TempDir()
+	h, _ := os.Hostname()
+	if got, _ := nodeName(fresh, ""); got != strings.ToLower(h) {
+		t.Fatalf("default = %q, want the lowercased hostname %q", got, strings.ToLower(h))
 	}
 }

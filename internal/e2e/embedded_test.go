@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	v1 "k8s.io/api/core/v1"
 	"os"
 	"os/exec"
@@ -50,9 +51,12 @@ func TestEmbeddedContainerd(t *testing.T) {
 	if first == 0 {
 		t.Fatal("no embedded containerd pid file")
 	}
-	// The daemon is not in podvisor's process group.
+	// The daemon is not in podvisor's process group, nor in its cgroup.
 	if pgid, _ := syscall.Getpgid(first); pgid == d.cmd.Process.Pid {
 		t.Error("embedded containerd shares podvisor's process group")
+	}
+	if cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", first)); !strings.Contains(string(cg), "/podvisor-containerd") {
+		t.Errorf("embedded containerd is not in its own cgroup:\n%s", cg)
 	}
 	d.writeManifest("app.yaml", sleeperManifest("app", 1, "sleep 3600"))
 	p := d.waitPod("app-"+node, 60*time.Second, "Running", running)

@@ -142,6 +142,14 @@ spec:
 		w := containerStatus(p, "main").State.Waiting
 		return w != nil && w.Reason == "ErrImagePull"
 	})
+	// A broken archive is reported and hurts nothing.
+	if err := os.WriteFile(filepath.Join(d.images, "broken.tar"), []byte("not a tar archive"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d.poll("the broken archive reported", 20*time.Second, func() (bool, string) {
+		b, _ := os.ReadFile(d.logFile)
+		return strings.Contains(string(b), "broken.tar"), "not logged"
+	})
 	// Written in place under another name, then renamed: never imported
 	// half-written.
 	tmp := filepath.Join(d.images, ".other.partial")

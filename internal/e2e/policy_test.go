@@ -133,3 +133,39 @@ spec:
 		return false, "no PullFailedUsingLocal event"
 	})
 }
+
+// TestHostNetworkAndEmptyDir: a hostNetwork pod gets no CNI attachment
+// and reports the node IP; its emptyDir survives container restarts.
+func TestHostNetworkAndEmptyDir(t *testing.T) {
+	d := newDaemon(t)
+	d.start()
+	d.writeManifest("host.yaml", `apiVersion: v1
+kind: Pod
+metadata:
+  name: host
+spec:
+  hostNetwork: true
+  restartPolicy: OnFailure
+  containers:
+  - name: main
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "echo run >> /data/runs; wc -l < /data/runs > /dev/termination-log; exit 1"]
+    volumeMounts:
+    - {name: data, mountPath: /data}
+  volumes:
+  - name: data
+    emptyDir: {}
+`)
+	p := d.waitPod("host-"+node, 60*time.Second, "second run's message", func(p *v1.Pod) bool {
+		cs := containerStatus(p, "main")
+		last := cs.LastTerminationState.Terminated
+		return cs.RestartCount == 1 && last != nil && strings.TrimSpace(last.Message) == "2"
+	})
+	if p.Status.PodIP != "127.0.0.1" {
+		t.Errorf("hostNetwork pod IP = %q, want the node IP 127.0.0.1", p.Status.PodIP)
+	}
+	if ips := allocatedIPs(t); len(ips) != 0 {
+		t.Errorf("hostNetwork pod allocated IPs %v", ips)
+	}
+}
