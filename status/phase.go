@@ -301,22 +301,24 @@ func containersReadyCondition(spec *v1.PodSpec, all []v1.ContainerStatus, phase 
 	if (phase == v1.PodSucceeded && len(unknown) == 0) || phase == v1.PodFailed {
 		return terminalCondition(v1.ContainersReady, phase)
 	}
+	return containersCondition(v1.ContainersReady, ReasonContainersNotReady, unknown, "unready", unready)
+}
+
+// containersCondition is kubelet's message for a condition that waits on
+// containers: False naming those of unknown status and those in the named
+// state, or True when there are none.
+func containersCondition(t v1.PodConditionType, reason string, unknown []string, state string, waiting []string) v1.PodCondition {
 	var msgs []string
 	if len(unknown) > 0 {
 		msgs = append(msgs, fmt.Sprintf("containers with unknown status: %s", unknown))
 	}
-	if len(unready) > 0 {
-		msgs = append(msgs, fmt.Sprintf("containers with unready status: %s", unready))
+	if len(waiting) > 0 {
+		msgs = append(msgs, fmt.Sprintf("containers with %s status: %s", state, waiting))
 	}
 	if len(msgs) > 0 {
-		return v1.PodCondition{
-			Type:    v1.ContainersReady,
-			Status:  v1.ConditionFalse,
-			Reason:  ReasonContainersNotReady,
-			Message: strings.Join(msgs, ", "),
-		}
+		return v1.PodCondition{Type: t, Status: v1.ConditionFalse, Reason: reason, Message: strings.Join(msgs, ", ")}
 	}
-	return v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionTrue}
+	return v1.PodCondition{Type: t, Status: v1.ConditionTrue}
 }
 
 // terminalCondition is generateContainersReadyConditionForTerminalPhase.
@@ -396,20 +398,5 @@ func initializedCondition(spec *v1.PodSpec, all []v1.ContainerStatus, phase v1.P
 	if hasAnyRegularContainerStarted(spec, all) {
 		return v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue}
 	}
-	var msgs []string
-	if len(unknown) > 0 {
-		msgs = append(msgs, fmt.Sprintf("containers with unknown status: %s", unknown))
-	}
-	if len(incomplete) > 0 {
-		msgs = append(msgs, fmt.Sprintf("containers with incomplete status: %s", incomplete))
-	}
-	if len(msgs) > 0 {
-		return v1.PodCondition{
-			Type:    v1.PodInitialized,
-			Status:  v1.ConditionFalse,
-			Reason:  ReasonContainersNotInitialized,
-			Message: strings.Join(msgs, ", "),
-		}
-	}
-	return v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue}
+	return containersCondition(v1.PodInitialized, ReasonContainersNotInitialized, unknown, "incomplete", incomplete)
 }
