@@ -133,6 +133,10 @@ func runAction(c *cli.Context) error {
 		return err
 	}
 	store := status.NewStore(log)
+	if err := store.OpenJournal(filepath.Join(stateDir, "events.jsonl")); err != nil {
+		log.Warn("events will not survive a restart", "err", err)
+	}
+	defer store.CloseJournal()
 	apiErr := make(chan error, 1)
 	go func() { apiErr <- status.Serve(ctx, filepath.Join(runDir, "podvisor.sock"), store, log) }()
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -45,6 +46,10 @@ type Store struct {
 	events    []v1.Event // oldest (by last occurrence) first, at most MaxEvents
 	lastNano  int64      // last timestamp used in an event name, for uniqueness
 	healthErr error
+
+	journal      *os.File // nil: events are not journaled
+	journalPath  string
+	journalLines int
 }
 
 // NewStore returns an empty, healthy Store that logs events to log.
@@ -172,6 +177,7 @@ func (s *Store) record(ref v1.ObjectReference, host, eventType, reason, format s
 			// Move it to the end: Events stays ordered by last occurrence and
 			// a recurring event is not the first to age out.
 			s.events = append(slices.Delete(s.events, i, i+1), ev)
+			s.journalLocked(&ev)
 			return
 		}
 	}
@@ -209,6 +215,7 @@ func (s *Store) record(ref v1.ObjectReference, host, eventType, reason, format s
 		s.events = slices.Delete(s.events, 0, len(s.events)-MaxEvents+1)
 	}
 	s.events = append(s.events, ev)
+	s.journalLocked(&ev)
 }
 
 // objectReference builds the InvolvedObject of an event about pod, as

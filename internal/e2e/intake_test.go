@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"context"
+
 	"fmt"
+	"github.com/podvisor/podvisor/status"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,6 +44,20 @@ func TestInvalidEditKeepsPod(t *testing.T) {
 	})
 	if containerID(p, "main") != id {
 		t.Fatalf("restart with a broken file replaced the container: %s -> %s", id, containerID(p, "main"))
+	}
+	// Events survive the restart: the Started event of the first run and
+	// the InvalidManifest warning are still listed.
+	evs, err := status.NewClient(d.sock).Events(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started, invalid bool
+	for _, e := range evs.Items {
+		started = started || (e.Reason == "Started" && e.InvolvedObject.UID == uid)
+		invalid = invalid || (e.Reason == "InvalidManifest" && e.InvolvedObject.UID == uid)
+	}
+	if !started || !invalid {
+		t.Errorf("after restart: Started event %v, InvalidManifest event %v", started, invalid)
 	}
 
 	// Same meaning, other formatting: nothing restarts, the mark goes.
