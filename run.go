@@ -72,7 +72,7 @@ func runAction(c *cli.Context) error {
 		return cli.Exit("--unknown-fields: "+err.Error(), 2)
 	}
 	stateDir, runDir, logDir := c.String("state-dir"), c.String("run-dir"), c.String("log-dir")
-	for _, d := range []string{stateDir, runDir, logDir} {
+	for _, d := range []string{stateDir, runDir, logDir, c.String("images-dir")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", d, err)
 		}
@@ -145,7 +145,8 @@ func runAction(c *cli.Context) error {
 	src.RelistPeriod = c.Duration("manifest-relist-period")
 	src.StateDir = stateDir
 	src.UnknownFields = unknown
-	go src.Run(ctx, snapshots)
+	srcErr := make(chan error, 1)
+	go func() { srcErr <- src.Run(ctx, snapshots) }()
 
 	sup := supervise.New(supervise.Config{
 		StateDir:     stateDir,
@@ -171,6 +172,14 @@ func runAction(c *cli.Context) error {
 		return err
 	case err := <-embeddedErr:
 		return err
+	case err := <-srcErr:
+		if ctx.Err() == nil {
+			// Without a working watch nothing would be supervised: exit so
+			// the service manager restarts podvisor (pods keep running).
+			return fmt.Errorf("manifests: %w", err)
+		}
+		<-supErr
+		return nil
 	case <-ctx.Done():
 		<-supErr
 		log.Info("podvisor stopped; pods keep running")

@@ -143,8 +143,15 @@ func (e *Embedded) alivePID() int {
 	if err != nil || !processAlive(pid) {
 		return 0
 	}
+	// The pid may have been reused (a shim, say): it must be our binary
+	// running our config.
+	exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 	cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if !strings.Contains(string(cmd), "containerd") {
+	want, err := filepath.EvalSymlinks(e.Binary)
+	if err != nil {
+		want = e.Binary
+	}
+	if strings.TrimSuffix(exe, " (deleted)") != want || !strings.Contains(string(cmd), filepath.Join(e.dir(), "config.toml")) {
 		return 0
 	}
 	return pid

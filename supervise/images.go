@@ -35,6 +35,7 @@ func (s *Supervisor) watchImages(ctx context.Context) {
 			s.log.Error("import images", "dir", dir, "err", err)
 		}
 		if n > 0 {
+			s.imageGen.Add(1)
 			s.wakeAll()
 		}
 	}
@@ -184,7 +185,8 @@ func watchOnce(ctx context.Context, dir string, changed chan<- struct{}) error {
 	}
 	// The directory may have gained archives before the watch existed.
 	notify(changed)
-	go func() { <-ctx.Done(); f.SetReadDeadline(time.Now()) }()
+	stop := context.AfterFunc(ctx, func() { f.SetReadDeadline(time.Now()) })
+	defer stop()
 	buf := make([]byte, 64*1024)
 	for {
 		n, err := f.Read(buf)

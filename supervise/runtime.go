@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/containerd/containerd/v2/core/containers"
 	"strings"
 	"sync"
 	"syscall"
@@ -242,8 +243,20 @@ func (r *runtime) state(ctx context.Context, id string) (taskState, error) {
 		st.ExitCode, st.ExitedAt = int32(s.ExitStatus), s.ExitTime
 	case containerd.Created:
 		// Created but never started: the caller treats it as not running.
+	default:
+		// Unknown: containerd could not ask the shim. That is no exit.
+		return st, fmt.Errorf("task %s: status %q", id, s.Status)
 	}
 	return st, nil
+}
+
+// info returns the containerd record of a container (labels, creation).
+func (r *runtime) info(ctx context.Context, id string) (containers.Container, error) {
+	ctr, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		return containers.Container{}, fmt.Errorf("load container %s: %w", id, err)
+	}
+	return ctr.Info(ctx, containerd.WithoutRefreshedMetadata)
 }
 
 // stop sends sig to the container's task and waits up to grace for it to

@@ -66,7 +66,7 @@ func podPorts(pod *v1.Pod) []cni.PortMapping {
 // attached separately (attachNetwork) so a failed CNI ADD can be retried
 // without recreating the namespaces.
 func createSandbox(runDir string, pod *v1.Pod) (*sandboxRecord, error) {
-	sb := &sandboxRecord{ID: newID()}
+	sb := &sandboxRecord{ID: newID(), BootID: bootID()}
 	dir := filepath.Join(runDir, "pods", sb.ID)
 	if !pod.Spec.HostNetwork {
 		sb.NetNS = filepath.Join(dir, "net")
@@ -91,18 +91,43 @@ func createSandbox(runDir string, pod *v1.Pod) (*sandboxRecord, error) {
 }
 
 // sandboxAlive reports whether the sandbox's namespaces and /dev/shm still
-// exist; after a reboot (or a cleared run dir) they do not.
+// exist; after a reboot (or a cleared run dir) they do not. Only a definite
+// answer counts: a stat that fails for another reason than a missing file
+// is no proof of loss, and losing the sandbox kills every container.
 func sandboxAlive(sb *sandboxRecord) bool {
-	if sb.NetNS != "" && !cni.IsNetNS(sb.NetNS) {
+	if sb.NetNS != "" && nsGone(sb.NetNS) {
 		return false
 	}
-	if sb.IPCNS != "" && !nsfs.Is(sb.IPCNS) {
+	if sb.IPCNS != "" && nsGone(sb.IPCNS) {
 		return false
 	}
-	if sb.Shm != "" && !isMountPoint(sb.Shm) {
+	if sb.Shm != "" && mountGone(sb.Shm) {
 		return false
 	}
-	return true
+	return sb.BootID == "" || sb.BootID == bootID()
+}
+
+// nsGone: the path is missing or is not a namespace file.
+func nsGone(p string) bool {
+	var st unix.Statfs_t
+	err := unix.Statfs(p, &st)
+	if errors.Is(err, unix.ENOENT) {
+		return true
+	}
+	return err == nil && st.Type != unix.NSFS_MAGIC
+}
+
+// mountGone: the path is missing or nothing is mounted on it.
+func mountGone(p string) bool {
+	var st, parent unix.Stat_t
+	err := unix.Stat(p, &st)
+	if errors.Is(err, unix.ENOENT) {
+		return true
+	}
+	if err != nil || unix.Stat(filepath.Dir(p), &parent) != nil {
+		return false
+	}
+	return st.Dev == parent.Dev
 }
 
 func isMountPoint(p string) bool {
@@ -111,6 +136,14 @@ func isMountPoint(p string) bool {
 		return false
 	}
 	return st.Dev != parent.Dev
+}
+
+// bootID identifies this boot of the host: a sandbox made in another boot
+// is gone even when it has no namespace files to miss (hostNetwork and
+// hostIPC pods).
+func bootID() string {
+	b, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	return strings.TrimSpace(string(b))
 }
 
 // removeSandbox detaches the network (CNI DEL works from libcni's cache

@@ -41,6 +41,8 @@ type sandboxRecord struct {
 	Ports   []cni.PortMapping `json:"ports,omitempty"`
 	Network bool              `json:"network,omitempty"` // CNI ADD succeeded
 	Created time.Time         `json:"created"`
+	// BootID is the host's boot the sandbox was made in.
+	BootID string `json:"bootID,omitempty"`
 }
 
 // containerRecord is one container of the pod across its restarts.
@@ -58,6 +60,10 @@ type containerRecord struct {
 	LastState  *v1.ContainerStateTerminated `json:"lastState,omitempty"`
 	// Done marks an init container that completed successfully.
 	Done bool `json:"done,omitempty"`
+	// Rerun marks an init container that completed in a sandbox since
+	// lost (a reboot): it runs again, as kubelet re-runs init containers
+	// in a new sandbox.
+	Rerun bool `json:"rerun,omitempty"`
 }
 
 func (r *podRecord) fullName() string { return r.Namespace + "/" + r.Name }

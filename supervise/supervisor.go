@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/podvisor/podvisor/internal/nsfs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -59,8 +62,8 @@ type Config struct {
 	// podvisor's own executable ("podvisor log-driver").
 	LogDriver  string
 	LogMaxSize int64
-	// CgroupRoot (default /sys/fs/cgroup) and CgroupParent (default
-	// "podvisor"): pod cgroups are <parent>/pod<uid>.
+	// CgroupRoot (default /sys/fs/cgroup) and CgroupParent (default: the
+	// containerd namespace, "podvisor"): pod cgroups are <parent>/pod<uid>.
 	CgroupRoot   string
 	CgroupParent string
 	// RelistPeriod is how often every worker re-checks its containers as a
@@ -81,6 +84,9 @@ type Supervisor struct {
 	cg     cgroups
 	now    func() time.Time
 
+	// imageGen counts image imports, so a pod waiting out a failed pull
+	// retries at once when new images arrive.
+	imageGen    atomic.Int64
 	oomFloor    int // lowest oom_score_adj this host accepts (0 or -1000)
 	machineMem  int64
 	imagesReady chan struct{}
@@ -100,7 +106,9 @@ func New(cfg Config, client *containerd.Client, net Network, store StatusSink, l
 		cfg.CgroupRoot = "/sys/fs/cgroup"
 	}
 	if cfg.CgroupParent == "" {
-		cfg.CgroupParent = "podvisor"
+		// One parent per containerd namespace: two podvisors on one host
+		// (in different namespaces) never touch each other's cgroups.
+		cfg.CgroupParent = cfg.Namespace
 	}
 	if cfg.RelistPeriod == 0 {
 		cfg.RelistPeriod = 10 * time.Second
@@ -164,10 +172,30 @@ func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot
 		return err
 	}
 	for uid, ctrs := range live {
-		if _, ok := records[types.UID(uid)]; !ok {
-			records[types.UID(uid)] = recordFromLabels(ctx, ctrs)
+		r, ok := records[types.UID(uid)]
+		if !ok {
+			records[types.UID(uid)] = recordFromLabels(ctx, s.cfg.RunDir, ctrs)
+			continue
+		}
+		// A labelled container its record does not name is left from a
+		// crash in the middle of a start: it must not run beside the one
+		// the record knows.
+		known := map[string]bool{}
+		for _, cr := range r.Init {
+			known[cr.ID] = true
+		}
+		for _, cr := range r.Apps {
+			known[cr.ID] = true
+		}
+		for _, c := range ctrs {
+			if !known[c.ID()] {
+				s.log.Warn("removing a container no pod record names", "container", c.ID(), "uid", uid)
+				s.rt.stop(ctx, c.ID(), syscall.SIGKILL, 0)
+				s.rt.remove(ctx, c.ID())
+			}
 		}
 	}
+	s.sweepSandboxes(records)
 	// Leaked CNI attachments: any whose sandbox no record knows.
 	keep := map[string]bool{}
 	for _, r := range records {
@@ -452,8 +480,9 @@ func (s *Supervisor) removePodContainers(ctx context.Context, uid types.UID) err
 
 // recordFromLabels rebuilds a minimal record for containers whose pod has no
 // record (lost state dir); enough to adopt them or stop them.
-func recordFromLabels(ctx context.Context, ctrs []containerd.Container) *podRecord {
+func recordFromLabels(ctx context.Context, runDir string, ctrs []containerd.Container) *podRecord {
 	r := &podRecord{Init: map[string]*containerRecord{}, Apps: map[string]*containerRecord{}}
+	sandboxID := ""
 	for _, c := range ctrs {
 		info, err := c.Info(ctx)
 		if err != nil {
@@ -471,6 +500,31 @@ func recordFromLabels(ctx context.Context, ctrs []containerd.Container) *podReco
 		if r.Created.IsZero() || info.CreatedAt.Before(r.Created) {
 			r.Created = info.CreatedAt
 		}
+		if id := l[labelSandboxID]; id != "" {
+			sandboxID = id
+		}
+	}
+	// Running app containers mean the init containers completed.
+	if len(r.Apps) > 0 {
+		for _, cr := range r.Init {
+			cr.Done = true
+		}
+	}
+	// The sandbox's namespaces live at known places under the run dir; its
+	// network was attached (its IPs are not known any more).
+	if sandboxID != "" {
+		dir := filepath.Join(runDir, "pods", sandboxID)
+		sb := &sandboxRecord{ID: sandboxID, Network: true}
+		if p := filepath.Join(dir, "net"); cni.IsNetNS(p) {
+			sb.NetNS = p
+		}
+		if p := filepath.Join(dir, "ipc"); nsfs.Is(p) {
+			sb.IPCNS = p
+		}
+		if p := filepath.Join(dir, "shm"); isMountPoint(p) {
+			sb.Shm = p
+		}
+		r.Sandbox = sb
 	}
 	// Without its spec the pod cannot be stopped gracefully container by
 	// container; a placeholder spec lets the worker stop and remove it.
@@ -524,4 +578,44 @@ func (s *Supervisor) reportManifestErrors(before map[string]bool, snap manifest.
 		}
 	}
 	return now
+}
+
+// sweepSandboxes removes sandbox directories under the run dir that no pod
+// record names: left by a podvisor that died between making a sandbox and
+// recording it.
+func (s *Supervisor) sweepSandboxes(records map[types.UID]*podRecord) {
+	known := map[string]bool{}
+	for _, r := range records {
+		if r.Sandbox != nil {
+			known[r.Sandbox.ID] = true
+		}
+	}
+	dir := filepath.Join(s.cfg.RunDir, "pods")
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if known[e.Name()] {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		s.log.Warn("removing a sandbox no pod record names", "sandbox", e.Name())
+		nsfs.Remove(filepath.Join(p, "net"))
+		nsfs.Remove(filepath.Join(p, "ipc"))
+		unix.Unmount(filepath.Join(p, "shm"), unix.MNT_DETACH)
+		if !isMountPoint(filepath.Join(p, "shm")) {
+			os.RemoveAll(p)
+		}
+	}
+	// Pod cgroups of pods no record names (only empty ones can go).
+	for _, parent := range s.cg.dirs(s.cfg.CgroupParent) {
+		entries, _ := os.ReadDir(parent)
+		for _, e := range entries {
+			uid, ok := strings.CutPrefix(e.Name(), "pod")
+			if !ok || !e.IsDir() {
+				continue
+			}
+			if _, known := records[types.UID(uid)]; !known {
+				removeCgroupTree(filepath.Join(parent, e.Name()))
+			}
+		}
+	}
 }

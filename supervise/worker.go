@@ -65,6 +65,10 @@ type podWorker struct {
 	preparedFor string
 	// saved is the record as last written, to skip writes of no change.
 	saved []byte
+	// retryAt holds when a failed start may be tried again, per container,
+	// and retryGen the image generation at that failure.
+	retryAt  map[string]time.Time
+	retryGen map[string]int64
 }
 
 func newPodWorker(s *Supervisor, uid types.UID, desired *manifest.Pod, rec *podRecord) *podWorker {
@@ -80,6 +84,8 @@ func newPodWorker(s *Supervisor, uid types.UID, desired *manifest.Pod, rec *podR
 		exitSeen: map[string]time.Time{},
 		waiting:  map[string]*v1.ContainerStateWaiting{},
 		warned:   map[string]bool{},
+		retryAt:  map[string]time.Time{},
+		retryGen: map[string]int64{},
 	}
 	if rec != nil {
 		w.recorded = rec.Pod
@@ -213,23 +219,20 @@ func (w *podWorker) sync(ctx context.Context) (time.Duration, bool) {
 	return next, false
 }
 
-func (w *podWorker) save() {
+func (w *podWorker) save() error {
 	var err error
 	if w.saved, err = saveRecord(w.s.cfg.StateDir, w.rec, w.saved); err != nil {
 		w.log.Error("persist pod state", "err", err)
 	}
+	return err
 }
 
 // retryDelay is a back-off for retrying a failed step (sandbox, image,
 // container creation), separate from the crash back-off of a container.
 func (w *podWorker) retryDelay(key string) time.Duration {
 	key = "retry/" + key
-	now := w.s.now()
-	if d := w.backoff.remaining(key, now); d > 0 {
-		return d
-	}
-	w.backoff.next(key, now)
-	return w.backoff.remaining(key, now)
+	w.backoff.next(key, w.s.now())
+	return w.backoff.entries[key].delay
 }
 
 func (w *podWorker) ensureRecords(pod *v1.Pod) {
@@ -299,10 +302,15 @@ func (w *podWorker) observe(ctx context.Context, pod *v1.Pod) {
 		}
 		st, err := w.s.rt.state(ctx, cr.ID)
 		if err != nil {
+			// Not an exit: containerd or the shim did not answer. Look
+			// again at the next sync.
 			w.log.Warn("container state", "container", c.Name, "err", err)
 			return
 		}
 		if st.Running {
+			if cr.StartedAt.IsZero() {
+				w.adoptStarted(ctx, c, cr)
+			}
 			w.s.track(cr.ID, w)
 			return
 		}
@@ -319,6 +327,9 @@ func (w *podWorker) observe(ctx context.Context, pod *v1.Pod) {
 			} else if st.ExitCode != 0 {
 				reason = "Error"
 			}
+			if cr.StartedAt.IsZero() {
+				w.adoptStarted(ctx, c, cr) // it ran; podvisor died before recording so
+			}
 			t := &v1.ContainerStateTerminated{
 				ExitCode:    st.ExitCode,
 				Reason:      reason,
@@ -332,10 +343,14 @@ func (w *podWorker) observe(ctx context.Context, pod *v1.Pod) {
 		case cr.StartedAt.IsZero():
 			// Created but never started (podvisor stopped mid-start):
 			// not a run, just remove it.
+		case st.HasTask:
+			// A task that is neither running nor exited (created, or a
+			// state the shim could not tell): not an exit; look again.
+			return
 		default:
-			// Started, but its task is gone without an exit we could read:
-			// the host rebooted or the task vanished. kubelet reports such
-			// a container as exit 255, reason Unknown.
+			// Started, but its container or task is gone without an exit
+			// we could read: the host rebooted or the task vanished.
+			// kubelet reports such a container as exit 255, reason Unknown.
 			cr.Terminated = &v1.ContainerStateTerminated{
 				ExitCode:    255,
 				Reason:      "Unknown",
@@ -346,6 +361,15 @@ func (w *podWorker) observe(ctx context.Context, pod *v1.Pod) {
 		}
 		if cr.Terminated != nil {
 			w.exitSeen[c.Name] = w.s.now()
+			if typ == containerTypeInit && cr.Terminated.ExitCode == 0 {
+				cr.Done = true
+			}
+			// The exit is on disk before the container that proves it
+			// goes: a podvisor killed in between must not report it as
+			// Unknown and run an init container twice.
+			if err := w.save(); err != nil {
+				return
+			}
 		}
 		if err := w.s.rt.remove(ctx, id); err != nil {
 			w.log.Warn("remove exited container", "container", c.Name, "err", err)
@@ -355,6 +379,27 @@ func (w *podWorker) observe(ctx context.Context, pod *v1.Pod) {
 		os.RemoveAll(w.terminationDir(id))
 		cr.ID = ""
 	})
+}
+
+// adoptStarted completes the record of a container that podvisor created
+// and started but died before recording so: its start time, and its restart
+// count from the container's label (a restart shifts the previous run to
+// lastState).
+func (w *podWorker) adoptStarted(ctx context.Context, c *v1.Container, cr *containerRecord) {
+	info, err := w.s.rt.info(ctx, cr.ID)
+	if err != nil {
+		cr.StartedAt = w.s.now().Round(0)
+		return
+	}
+	cr.StartedAt = info.CreatedAt
+	if n, err := strconv.Atoi(info.Labels[labelRestartCount]); err == nil && int32(n) > cr.RestartCount {
+		if cr.Terminated != nil {
+			cr.LastState, cr.Terminated = cr.Terminated, nil
+		}
+		cr.RestartCount = int32(n)
+	}
+	cr.Rerun = false
+	w.save()
 }
 
 // finishedPod reports whether the pod has reached a terminal phase under
@@ -404,6 +449,13 @@ func (w *podWorker) ensureSandbox(ctx context.Context, pod *v1.Pod) error {
 			w.s.rt.stop(ctx, cr.ID, syscall.SIGKILL, 0)
 		})
 		w.observe(ctx, pod)
+		// A new sandbox runs the init containers again (kubelet does the
+		// same): what they prepared may have been lost with the old one.
+		for _, cr := range w.rec.Init {
+			if cr.Done || cr.Terminated != nil {
+				cr.Done, cr.Rerun = false, true
+			}
+		}
 		if err := removeSandbox(ctx, w.s.net, w.s.cfg.RunDir, pod, sb); err != nil {
 			w.log.Warn("remove lost sandbox", "err", err)
 		}
@@ -498,7 +550,7 @@ func (w *podWorker) startContainers(ctx context.Context, pod *v1.Pod) time.Durat
 		if cr.ID != "" {
 			return 0 // running; its exit wakes us
 		}
-		if cr.Terminated != nil {
+		if cr.Terminated != nil && !cr.Rerun {
 			if cr.Terminated.ExitCode == 0 {
 				cr.Done = true
 				continue
@@ -528,10 +580,21 @@ func (w *podWorker) startContainers(ctx context.Context, pod *v1.Pod) time.Durat
 
 func (w *podWorker) startOrBackoff(ctx context.Context, pod *v1.Pod, typ string, c *v1.Container, cr *containerRecord) time.Duration {
 	key := typ + "/" + c.Name
+	now := w.s.now()
+	// A failing start (image pull, container creation) is retried with its
+	// own back-off; an image pull waiting it out shows ImagePullBackOff.
+	// A newly imported image ends the wait at once.
+	if at, ok := w.retryAt[key]; ok && now.Before(at) && w.retryGen[key] == w.s.imageGen.Load() {
+		if wt := w.waiting[c.Name]; wt != nil && wt.Reason == "ErrImagePull" {
+			wt.Reason = "ImagePullBackOff"
+		}
+		return at.Sub(now)
+	}
+	var seen time.Time
 	if cr.Terminated != nil {
-		seen, ok := w.exitSeen[c.Name]
-		if !ok {
-			seen = w.s.now()
+		var ok bool
+		if seen, ok = w.exitSeen[c.Name]; !ok {
+			seen = now
 			w.exitSeen[c.Name] = seen
 		}
 		if d := w.backoff.remaining(key, seen); d > 0 {
@@ -541,13 +604,23 @@ func (w *podWorker) startOrBackoff(ctx context.Context, pod *v1.Pod, typ string,
 			}
 			return d
 		}
-		w.backoff.next(key, seen)
 	}
+	restart := cr.Terminated != nil
 	if err := w.startContainer(ctx, pod, typ, c, cr); err != nil {
 		if ctx.Err() != nil {
 			return 0
 		}
-		return w.retryDelay(key)
+		w.backoff.next("retry/"+key, now)
+		d := w.backoff.entries["retry/"+key].delay
+		w.retryAt[key], w.retryGen[key] = now.Add(d), w.s.imageGen.Load()
+		return d
+	}
+	delete(w.retryAt, key)
+	w.backoff.forget("retry/" + key)
+	if restart {
+		// The crash back-off grows with each restart that happened, not
+		// with failed attempts.
+		w.backoff.next(key, seen)
 	}
 	return 0
 }
@@ -622,13 +695,24 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, typ string,
 	// finds and removes a half-made container instead of leaking it.
 	prevStarted := cr.StartedAt
 	cr.ID, cr.StartedAt = id, time.Time{}
-	w.save()
+	if err := w.save(); err != nil {
+		cr.ID, cr.StartedAt = "", prevStarted
+		os.RemoveAll(termDir)
+		return fail("CreateContainerConfigError", fmt.Errorf("record the container before creating it: %w", err))
+	}
 	undo := func() {
 		cctx, cancel := cleanupContext(ctx)
 		defer cancel()
-		w.s.rt.remove(cctx, id)
+		if err := w.s.rt.remove(cctx, id); err != nil {
+			// Keep the ID: observe removes the container (or adopts it,
+			// if its process did start) at the next sync. Forgetting it
+			// could start a second copy beside it.
+			w.log.Warn("remove failed container", "container", c.Name, "err", err)
+			return
+		}
 		os.RemoveAll(termDir)
 		cr.ID, cr.StartedAt = "", prevStarted
+		w.save()
 	}
 	ctr, err := w.s.rt.createContainer(ctx, img, cs)
 	if err != nil {
@@ -646,6 +730,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, typ string,
 		cr.LastState, cr.Terminated = cr.Terminated, nil
 	}
 	cr.RestartCount = restartCount
+	cr.Rerun = false
 	cr.StartedAt = w.s.now().Round(0)
 	cr.Image, cr.ImageID = img.Ref, img.ImageID
 	delete(w.waiting, c.Name)
@@ -681,6 +766,8 @@ func (w *podWorker) terminate(ctx context.Context) error {
 	if pod.Spec.TerminationGracePeriodSeconds != nil {
 		grace = time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second
 	}
+	// kubelet gives every container at least 2 s (minimumGracePeriodInSeconds).
+	grace = max(grace, 2*time.Second)
 	w.ensureRecords(pod)
 	w.log.Info("stopping pod", "gracePeriod", grace)
 	if w.deleting == nil {
@@ -721,26 +808,34 @@ func (w *podWorker) terminate(ctx context.Context) error {
 	if err := w.s.removePodContainers(ctx, w.uid); err != nil {
 		return err
 	}
+	// With every container gone the pod is stopped, and a replacement of
+	// the same name may start. What fails to clean up now is reported,
+	// and repaired at podvisor's next start: leaked network attachments,
+	// sandbox dirs and cgroups that no record names are collected then.
+	var leaks []error
 	if w.rec.Sandbox != nil {
 		if err := removeSandbox(ctx, w.s.net, w.s.cfg.RunDir, pod, w.rec.Sandbox); err != nil {
-			return err
+			leaks = append(leaks, err)
 		}
-		w.rec.Sandbox = nil
-		w.save()
 	}
 	if err := w.s.cg.remove(w.podCgroup()); err != nil {
-		return err
+		leaks = append(leaks, err)
 	}
 	if err := mounts.Cleanup(filepath.Join(w.podDir(), "files")); err != nil {
-		return err
+		leaks = append(leaks, err)
 	}
 	if err := os.RemoveAll(w.logDir(pod)); err != nil {
-		return fmt.Errorf("remove pod logs: %w", err)
+		leaks = append(leaks, fmt.Errorf("remove pod logs: %w", err))
 	}
 	if err := removeRecord(w.s.cfg.StateDir, w.uid); err != nil {
 		return err
 	}
 	w.s.store.DeletePod(w.uid)
+	if err := errors.Join(leaks...); err != nil {
+		w.s.store.NodeEventf(w.s.cfg.NodeName, v1.EventTypeWarning, "CleanupFailed",
+			"pod %s/%s stopped, but not everything it owned could be removed (retried at podvisor's next start): %v", pod.Namespace, pod.Name, err)
+		return nil
+	}
 	w.log.Info("pod stopped and cleaned up")
 	return nil
 }

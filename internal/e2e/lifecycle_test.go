@@ -140,7 +140,7 @@ spec:
 `)
 	d.waitPod("other-"+node, 30*time.Second, "waiting for its image", func(p *v1.Pod) bool {
 		w := containerStatus(p, "main").State.Waiting
-		return w != nil && w.Reason == "ErrImagePull"
+		return w != nil && (w.Reason == "ErrImagePull" || w.Reason == "ImagePullBackOff")
 	})
 	// A broken archive is reported and hurts nothing.
 	if err := os.WriteFile(filepath.Join(d.images, "broken.tar"), []byte("not a tar archive"), 0o644); err != nil {

@@ -45,14 +45,14 @@ spec:
 `, www)
 }
 
-func cgroupValue(t *testing.T, uid, id string, v1file, v2file string) string {
+func cgroupValue(t *testing.T, parent, uid, id string, v1file, v2file string) string {
 	t.Helper()
 	var p string
 	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
-		p = filepath.Join("/sys/fs/cgroup/podvisor", "pod"+uid, id, v2file)
+		p = filepath.Join("/sys/fs/cgroup", parent, "pod"+uid, id, v2file)
 	} else {
 		ctrl := strings.SplitN(v1file, ".", 2)[0]
-		p = filepath.Join("/sys/fs/cgroup", ctrl, "podvisor", "pod"+uid, id, v1file)
+		p = filepath.Join("/sys/fs/cgroup", ctrl, parent, "pod"+uid, id, v1file)
 	}
 	b, err := os.ReadFile(p)
 	if err != nil {
@@ -115,10 +115,10 @@ func TestWebPod(t *testing.T) {
 
 	// Limits in the container's cgroup.
 	httpdID := containerID(p, "httpd")
-	if v := cgroupValue(t, string(p.UID), httpdID, "memory.limit_in_bytes", "memory.max"); v != "67108864" {
+	if v := cgroupValue(t, d.ns, string(p.UID), httpdID, "memory.limit_in_bytes", "memory.max"); v != "67108864" {
 		t.Errorf("memory limit = %s, want 67108864", v)
 	}
-	if v := cgroupValue(t, string(p.UID), httpdID, "cpu.cfs_quota_us", "cpu.max"); v != "25000" && v != "25000 100000" {
+	if v := cgroupValue(t, d.ns, string(p.UID), httpdID, "cpu.cfs_quota_us", "cpu.max"); v != "25000" && v != "25000 100000" {
 		t.Errorf("cpu quota = %s, want 25000", v)
 	}
 
