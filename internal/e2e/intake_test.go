@@ -171,3 +171,21 @@ func TestDuplicates(t *testing.T) {
 		return running(p) && p.UID != first && strings.HasSuffix(p.Annotations["podvisor.io/manifest-path"], "a.yaml")
 	})
 }
+
+// TestRapidRewrites: many rewrites in a row, while the pod is starting and
+// terminating, converge on the last version, and one pod runs.
+func TestRapidRewrites(t *testing.T) {
+	d := newDaemon(t)
+	d.start()
+	for i := 0; i < 6; i++ {
+		d.writeManifest("churn.yaml", sleeperManifest("churn", 1, fmt.Sprintf("sleep %d", 3600+i)))
+		time.Sleep(30 * time.Millisecond) // a burst of edits, not a synchronisation
+	}
+	p := d.waitPod("churn-"+node, 90*time.Second, "running the last version", func(p *v1.Pod) bool {
+		return running(p) && p.Spec.Containers[0].Command[2] == "sleep 3605"
+	})
+	d.poll("only the last version's container left", 30*time.Second, func() (bool, string) {
+		ids := d.containers()
+		return len(ids) == 1 && ids[0] == containerID(p, "main"), strings.Join(ids, " ")
+	})
+}
