@@ -257,6 +257,15 @@ func (d *daemon) cleanup() {
 	for _, m := range mountsUnder(d.dir) {
 		unix.Unmount(m, unix.MNT_DETACH)
 	}
+	// podvisor's cgroup parent for this namespace, in every hierarchy
+	// (empty once its pods are gone).
+	parents, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", d.ns))
+	if p := filepath.Join("/sys/fs/cgroup", d.ns); dirExists(p) {
+		parents = append(parents, p)
+	}
+	for _, p := range parents {
+		removeEmptyTree(p)
+	}
 	if b, _ := os.ReadFile(d.logFile); bytes.Contains(b, []byte("DATA RACE")) || bytes.Contains(b, []byte("panic:")) {
 		d.t.Errorf("podvisor reported a data race or panicked:\n%s", b)
 	} else if d.t.Failed() {
@@ -462,4 +471,21 @@ func statusPods(d *daemon) ([]string, error) {
 		names = append(names, p.Name)
 	}
 	return names, nil
+}
+
+func dirExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
+
+// removeEmptyTree removes a cgroup directory and its children, deepest
+// first (cgroupfs refuses to remove a cgroup that still has processes).
+func removeEmptyTree(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.IsDir() {
+			removeEmptyTree(filepath.Join(dir, e.Name()))
+		}
+	}
+	os.Remove(dir)
 }
