@@ -258,3 +258,24 @@ func removeCgroupTree(dir string) error {
 	}
 	return nil
 }
+
+// oomKills returns how many processes the kernel's OOM killer killed in
+// cgroup rel (memory.oom_control's oom_kill on v1, memory.events' on v2),
+// or 0 when it cannot tell.
+func (c cgroups) oomKills(rel string) int {
+	file := filepath.Join(c.root, "memory", rel, "memory.oom_control")
+	if c.v2 {
+		file = filepath.Join(c.root, rel, "memory.events")
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if n, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			v, _ := strconv.Atoi(strings.TrimSpace(n))
+			return v
+		}
+	}
+	return 0
+}

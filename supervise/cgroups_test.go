@@ -130,3 +130,22 @@ func TestCgroupApplyRemoveV2Layout(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestOOMKills(t *testing.T) {
+	root := t.TempDir()
+	v1 := cgroups{root: root}
+	os.MkdirAll(filepath.Join(root, "memory", "p", "c"), 0o755)
+	os.WriteFile(filepath.Join(root, "memory", "p", "c", "memory.oom_control"), []byte("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n"), 0o644)
+	if n := v1.oomKills("p/c"); n != 2 {
+		t.Errorf("v1 oom kills = %d, want 2", n)
+	}
+	v2 := cgroups{root: root, v2: true}
+	os.MkdirAll(filepath.Join(root, "p", "c"), 0o755)
+	os.WriteFile(filepath.Join(root, "p", "c", "memory.events"), []byte("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n"), 0o644)
+	if n := v2.oomKills("p/c"); n != 1 {
+		t.Errorf("v2 oom kills = %d, want 1", n)
+	}
+	if n := v2.oomKills("missing"); n != 0 {
+		t.Errorf("missing cgroup = %d", n)
+	}
+}

@@ -321,6 +321,10 @@ func (w *podWorker) observe(ctx context.Context, pod *v1.Pod) {
 			oom := w.oom[id]
 			delete(w.oom, id)
 			w.mu.Unlock()
+			// The OOM event may have come before podvisor watched (or not
+			// at all): the container's cgroup, still there until the
+			// container is removed, counts the kills.
+			oom = oom || w.s.cg.oomKills(filepath.Join(w.podCgroup(), id)) > 0
 			reason := "Completed"
 			if oom {
 				reason = "OOMKilled"

@@ -169,3 +169,30 @@ spec:
 		t.Errorf("hostNetwork pod allocated IPs %v", ips)
 	}
 }
+
+// TestOOMKilled: a container that outgrows its memory limit is killed by
+// the kernel and reported as OOMKilled, as kubelet reports it.
+func TestOOMKilled(t *testing.T) {
+	d := newDaemon(t)
+	d.start()
+	d.writeManifest("hog.yaml", `apiVersion: v1
+kind: Pod
+metadata:
+  name: hog
+spec:
+  restartPolicy: Never
+  containers:
+  - name: main
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "x=$(head -c 100000000 /dev/zero | tr '\\0' a); echo ${#x}"]
+    resources:
+      limits: {memory: 16Mi}
+`)
+	p := d.waitPod("hog-"+node, 60*time.Second, "terminated", func(p *v1.Pod) bool {
+		return containerStatus(p, "main").State.Terminated != nil
+	})
+	if term := containerStatus(p, "main").State.Terminated; term.Reason != "OOMKilled" || term.ExitCode != 137 {
+		t.Errorf("terminated = %+v, want OOMKilled, exit 137", term)
+	}
+}
