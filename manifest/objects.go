@@ -130,25 +130,28 @@ func validateObjectMeta(meta *metav1.ObjectMeta, p *problems) {
 // data and binaryData, and the whole is at most 1 MiB.
 func validateConfigMap(cm *v1.ConfigMap, p *problems) {
 	validateObjectMeta(&cm.ObjectMeta, p)
-	size := 0
 	for _, k := range slices.Sorted(maps.Keys(cm.Data)) {
-		for _, msg := range validation.IsConfigMapKey(k) {
-			p.invalid("data["+k+"]", msg)
-		}
 		if _, dup := cm.BinaryData[k]; dup {
 			p.invalidf("data["+k+"]", "duplicate of key %q present in binaryData", k)
 		}
-		size += len(cm.Data[k])
 	}
-	for _, k := range slices.Sorted(maps.Keys(cm.BinaryData)) {
-		for _, msg := range validation.IsConfigMapKey(k) {
-			p.invalid("binaryData["+k+"]", msg)
-		}
-		size += len(cm.BinaryData[k])
-	}
+	size := dataKeys(p, "data", cm.Data) + dataKeys(p, "binaryData", cm.BinaryData)
 	if size > maxObjectSize {
 		p.invalidf("data", "too long: must have at most %d bytes, got %d", maxObjectSize, size)
 	}
+}
+
+// dataKeys checks that the keys of a ConfigMap's or Secret's data field
+// are valid config-map keys and returns the size of the values.
+func dataKeys[V string | []byte](p *problems, field string, data map[string]V) int {
+	size := 0
+	for _, k := range slices.Sorted(maps.Keys(data)) {
+		for _, msg := range validation.IsConfigMapKey(k) {
+			p.invalid(field+"["+k+"]", msg)
+		}
+		size += len(data[k])
+	}
+	return size
 }
 
 // defaultSecret applies what the apiserver does before validation: type
@@ -176,14 +179,7 @@ func defaultSecret(s *v1.Secret) {
 // token secrets are rejected: static pods cannot use them.
 func validateSecret(s *v1.Secret, p *problems) {
 	validateObjectMeta(&s.ObjectMeta, p)
-	size := 0
-	for _, k := range slices.Sorted(maps.Keys(s.Data)) {
-		for _, msg := range validation.IsConfigMapKey(k) {
-			p.invalid("data["+k+"]", msg)
-		}
-		size += len(s.Data[k])
-	}
-	if size > maxObjectSize {
+	if size := dataKeys(p, "data", s.Data); size > maxObjectSize {
 		p.invalidf("data", "too long: must have at most %d bytes, got %d", maxObjectSize, size)
 	}
 	need := func(keys ...string) {
