@@ -316,6 +316,9 @@ func (w *podWorker) observe(ctx context.Context, pod *v1.Pod) {
 		}
 		id := cr.ID
 		switch {
+		case cr.Terminated != nil && cr.Terminated.ContainerID == "containerd://"+id:
+			// This run's exit is already recorded (podvisor stopped while
+			// removing the container): only the removal is left.
 		case st.HasTask && !st.ExitedAt.IsZero():
 			w.mu.Lock()
 			oom := w.oom[id]
