@@ -196,3 +196,35 @@ spec:
 		t.Errorf("terminated = %+v, want OOMKilled, exit 137", term)
 	}
 }
+
+// TestHostPort: a hostPort reaches the pod through CNI's portmap plugin
+// (on loopback only: the test sends no traffic elsewhere).
+func TestHostPort(t *testing.T) {
+	d := newDaemon(t)
+	d.start()
+	d.writeManifest("hp.yaml", `apiVersion: v1
+kind: Pod
+metadata:
+  name: hp
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "mkdir -p /www && echo via-hostport > /www/index.html && exec httpd -f -p 8080 -h /www"]
+    ports:
+    - {containerPort: 8080, hostPort: 18931, hostIP: 127.0.0.1}
+`)
+	d.waitPod("hp-"+node, 60*time.Second, "Running", running)
+	d.poll("an answer on 127.0.0.1:18931", 20*time.Second, func() (bool, string) {
+		c := http.Client{Timeout: 2 * time.Second}
+		resp, err := c.Get("http://127.0.0.1:18931/")
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return strings.TrimSpace(string(b)) == "via-hostport", string(b)
+	})
+}
