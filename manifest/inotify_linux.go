@@ -2,11 +2,11 @@ package manifest
 
 import (
 	"errors"
+	"github.com/podvisor/podvisor/internal/inotify"
 	"log/slog"
 	"path/filepath"
 	"sync"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -125,21 +125,11 @@ func (w *watcher) drain(handle func(watchEvent)) error {
 		case n < unix.SizeofInotifyEvent:
 			return nil
 		}
-		for off := 0; off+unix.SizeofInotifyEvent <= n; {
-			raw := (*unix.InotifyEvent)(unsafe.Pointer(&w.buf[off]))
-			end := off + unix.SizeofInotifyEvent + int(raw.Len)
-			if end > n {
-				break
-			}
-			name := w.buf[off+unix.SizeofInotifyEvent : end]
-			for len(name) > 0 && name[len(name)-1] == 0 {
-				name = name[:len(name)-1]
-			}
-			if ev, ok := w.translate(int(raw.Wd), raw.Mask, string(name)); ok {
+		inotify.Each(w.buf, n, func(wd int, mask uint32, name string) {
+			if ev, ok := w.translate(wd, mask, name); ok {
 				handle(ev)
 			}
-			off = end
-		}
+		})
 	}
 }
 

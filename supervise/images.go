@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/podvisor/podvisor/internal/inotify"
 	"os"
 	"path/filepath"
 	"strings"
@@ -193,14 +194,16 @@ func watchOnce(ctx context.Context, dir string, changed chan<- struct{}) error {
 		if err != nil {
 			return err
 		}
-		for off := 0; off+unix.SizeofInotifyEvent <= n; {
-			ev := (*unix.InotifyEvent)(unsafePointer(&buf[off]))
-			off += unix.SizeofInotifyEvent + int(ev.Len)
-			if ev.Mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_IGNORED) != 0 {
-				return nil
+		gone := false
+		inotify.Each(buf, n, func(_ int, mask uint32, _ string) {
+			if mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_IGNORED) != 0 {
+				gone = true
 			}
-			notify(changed)
+		})
+		if gone {
+			return nil // the directory went: watch it again when it is back
 		}
+		notify(changed)
 	}
 }
 
