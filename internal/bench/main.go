@@ -124,7 +124,7 @@ func run(ctx context.Context, o options) (err error) {
 			err = errors.Join(err, serr)
 		}
 		if err != nil {
-			logf("podvisor log (%s):\n%s", pv.logFile(), tail(pv.logFile(), 30))
+			logf("podvisor log (%s):\n%s", pv.logFile(), testenv.Tail(pv.logFile(), 30))
 		}
 	}()
 	if err := pv.start(ctx); err != nil {
@@ -228,19 +228,6 @@ type benchCase interface {
 
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05.000")+" "+format+"\n", args...)
-}
-
-// tail returns the last n lines of a file, for error messages.
-func tail(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Sprintf("(unreadable: %v)", err)
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // loadAverage is the host's 1-minute load average, -1 if unreadable.

@@ -118,7 +118,7 @@ func (p *pvCase) start(ctx context.Context) error {
 		return err == nil, err
 	})
 	if err != nil {
-		return fmt.Errorf("podvisor did not come up: %w\n%s", err, tail(p.logFile(), 20))
+		return fmt.Errorf("podvisor did not come up: %w\n%s", err, testenv.Tail(p.logFile(), 20))
 	}
 	p.up = true
 	logf("podvisor pid %d up (log %s)", p.cmd.Process.Pid, p.logFile())

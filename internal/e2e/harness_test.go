@@ -279,14 +279,7 @@ func mountsUnder(dir string) []string {
 	return ms
 }
 
-func (d *daemon) logTail() string {
-	b, _ := os.ReadFile(d.logFile)
-	lines := strings.Split(string(b), "\n")
-	if len(lines) > 80 {
-		lines = lines[len(lines)-80:]
-	}
-	return strings.Join(lines, "\n")
-}
+func (d *daemon) logTail() string { return testenv.Tail(d.logFile, 80) }
 
 // writeManifest installs a manifest the atomic way: written beside the
 // directory, then renamed into it.

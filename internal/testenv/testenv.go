@@ -340,7 +340,7 @@ func (e *Env) startDaemon() error {
 	}
 	if err := e.waitReady(d); err != nil {
 		_ = e.stopDaemon(d)
-		return fmt.Errorf("containerd did not become ready: %w\n%s", err, tail(e.logPath, 20))
+		return fmt.Errorf("containerd did not become ready: %w\n%s", err, "containerd log ("+e.logPath+"):\n"+Tail(e.logPath, 20))
 	}
 	e.mu.Lock()
 	e.daemon = d
@@ -417,15 +417,15 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)[:n]
 }
 
-// tail returns the last n lines of the file at path, for error messages.
-func tail(path string, n int) string {
+// Tail returns the last n lines of a log file, or why it cannot be read.
+func Tail(path string, n int) string {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Sprintf("(no log: %v)", err)
+		return fmt.Sprintf("(unreadable: %v)", err)
 	}
 	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
-	return "containerd log (" + path + "):\n" + strings.Join(lines, "\n")
+	return strings.Join(lines, "\n")
 }
