@@ -9,9 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"github.com/podvisor/podvisor/mounts"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -481,4 +484,37 @@ func removeEmptyTree(dir string) {
 		}
 	}
 	os.Remove(dir)
+}
+
+// waitHTTP polls url until its body is want.
+func (d *daemon) waitHTTP(url, want string) {
+	d.t.Helper()
+	c := http.Client{Timeout: 2 * time.Second}
+	d.poll("HTTP answer "+strconv.Quote(want)+" from "+url, 20*time.Second, func() (bool, string) {
+		resp, err := c.Get(url)
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b) == want, fmt.Sprintf("got %d %q", resp.StatusCode, b)
+	})
+}
+
+// waitLogLine polls podvisor's log until one line holds every word.
+func (d *daemon) waitLogLine(words ...string) {
+	d.t.Helper()
+	d.poll("a log line with "+strings.Join(words, " and "), 20*time.Second, func() (bool, string) {
+		b, _ := os.ReadFile(d.logFile)
+		for _, line := range strings.Split(string(b), "\n") {
+			all := true
+			for _, w := range words {
+				all = all && strings.Contains(line, w)
+			}
+			if all {
+				return true, ""
+			}
+		}
+		return false, "not logged"
+	})
 }

@@ -153,15 +153,7 @@ func TestDuplicates(t *testing.T) {
 	first := p.UID
 	// a.yaml sorts first but arrives second: b.yaml keeps running.
 	d.writeManifest("a.yaml", sleeperManifest("dup", 1, "sleep 3601"))
-	d.poll("the duplicate error naming both files", 20*time.Second, func() (bool, string) {
-		b, _ := os.ReadFile(d.logFile)
-		for _, l := range strings.Split(string(b), "\n") {
-			if strings.Contains(l, "a.yaml") && strings.Contains(l, "b.yaml") {
-				return true, ""
-			}
-		}
-		return false, "not logged"
-	})
+	d.waitLogLine("a.yaml", "b.yaml") // the duplicate error names both files
 	p = d.waitPod("dup-"+node, 5*time.Second, "still the first", running)
 	if p.UID != first {
 		t.Fatalf("the newer duplicate replaced the running pod")

@@ -146,10 +146,7 @@ spec:
 	if err := os.WriteFile(filepath.Join(d.images, "broken.tar"), []byte("not a tar archive"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d.poll("the broken archive reported", 20*time.Second, func() (bool, string) {
-		b, _ := os.ReadFile(d.logFile)
-		return strings.Contains(string(b), "broken.tar"), "not logged"
-	})
+	d.waitLogLine("broken.tar")
 	// Written in place under another name, then renamed: never imported
 	// half-written.
 	tmp := filepath.Join(d.images, ".other.partial")
@@ -187,11 +184,8 @@ spec:
     command: ["sleep", "3600"]
 `)
 	d.writeManifest("broken.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: broken\nspec: [\n")
-	d.poll("rejections in the log", 20*time.Second, func() (bool, string) {
-		b, _ := os.ReadFile(d.logFile)
-		s := string(b)
-		return strings.Contains(s, "shareProcessNamespace: not supported by podvisor") && strings.Contains(s, "broken.yaml"), "not logged yet"
-	})
+	d.waitLogLine("shareProcessNamespace: not supported by podvisor")
+	d.waitLogLine("broken.yaml")
 	if _, err := d.pod("shared-" + node); err == nil {
 		t.Error("pod with shareProcessNamespace exists")
 	}

@@ -3,8 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -102,16 +100,7 @@ func TestWebPod(t *testing.T) {
 	}
 
 	// The host reaches the pod's IP.
-	d.poll("HTTP answer from the pod", 20*time.Second, func() (bool, string) {
-		c := http.Client{Timeout: 2 * time.Second}
-		resp, err := c.Get("http://" + got.Status.PodIP + "/index.html")
-		if err != nil {
-			return false, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b) == "hello from podvisor\n", fmt.Sprintf("got %d %q", resp.StatusCode, b)
-	})
+	d.waitHTTP("http://"+got.Status.PodIP+"/index.html", "hello from podvisor\n")
 
 	// Limits in the container's cgroup.
 	httpdID := containerID(p, "httpd")

@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,16 +31,8 @@ func TestExampleWeb(t *testing.T) {
 	if c := conditionStatus(p, v1.PodInitialized); c != v1.ConditionTrue {
 		t.Errorf("Initialized = %s", c)
 	}
-	d.poll("the page the init container wrote", 20*time.Second, func() (bool, string) {
-		c := http.Client{Timeout: 2 * time.Second}
-		resp, err := c.Get("http://" + p.Status.PodIP + "/")
-		if err != nil {
-			return false, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return strings.TrimSpace(string(b)) == "hello from web-"+node, string(b)
-	})
+	// The page the init container wrote.
+	d.waitHTTP("http://"+p.Status.PodIP+"/", "hello from web-"+node+"\n")
 }
 
 func conditionStatus(p *v1.Pod, t v1.PodConditionType) v1.ConditionStatus {
@@ -217,14 +207,5 @@ spec:
     - {containerPort: 8080, hostPort: 18931, hostIP: 127.0.0.1}
 `)
 	d.waitPod("hp-"+node, 60*time.Second, "Running", running)
-	d.poll("an answer on 127.0.0.1:18931", 20*time.Second, func() (bool, string) {
-		c := http.Client{Timeout: 2 * time.Second}
-		resp, err := c.Get("http://127.0.0.1:18931/")
-		if err != nil {
-			return false, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return strings.TrimSpace(string(b)) == "via-hostport", string(b)
-	})
+	d.waitHTTP("http://127.0.0.1:18931/", "via-hostport\n")
 }
