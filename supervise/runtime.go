@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/containerd/containerd/v2/core/containers"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -355,8 +354,4 @@ func (r *runtime) podContainers(ctx context.Context) (map[string][]containerd.Co
 // cancellation of ctx, bounded by a timeout.
 func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-}
-
-func isNotFound(err error) bool {
-	return errdefs.IsNotFound(err) || (err != nil && strings.Contains(err.Error(), "not found"))
 }

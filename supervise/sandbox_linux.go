@@ -119,23 +119,28 @@ func nsGone(p string) bool {
 
 // mountGone: the path is missing or nothing is mounted on it.
 func mountGone(p string) bool {
-	var st, parent unix.Stat_t
-	err := unix.Stat(p, &st)
-	if errors.Is(err, unix.ENOENT) {
-		return true
-	}
-	if err != nil || unix.Stat(filepath.Dir(p), &parent) != nil {
-		return false
-	}
-	return st.Dev == parent.Dev
+	mounted, known := mountState(p)
+	return known && !mounted
 }
 
 func isMountPoint(p string) bool {
+	mounted, known := mountState(p)
+	return known && mounted
+}
+
+// mountState tells whether something is mounted on p (its device differs
+// from its parent's); known is false when that cannot be told (a stat
+// failed for another reason than p missing).
+func mountState(p string) (mounted, known bool) {
 	var st, parent unix.Stat_t
-	if unix.Stat(p, &st) != nil || unix.Stat(filepath.Dir(p), &parent) != nil {
-		return false
+	err := unix.Stat(p, &st)
+	if errors.Is(err, unix.ENOENT) {
+		return false, true
 	}
-	return st.Dev != parent.Dev
+	if err != nil || unix.Stat(filepath.Dir(p), &parent) != nil {
+		return false, false
+	}
+	return st.Dev != parent.Dev, true
 }
 
 // bootID identifies this boot of the host: a sandbox made in another boot
