@@ -110,9 +110,12 @@ func (w *podWorker) wake() {
 
 func (w *podWorker) update(p *manifest.Pod) {
 	w.mu.Lock()
+	same := w.desired == p // the Source hands out an unchanged pod as the same *Pod
 	w.desired = p
 	w.mu.Unlock()
-	w.wake()
+	if !same {
+		w.wake()
+	}
 }
 
 func (w *podWorker) requestStop() {
