@@ -1,0 +1,86 @@
+// Package layout is where podvisor keeps each thing on disk: one place that
+// names every path under the state, run and log directories, used by the
+// daemon, the CLI (logs), the tests and the benchmark alike.
+//
+// Contract:
+//
+//   - Paths are pure functions of the three roots and an object's identity;
+//     nothing here touches the filesystem.
+//   - State (survives reboots): <state>/pods/<uid>/{record.json,files,
+//     termination/<container-id>}, <state>/events.jsonl,
+//     <state>/manifests/state.json, <state>/cni/{cache,networks},
+//     <state>/node-name, <state>/podvisor.lock.
+//   - Run (gone at reboot): <run>/pods/<sandbox>/{net,ipc,shm},
+//     <run>/podvisor.sock.
+//   - Logs: <logs>/<namespace>_<name>_<uid>/<container>/<restart>.log, as
+//     kubelet lays out /var/log/pods.
+package layout
+
+import (
+	"fmt"
+	"path/filepath"
+)
+
+// Layout holds the three roots.
+type Layout struct {
+	StateDir string
+	RunDir   string
+	LogDir   string
+}
+
+// Records is the directory holding one directory per pod.
+func (l Layout) Records() string { return filepath.Join(l.StateDir, "pods") }
+
+// PodDir is the pod's persistent directory.
+func (l Layout) PodDir(uid string) string { return filepath.Join(l.Records(), uid) }
+
+// RecordFile is the pod's record.
+func (l Layout) RecordFile(uid string) string { return filepath.Join(l.PodDir(uid), "record.json") }
+
+// PodFiles holds the pod's generated files and emptyDir volumes.
+func (l Layout) PodFiles(uid string) string { return filepath.Join(l.PodDir(uid), "files") }
+
+// TerminationDir holds one container run's termination-log.
+func (l Layout) TerminationDir(uid, containerID string) string {
+	return filepath.Join(l.PodDir(uid), "termination", containerID)
+}
+
+// TerminationLog is the file a container's terminationMessagePath is
+// bound to.
+func (l Layout) TerminationLog(uid, containerID string) string {
+	return filepath.Join(l.TerminationDir(uid, containerID), "termination-log")
+}
+
+// EventJournal is where events survive a restart.
+func (l Layout) EventJournal() string { return filepath.Join(l.StateDir, "events.jsonl") }
+
+// CNICache is libcni's result cache.
+func (l Layout) CNICache() string { return filepath.Join(l.StateDir, "cni", "cache") }
+
+// CNIData is the built-in network's IPAM data.
+func (l Layout) CNIData() string { return filepath.Join(l.StateDir, "cni", "networks") }
+
+// NodeNameFile remembers the node name.
+func (l Layout) NodeNameFile() string { return filepath.Join(l.StateDir, "node-name") }
+
+// LockFile is the state dir's lock.
+func (l Layout) LockFile() string { return filepath.Join(l.StateDir, "podvisor.lock") }
+
+// Sandboxes is the directory holding one directory per sandbox.
+func (l Layout) Sandboxes() string { return filepath.Join(l.RunDir, "pods") }
+
+// SandboxDir holds a sandbox's namespace files and /dev/shm.
+func (l Layout) SandboxDir(id string) string { return filepath.Join(l.Sandboxes(), id) }
+
+// Socket is the local API's unix socket.
+func (l Layout) Socket() string { return filepath.Join(l.RunDir, "podvisor.sock") }
+
+// PodLogs is the pod's log directory.
+func (l Layout) PodLogs(namespace, name, uid string) string {
+	return filepath.Join(l.LogDir, fmt.Sprintf("%s_%s_%s", namespace, name, uid))
+}
+
+// ContainerLog is one run's log file.
+func (l Layout) ContainerLog(namespace, name, uid, container string, restartCount int32) string {
+	return filepath.Join(l.PodLogs(namespace, name, uid), container, fmt.Sprintf("%d.log", restartCount))
+}
