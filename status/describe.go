@@ -11,9 +11,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// ManifestPathAnnotation names the manifest file a pod comes from.
-const ManifestPathAnnotation = "podvisor.io/manifest-path"
-
 // describeTime is kubectl describe's time format (RFC 1123 with a zone).
 const describeTime = time.RFC1123Z
 

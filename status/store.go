@@ -16,15 +16,6 @@ import (
 )
 
 const (
-	// ManifestNameAnnotation holds the name a pod has in its manifest file,
-	// before the static-pod suffix "-<node>" is added; the local API accepts
-	// it as a short name for the pod.
-	ManifestNameAnnotation = "podvisor.io/manifest-name"
-	// ManifestErrorAnnotation, when non-empty, says the pod's manifest file
-	// currently fails to decode or validate and the pod keeps running its last
-	// good version; printers mark such a pod.
-	ManifestErrorAnnotation = "podvisor.io/manifest-error"
-
 	// MaxEvents is how many events a Store keeps; older ones are dropped.
 	MaxEvents = 1000
 
