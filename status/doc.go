@@ -16,5 +16,5 @@
 //     metav1.Status errors).
 //   - PrintPods prints what kubectl get pods prints for the same objects.
 //
-// The package imports nothing from podvisor except internal/version.
+// The package imports nothing from podvisor except internal/atomicfile.
 package status

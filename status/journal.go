@@ -2,12 +2,13 @@ package status
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
+	"github.com/podvisor/podvisor/internal/atomicfile"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -122,31 +123,26 @@ func (s *Store) journalLocked(e *v1.Event) {
 	}
 }
 
-// compactJournalLocked rewrites the journal with the current events.
+// compactJournalLocked rewrites the journal with the current events. The
+// rewrite is atomic and durable: a crash leaves the old journal or the new
+// one, never a torn or empty file.
 func (s *Store) compactJournalLocked() error {
-	tmp := filepath.Join(filepath.Dir(s.journalPath), "."+filepath.Base(s.journalPath)+".tmp")
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("compact event journal: %w", err)
-	}
-	w := bufio.NewWriter(f)
+	var buf bytes.Buffer
 	for i := range s.events {
 		b, err := json.Marshal(&s.events[i])
 		if err != nil {
 			continue
 		}
-		w.Write(append(b, '\n'))
+		buf.Write(b)
+		buf.WriteByte('\n')
 	}
-	if err := errors.Join(w.Flush(), f.Close()); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("compact event journal: %w", err)
-	}
-	if err := os.Rename(tmp, s.journalPath); err != nil {
+	if err := atomicfile.Write(s.journalPath, buf.Bytes(), 0o600); err != nil {
 		return fmt.Errorf("compact event journal: %w", err)
 	}
 	if s.journal != nil {
 		s.journal.Close()
 	}
+	var err error
 	s.journal, err = os.OpenFile(s.journalPath, os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		s.journal = nil
