@@ -1,8 +1,6 @@
 package status
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -93,118 +91,6 @@ func TestStorePodsSorted(t *testing.T) {
 	want := "default/aa-node1 default/zz-node1 kube-system/apiserver-node1 kube-system/etcd-node1"
 	if strings.Join(got, " ") != want {
 		t.Errorf("Pods() order = %v, want %s", got, want)
-	}
-}
-
-func TestEventfDedup(t *testing.T) {
-	s, clock := newTestStore(t)
-	web := testPod("default", "web-node1")
-	db := testPod("default", "db-node1")
-	start := clock.now()
-
-	s.Eventf(web, "spec.containers{app}", v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", "app", web.Name)
-	clock.step(10 * time.Second)
-	s.Eventf(web, "spec.containers{app}", v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", "app", web.Name)
-	clock.step(10 * time.Second)
-	// Each differs from the first in one field: all are new events.
-	s.Eventf(db, "spec.containers{app}", v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", "app", web.Name)
-	s.Eventf(web, "spec.containers{side}", v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", "app", web.Name)
-	s.Eventf(web, "spec.containers{app}", v1.EventTypeNormal, "BackOff", "Back-off restarting failed container %s in pod %s", "app", web.Name)
-	s.Eventf(web, "spec.containers{app}", v1.EventTypeWarning, "Failed", "Back-off restarting failed container %s in pod %s", "app", web.Name)
-	s.Eventf(web, "spec.containers{app}", v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", "other", web.Name)
-	clock.step(10 * time.Second)
-	// The first one again: bumped, and now the most recent.
-	s.Eventf(web, "spec.containers{app}", v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", "app", web.Name)
-
-	evs := s.Events()
-	if len(evs) != 6 {
-		t.Fatalf("got %d events, want 6: %+v", len(evs), evs)
-	}
-	last := evs[len(evs)-1]
-	if last.Count != 3 {
-		t.Errorf("Count = %d, want 3", last.Count)
-	}
-	if !last.FirstTimestamp.Time.Equal(start) || !last.LastTimestamp.Time.Equal(start.Add(30*time.Second)) {
-		t.Errorf("timestamps first=%v last=%v, want %v and %v", last.FirstTimestamp, last.LastTimestamp, start, start.Add(30*time.Second))
-	}
-	if last.Message != "Back-off restarting failed container app in pod web-node1" {
-		t.Errorf("Message = %q", last.Message)
-	}
-	want := v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: "default", Name: "web-node1", UID: web.UID, FieldPath: "spec.containers{app}"}
-	if last.InvolvedObject != want {
-		t.Errorf("InvolvedObject = %+v, want %+v", last.InvolvedObject, want)
-	}
-	if last.Source.Component != "podvisor" || last.Source.Host != "node1" || last.Namespace != "default" || last.Kind != "Event" {
-		t.Errorf("event metadata = %+v / %+v", last.ObjectMeta, last.Source)
-	}
-	names := map[string]bool{}
-	for i, e := range evs {
-		if names[e.Name] {
-			t.Errorf("two events named %s", e.Name)
-		}
-		names[e.Name] = true
-		if i != len(evs)-1 && e.Count != 1 {
-			t.Errorf("event %s/%s has Count %d, want 1", e.Reason, e.Message, e.Count)
-		}
-	}
-}
-
-func TestEventfRing(t *testing.T) {
-	s, clock := newTestStore(t)
-	pod := testPod("default", "web-node1")
-	const total = MaxEvents + 5
-	for i := range total {
-		s.Eventf(pod, "", v1.EventTypeNormal, "Tick", "tick %d", i)
-		clock.step(time.Millisecond)
-	}
-	evs := s.Events()
-	if len(evs) != MaxEvents {
-		t.Fatalf("kept %d events, want %d", len(evs), MaxEvents)
-	}
-	if evs[0].Message != "tick 5" || evs[len(evs)-1].Message != fmt.Sprintf("tick %d", total-1) {
-		t.Errorf("kept %q .. %q, want tick 5 .. tick %d", evs[0].Message, evs[len(evs)-1].Message, total-1)
-	}
-	// A repeat of the oldest kept event is bumped, not duplicated, and so
-	// survives the next overflow.
-	s.Eventf(pod, "", v1.EventTypeNormal, "Tick", "tick 5")
-	s.Eventf(pod, "", v1.EventTypeNormal, "Tick", "tick new")
-	evs = s.Events()
-	if len(evs) != MaxEvents {
-		t.Fatalf("kept %d events, want %d", len(evs), MaxEvents)
-	}
-	if evs[0].Message != "tick 7" || evs[len(evs)-2].Message != "tick 5" || evs[len(evs)-2].Count != 2 {
-		t.Errorf("after bump: first %q, second to last %q (count %d)", evs[0].Message, evs[len(evs)-2].Message, evs[len(evs)-2].Count)
-	}
-}
-
-func TestEventfLogs(t *testing.T) {
-	var buf bytes.Buffer
-	s := NewStore(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	pod := testPod("kube-system", "etcd-node1")
-	s.Eventf(pod, "", v1.EventTypeNormal, "Started", "Started container %s", "etcd")
-	s.Eventf(pod, "spec.containers{etcd}", v1.EventTypeWarning, "Unhealthy", "Liveness probe failed")
-
-	var lines []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(l), &m); err != nil {
-			t.Fatalf("log line %q: %v", l, err)
-		}
-		lines = append(lines, m)
-	}
-	want := []map[string]any{
-		{"level": "INFO", "msg": "Started container etcd", "pod": "kube-system/etcd-node1", "reason": "Started"},
-		{"level": "WARN", "msg": "Liveness probe failed", "pod": "kube-system/etcd-node1", "reason": "Unhealthy"},
-	}
-	if len(lines) != len(want) {
-		t.Fatalf("got %d log lines, want %d: %s", len(lines), len(want), buf.String())
-	}
-	for i, w := range want {
-		for k, v := range w {
-			if lines[i][k] != v {
-				t.Errorf("line %d: %s = %v, want %v", i, k, lines[i][k], v)
-			}
-		}
 	}
 }
 
