@@ -7,6 +7,14 @@
 //
 //   - Store is the single in-memory source of truth for reported state. It
 //     holds deep copies: callers never share memory with it, in or out.
+//   - The Store's pods are versioned: a store-wide count of real changes (a
+//     SetPod equal to what is stored is none), each pod's ResourceVersion
+//     the count at its last change. Watch delivers the changes after a
+//     version in version order, coalesced per pod, and never makes SetPod or
+//     DeletePod wait for a reader.
+//   - Events are told once, as an Event to a Recorder; the Store is one
+//     (dedup by object, fieldPath, type, reason and message, a ring of
+//     MaxEvents, a journal that survives restarts) and Recorders fans out.
 //   - Phase, Conditions and QOSClass are pure functions that follow kubelet's
 //     rules (pkg/kubelet/kubelet_pods.go getPhase, pkg/kubelet/status/generate.go,
 //     pkg/apis/core/v1/helper/qos/qos.go), so tools that read kubelet's pod

@@ -1,0 +1,214 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// ErrExpired means Watch cannot replay the changes since the version asked
+// for, as the apiserver answers 410 Gone: the version is older than the
+// deletions the Store remembers, or newer than any it has had (a version
+// from an earlier podvisor). List again and watch from the list's version.
+var ErrExpired = errors.New("version expired")
+
+// maxTombstones is how many deleted pods a Store remembers, so that a
+// watcher resuming from an older version still sees them DELETED.
+const maxTombstones = 256
+
+// PodChange is one change of a stored pod, as a watcher sees it.
+type PodChange struct {
+	// Type is watch.Added, watch.Modified or watch.Deleted.
+	Type watch.EventType
+	// Pod is the pod after the change or, when it was deleted, its last
+	// state. It is the watcher's own copy; its ResourceVersion is Version.
+	Pod *v1.Pod
+	// Version is the Store's version at the change.
+	Version uint64
+}
+
+// tombstone is a deleted pod, kept for watchers that resume from before the
+// deletion.
+type tombstone struct {
+	pod     *v1.Pod
+	added   uint64
+	deleted uint64
+}
+
+// Watch returns a channel that delivers the changes to the stored pods after
+// version since, in version order, until ctx is done; then the channel is
+// closed. since 0 delivers every stored pod ADDED, then the changes; a
+// version from List or from a PodChange delivers exactly what came after it,
+// so a watcher that stops can resume where it stopped. ErrExpired: the Store
+// cannot replay from since.
+//
+// A watcher never holds the Store up: one that reads slowly, or not at all,
+// gets the latest state of each pod it has not read yet, not every
+// intermediate one (several changes to a pod become one, with the last
+// change's version; a pod added and deleted before the watcher reads it is
+// never seen). Coalescing keeps what a watcher holds bounded by the number
+// of pods.
+//
+//	unread  + change   = unread
+//	—         any        change
+//	ADDED     MODIFIED   ADDED, the new state
+//	ADDED     DELETED    —
+//	MODIFIED  MODIFIED   MODIFIED, the new state
+//	MODIFIED  DELETED    DELETED
+//	DELETED   ADDED      MODIFIED (the watcher knew the UID; it is back)
+func (s *Store) Watch(ctx context.Context, since uint64) (<-chan PodChange, error) {
+	s.mu.Lock()
+	if since > s.version || (since > 0 && since < s.expired) {
+		v, expired := s.version, s.expired
+		s.mu.Unlock()
+		return nil, fmt.Errorf("watch from version %d (the store is at %d and remembers deletions from %d): %w", since, v, expired, ErrExpired)
+	}
+	w := &watcher{pending: s.changesSinceLocked(since), wake: make(chan struct{}, 1)}
+	s.watchers[w] = struct{}{}
+	s.mu.Unlock()
+
+	out := make(chan PodChange)
+	go func() {
+		defer close(out)
+		defer s.unwatch(w)
+		for ctx.Err() == nil {
+			c, ok := w.next()
+			if !ok {
+				select {
+				case <-w.wake:
+				case <-ctx.Done():
+				}
+				continue
+			}
+			select {
+			case out <- c:
+			case <-ctx.Done():
+			}
+		}
+	}()
+	return out, nil
+}
+
+// changesSinceLocked returns, by UID, what a watcher that has seen
+// everything up to version since has not seen: the coalesced changes after
+// it, the same a watcher started at since would hold unread now.
+func (s *Store) changesSinceLocked(since uint64) map[types.UID]PodChange {
+	changes := make(map[types.UID]PodChange)
+	// Pods the watcher knew that were deleted since. One may be back (a
+	// manifest put back gives the same UID): then the loop below makes it
+	// MODIFIED.
+	gone := make(map[types.UID]bool)
+	for _, t := range s.deleted {
+		if t.added <= since && since < t.deleted {
+			gone[t.pod.UID] = true
+			changes[t.pod.UID] = PodChange{Type: watch.Deleted, Pod: t.pod, Version: t.deleted}
+		}
+	}
+	for uid, e := range s.pods {
+		if e.changed <= since {
+			continue
+		}
+		typ := watch.Added
+		if e.added <= since || gone[uid] {
+			typ = watch.Modified
+		}
+		changes[uid] = PodChange{Type: typ, Pod: e.pod, Version: e.changed}
+	}
+	return changes
+}
+
+// rememberDeletedLocked keeps t for watchers resuming from before it,
+// forgetting the oldest deletion beyond maxTombstones.
+func (s *Store) rememberDeletedLocked(t tombstone) {
+	if len(s.deleted) >= maxTombstones {
+		s.expired = s.deleted[0].deleted
+		s.deleted = append(s.deleted[:0], s.deleted[1:]...)
+	}
+	s.deleted = append(s.deleted, t)
+}
+
+// notifyLocked gives c to every watcher without waiting for any.
+func (s *Store) notifyLocked(c PodChange) {
+	for w := range s.watchers {
+		w.add(c)
+	}
+}
+
+func (s *Store) unwatch(w *watcher) {
+	s.mu.Lock()
+	delete(s.watchers, w)
+	s.mu.Unlock()
+}
+
+// watcher is one Watch: the changes its reader has not read yet, one per
+// pod, and a buffer-1 signal that there are some (kubelet's pod workers'
+// shape). The Store adds under its own lock; the watch goroutine takes.
+type watcher struct {
+	mu      sync.Mutex
+	pending map[types.UID]PodChange
+	wake    chan struct{}
+}
+
+func (w *watcher) add(c PodChange) {
+	uid := c.Pod.UID
+	w.mu.Lock()
+	prev, ok := w.pending[uid]
+	if c, keep := coalesce(prev, ok, c); keep {
+		w.pending[uid] = c
+	} else {
+		delete(w.pending, uid)
+	}
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// next takes the unread change with the lowest version and returns the
+// reader's own copy of it. Taking the lowest keeps versions increasing: all
+// that is left, and all that comes later, is newer.
+func (w *watcher) next() (PodChange, bool) {
+	w.mu.Lock()
+	var first PodChange
+	for _, c := range w.pending {
+		if first.Pod == nil || c.Version < first.Version {
+			first = c
+		}
+	}
+	if first.Pod != nil {
+		delete(w.pending, first.Pod.UID)
+	}
+	w.mu.Unlock()
+	if first.Pod == nil {
+		return PodChange{}, false
+	}
+	first.Pod = first.Pod.DeepCopy()
+	first.Pod.ResourceVersion = strconv.FormatUint(first.Version, 10)
+	return first, true
+}
+
+// coalesce folds change next into prev, the change to the same pod a watcher
+// has not read yet (hasPrev false: none), as the table on Watch says. keep
+// false: the two cancel out, and the watcher has nothing to read about the
+// pod.
+func coalesce(prev PodChange, hasPrev bool, next PodChange) (c PodChange, keep bool) {
+	if !hasPrev {
+		return next, true
+	}
+	switch {
+	case prev.Type == watch.Added && next.Type == watch.Deleted:
+		return PodChange{}, false
+	case prev.Type == watch.Added:
+		next.Type = watch.Added
+	case prev.Type == watch.Deleted && next.Type == watch.Added:
+		next.Type = watch.Modified
+	}
+	return next, true
+}
