@@ -21,6 +21,8 @@ import (
 	"github.com/podvisor/podvisor/supervise"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func runFlags() []cli.Flag {
@@ -295,13 +297,22 @@ func getPodsAction(c *cli.Context) error {
 		return err
 	}
 	if names := c.Args().Slice(); len(names) > 0 {
-		keep := list.Items[:0]
+		// The API's lookup, name by name: "namespace/name" narrows it, and
+		// an ambiguous name shows every pod it matches.
+		want := map[types.UID]bool{}
+		for _, arg := range names {
+			namespace, name, ok := strings.Cut(arg, "/")
+			if !ok {
+				namespace, name = "", arg
+			}
+			for _, p := range status.FindPods(list.Items, name, namespace) {
+				want[p.UID] = true
+			}
+		}
+		var keep []v1.Pod
 		for _, p := range list.Items {
-			for _, n := range names {
-				if p.Name == n || p.Annotations[supervise.AnnotationManifestName] == n {
-					keep = append(keep, p)
-					break
-				}
+			if want[p.UID] {
+				keep = append(keep, p)
 			}
 		}
 		if len(keep) == 0 {

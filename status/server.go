@@ -163,16 +163,21 @@ func newHandler(s *Store) http.Handler {
 	})
 	mux.HandleFunc("GET /pods/{name}", func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
-		pod, candidates := findPod(s.Pods(), name, r.URL.Query().Get("namespace"))
-		switch {
-		case pod != nil:
-			writeJSON(w, http.StatusOK, pod)
-		case len(candidates) > 0:
-			writeStatus(w, http.StatusConflict, metav1.StatusReasonConflict, name,
-				fmt.Sprintf("pod name %q is ambiguous, it matches: %s", name, strings.Join(candidates, ", ")))
-		default:
+		found := FindPods(s.Pods(), name, r.URL.Query().Get("namespace"))
+		switch len(found) {
+		case 1:
+			writeJSON(w, http.StatusOK, found[0])
+		case 0:
 			writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, name,
 				fmt.Sprintf("pods %q not found", name))
+		default:
+			candidates := make([]string, 0, len(found))
+			for _, p := range found {
+				candidates = append(candidates, p.Namespace+"/"+p.Name)
+			}
+			slices.Sort(candidates)
+			writeStatus(w, http.StatusConflict, metav1.StatusReasonConflict, name,
+				fmt.Sprintf("pod name %q is ambiguous, it matches: %s", name, strings.Join(candidates, ", ")))
 		}
 	})
 	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) {
@@ -205,38 +210,6 @@ func newHandler(s *Store) http.Handler {
 			fmt.Sprintf("no such endpoint %s", r.URL.Path))
 	})
 	return mux
-}
-
-// findPod finds the pod a user means by name: first by full name, then by
-// the manifest's own name. When more than one pod matches at the first level
-// that matches at all, it returns no pod and the candidates as
-// "namespace/name".
-func findPod(pods []v1.Pod, name, namespace string) (*v1.Pod, []string) {
-	for _, match := range []func(*v1.Pod) bool{
-		func(p *v1.Pod) bool { return p.Name == name },
-		func(p *v1.Pod) bool { return p.Annotations[ManifestNameAnnotation] == name },
-	} {
-		var found []*v1.Pod
-		for i := range pods {
-			p := &pods[i]
-			if (namespace == "" || p.Namespace == namespace) && match(p) {
-				found = append(found, p)
-			}
-		}
-		switch len(found) {
-		case 0:
-			continue
-		case 1:
-			return found[0], nil
-		}
-		candidates := make([]string, 0, len(found))
-		for _, p := range found {
-			candidates = append(candidates, p.Namespace+"/"+p.Name)
-		}
-		slices.Sort(candidates)
-		return nil, candidates
-	}
-	return nil, nil
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
