@@ -10,13 +10,12 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/podvisor/podvisor/api"
 	"github.com/podvisor/podvisor/internal/crilog"
 	"github.com/podvisor/podvisor/internal/version"
 	"github.com/podvisor/podvisor/manifest"
 	"github.com/urfave/cli/v2"
 )
-
-const defaultSocket = "/run/podvisor/podvisor.sock"
 
 func main() {
 	// The shim runs `podvisor log-driver ARG` with no environment; keep
@@ -38,7 +37,7 @@ func main() {
 }
 
 func newApp() *cli.App {
-	socketFlag := &cli.StringFlag{Name: "socket", Value: defaultSocket, Usage: "podvisor's API socket", EnvVars: []string{"PODVISOR_SOCKET"}}
+	socketFlag := &cli.StringFlag{Name: "socket", Value: api.DefaultSocket, Usage: "podvisor's API socket", EnvVars: []string{"PODVISOR_SOCKET"}}
 	return &cli.App{
 		Name:                 "podvisor",
 		Usage:                "a standalone static-pod supervisor on containerd",

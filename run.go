@@ -14,8 +14,10 @@ import (
 	"time"
 
 	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/podvisor/podvisor/api"
 	"github.com/podvisor/podvisor/cni"
 	"github.com/podvisor/podvisor/internal/crilog"
+	"github.com/podvisor/podvisor/internal/layout"
 	"github.com/podvisor/podvisor/manifest"
 	"github.com/podvisor/podvisor/status"
 	"github.com/podvisor/podvisor/supervise"
@@ -134,13 +136,14 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	paths := layout.Layout{StateDir: stateDir, RunDir: runDir, LogDir: logDir}
 	store := status.NewStore(log)
-	if err := store.OpenJournal(filepath.Join(stateDir, "events.jsonl")); err != nil {
+	if err := store.OpenJournal(paths.EventJournal()); err != nil {
 		log.Warn("events will not survive a restart", "err", err)
 	}
 	defer store.CloseJournal()
 	apiErr := make(chan error, 1)
-	go func() { apiErr <- status.Serve(ctx, filepath.Join(runDir, "podvisor.sock"), store, log) }()
+	go func() { apiErr <- api.Serve(ctx, api.Options{Socket: paths.Socket(), Store: store, Log: log}) }()
 
 	snapshots := make(chan manifest.Snapshot, 1)
 	src := manifest.NewSource(c.String("manifests"), node, log)
@@ -291,7 +294,7 @@ func defaultNodeIP() string {
 }
 
 func getPodsAction(c *cli.Context) error {
-	client := status.NewClient(c.String("socket"))
+	client := api.NewClient(c.String("socket"))
 	list, err := client.Pods(c.Context)
 	if err != nil {
 		return err
@@ -335,7 +338,7 @@ func describePodAction(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return cli.Exit("usage: podvisor describe pod NAME", 2)
 	}
-	client := status.NewClient(c.String("socket"))
+	client := api.NewClient(c.String("socket"))
 	pod, err := client.Pod(c.Context, c.Args().First())
 	if err != nil {
 		return err

@@ -1,7 +1,8 @@
 // Package status owns what podvisor reports about its pods: the pod status
-// model (real k8s.io/api core/v1 Pod and PodStatus values), the events
-// recorded about them, the local HTTP API served on a unix socket with its
-// client, and the kubectl-like printers the CLI uses.
+// model (real k8s.io/api core/v1 Pod and PodStatus values) in a versioned,
+// watchable Store, the events recorded about them, the one pod-name lookup,
+// the annotations podvisor puts on pods, and the kubectl-like printers the
+// CLI uses. The local HTTP API that serves the Store is package api.
 //
 // Contract:
 //
@@ -14,14 +15,14 @@
 //     DeletePod wait for a reader.
 //   - Events are told once, as an Event to a Recorder; the Store is one
 //     (dedup by object, fieldPath, type, reason and message, a ring of
-//     MaxEvents, a journal that survives restarts) and Recorders fans out.
+//     MaxEvents, a journal that survives restarts, rewritten atomically) and
+//     Recorders fans out.
 //   - Phase, Conditions and QOSClass are pure functions that follow kubelet's
 //     rules (pkg/kubelet/kubelet_pods.go getPhase, pkg/kubelet/status/generate.go,
 //     pkg/apis/core/v1/helper/qos/qos.go), so tools that read kubelet's pod
 //     status read podvisor's the same way.
-//   - The local API is read-only, reachable only through a 0600 unix socket,
-//     and speaks the Kubernetes wire shapes (v1.PodList, v1.Pod, v1.EventList,
-//     metav1.Status errors).
+//   - FindPods is the one rule for what a user's pod name means: full name
+//     first, then manifest name, optionally within one namespace.
 //   - PrintPods prints what kubectl get pods prints for the same objects.
 //
 // The package imports nothing from podvisor except internal/atomicfile.

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
+	"github.com/podvisor/podvisor/api"
 	"github.com/podvisor/podvisor/internal/testenv"
-	"github.com/podvisor/podvisor/status"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -32,7 +32,7 @@ type pvCase struct {
 	cmd    *exec.Cmd
 	exited chan struct{} // closed once the process has been reaped
 	up     bool          // the API answered once
-	api    *status.Client
+	api    *api.Client
 	client *client.Client // default namespace pvNamespace
 }
 
@@ -104,7 +104,7 @@ func (p *pvCase) start(ctx context.Context) error {
 		p.cmd = nil
 		return fmt.Errorf("start podvisor: %w", err)
 	}
-	p.api = status.NewClient(filepath.Join(p.runDir, "podvisor.sock"))
+	p.api = api.NewClient(filepath.Join(p.runDir, "podvisor.sock"))
 	if p.client, err = client.New(p.env.Address, client.WithDefaultNamespace(pvNamespace)); err != nil {
 		return fmt.Errorf("containerd client: %w", err)
 	}

@@ -21,8 +21,8 @@ import (
 	"time"
 
 	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/podvisor/podvisor/api"
 	"github.com/podvisor/podvisor/internal/testenv"
-	"github.com/podvisor/podvisor/status"
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 )
@@ -178,7 +178,7 @@ func (d *daemon) start() {
 	d.exited = make(chan error, 1)
 	cmd := d.cmd
 	go func() { d.exited <- cmd.Wait() }()
-	c := status.NewClient(d.sock)
+	c := api.NewClient(d.sock)
 	d.poll("podvisor API to answer", 30*time.Second, func() (bool, string) {
 		select {
 		case err := <-d.exited:
@@ -228,7 +228,7 @@ func (d *daemon) cleanup() {
 		for _, e := range entries {
 			os.Remove(filepath.Join(d.manifests, e.Name()))
 		}
-		c := status.NewClient(d.sock)
+		c := api.NewClient(d.sock)
 		deadline := time.Now().Add(60 * time.Second)
 		for time.Now().Before(deadline) {
 			l, err := c.Pods(context.Background())
@@ -324,7 +324,7 @@ func (d *daemon) poll(what string, timeout time.Duration, cond func() (bool, str
 }
 
 func (d *daemon) pod(name string) (*v1.Pod, error) {
-	return status.NewClient(d.sock).Pod(context.Background(), name)
+	return api.NewClient(d.sock).Pod(context.Background(), name)
 }
 
 // waitPod polls the API until pod name satisfies cond.
@@ -350,7 +350,7 @@ func (d *daemon) waitGone(name string, timeout time.Duration) {
 	d.t.Helper()
 	d.poll("pod "+name+" to be gone", timeout, func() (bool, string) {
 		_, err := d.pod(name)
-		if errors.Is(err, status.ErrNotFound) {
+		if errors.Is(err, api.ErrNotFound) {
 			return true, ""
 		}
 		return false, fmt.Sprintf("still there (%v)", err)
@@ -458,7 +458,7 @@ func shimCount(ns string) int {
 }
 
 func statusPods(d *daemon) ([]string, error) {
-	l, err := status.NewClient(d.sock).Pods(context.Background())
+	l, err := api.NewClient(d.sock).Pods(context.Background())
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"fmt"
-	"github.com/podvisor/podvisor/status"
+	"github.com/podvisor/podvisor/api"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,7 +47,7 @@ func TestInvalidEditKeepsPod(t *testing.T) {
 	}
 	// Events survive the restart: the Started event of the first run and
 	// the InvalidManifest warning are still listed.
-	evs, err := status.NewClient(d.sock).Events(context.Background())
+	evs, err := api.NewClient(d.sock).Events(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

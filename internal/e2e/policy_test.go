@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podvisor/podvisor/api"
 	"github.com/podvisor/podvisor/internal/image"
-	"github.com/podvisor/podvisor/status"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -109,7 +109,7 @@ spec:
     command: ["sleep", "3600"]
 `)
 	d.waitPod("always-"+node, 60*time.Second, "Running", running)
-	c := status.NewClient(d.sock)
+	c := api.NewClient(d.sock)
 	d.poll("a warning event about the pull", 10*time.Second, func() (bool, string) {
 		evs, err := c.Events(context.Background())
 		if err != nil {

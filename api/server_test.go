@@ -1,4 +1,4 @@
-package status
+package api
 
 import (
 	"context"
@@ -14,17 +14,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podvisor/podvisor/status"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // serve starts Serve on a fresh socket and waits until it answers. The
 // returned stop cancels it and returns Serve's result.
-func serve(t *testing.T, socket string, s *Store) (stop func() error) {
+func serve(t *testing.T, socket string, s Store) (stop func() error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, socket, s, slog.New(slog.DiscardHandler)) }()
+	go func() { done <- Serve(ctx, Options{Socket: socket, Store: s, Log: slog.New(slog.DiscardHandler)}) }()
 
 	c := NewClient(socket)
 	deadline := time.Now().Add(5 * time.Second)
@@ -90,15 +92,22 @@ func rawGet(t *testing.T, socket, path string) (int, []byte) {
 }
 
 func staticPod(ns, manifestName, node string) *v1.Pod {
-	p := testPod(ns, manifestName+"-"+node)
-	p.Annotations = map[string]string{ManifestNameAnnotation: manifestName}
-	return p
+	name := manifestName + "-" + node
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:   ns,
+			Name:        name,
+			UID:         types.UID(ns + "-" + name),
+			Annotations: map[string]string{status.ManifestNameAnnotation: manifestName},
+		},
+		Spec: v1.PodSpec{NodeName: node, Containers: []v1.Container{{Name: "app", Image: "busybox"}}},
+	}
 }
 
 func TestServeAndClient(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run", "podvisor")
 	socket := filepath.Join(dir, "podvisor.sock")
-	s := NewStore(slog.New(slog.DiscardHandler))
+	s := status.NewStore(slog.New(slog.DiscardHandler))
 	web := staticPod("default", "web", "node1")
 	s.SetPod(web)
 	s.SetPod(staticPod("default", "api", "node1"))
@@ -238,7 +247,7 @@ func TestServeAndClient(t *testing.T) {
 	})
 
 	t.Run("second server refused", func(t *testing.T) {
-		err := Serve(ctx, socket, s, slog.New(slog.DiscardHandler))
+		err := Serve(ctx, Options{Socket: socket, Store: s, Log: slog.New(slog.DiscardHandler)})
 		if !errors.Is(err, ErrSocketInUse) {
 			t.Fatalf("second Serve err = %v, want ErrSocketInUse", err)
 		}
@@ -271,7 +280,7 @@ func TestServeRemovesStaleSocket(t *testing.T) {
 	ln.(*net.UnixListener).SetUnlinkOnClose(false)
 	ln.Close() // a dead server's socket file stays behind
 
-	s := NewStore(nil)
+	s := status.NewStore(nil)
 	s.SetPod(staticPod("default", "web", "node1"))
 	serve(t, socket, s)
 	if _, err := NewClient(socket).Pod(t.Context(), "web"); err != nil {
@@ -284,7 +293,7 @@ func TestServeRefusesNonSocket(t *testing.T) {
 	if err := os.WriteFile(path, []byte("precious"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := Serve(t.Context(), path, NewStore(nil), nil)
+	err := Serve(t.Context(), Options{Socket: path, Store: status.NewStore(nil)})
 	if err == nil || !strings.Contains(err.Error(), "not a socket") {
 		t.Fatalf("err = %v, want a not-a-socket error", err)
 	}
@@ -318,7 +327,7 @@ func TestClientMissingSocket(t *testing.T) {
 // client-go would.
 func TestStatusIsAPIServerShaped(t *testing.T) {
 	socket := filepath.Join(t.TempDir(), "podvisor.sock")
-	serve(t, socket, NewStore(nil))
+	serve(t, socket, status.NewStore(nil))
 	_, body := rawGet(t, socket, "/pods/x")
 	var st metav1.Status
 	if err := json.Unmarshal(body, &st); err != nil {
@@ -326,5 +335,15 @@ func TestStatusIsAPIServerShaped(t *testing.T) {
 	}
 	if st.APIVersion != "v1" || st.Details == nil || st.Details.Name != "x" || st.Details.Kind != "pods" {
 		t.Errorf("status = %+v", st)
+	}
+}
+
+func TestServeNeedsStore(t *testing.T) {
+	socket := filepath.Join(t.TempDir(), "podvisor.sock")
+	if err := Serve(t.Context(), Options{Socket: socket}); err == nil || !strings.Contains(err.Error(), "no Store") {
+		t.Fatalf("Serve without a Store: err = %v", err)
+	}
+	if _, err := os.Lstat(socket); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Serve without a Store created its socket: %v", err)
 	}
 }

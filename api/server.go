@@ -1,4 +1,4 @@
-package status
+package api
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/podvisor/podvisor/status"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -24,39 +25,84 @@ import (
 // path given to Serve.
 var ErrSocketInUse = errors.New("socket in use by a live server")
 
-// shutdownTimeout bounds how long Serve waits for requests in flight.
-const shutdownTimeout = 5 * time.Second
+// DefaultSocket is the socket Serve listens on and a client dials when
+// none is named: layout's socket under the default run dir.
+const DefaultSocket = "/run/podvisor/podvisor.sock"
 
-// Serve serves the local API on the unix socket socketPath until ctx is done,
+// defaultShutdownTimeout bounds how long Serve waits for requests in flight.
+const defaultShutdownTimeout = 5 * time.Second
+
+// Store is what the server reads; *status.Store is one.
+type Store interface {
+	// Pods returns copies of the pods, sorted by namespace/name.
+	Pods() []v1.Pod
+	// Events returns copies of the recorded events, oldest first.
+	Events() []v1.Event
+	// Health returns nil when podvisor is healthy, else why not.
+	Health() error
+}
+
+var _ Store = (*status.Store)(nil)
+
+// Options configures Serve. Every field but Store has a default.
+type Options struct {
+	// Socket is the unix socket to serve on; DefaultSocket when empty.
+	Socket string
+	// Store answers the requests. Required.
+	Store Store
+	// Log gets the server's messages; nil discards them.
+	Log *slog.Logger
+	// ShutdownTimeout bounds how long Serve waits for requests in flight
+	// once ctx is done; 5s when zero.
+	ShutdownTimeout time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.Socket == "" {
+		o.Socket = DefaultSocket
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = defaultShutdownTimeout
+	}
+	return o
+}
+
+// Serve serves the local API on the unix socket o.Socket until ctx is done,
 // then shuts down gracefully and removes the socket. It returns nil after a
 // shutdown and an error when it cannot listen or serve.
 //
 // The socket is created with mode 0600 (before its path appears, so there is
 // no window with wider access) in a parent directory created 0755 if missing.
 // A stale socket left by a dead server is removed; if a live server answers
-// on socketPath, Serve refuses with ErrSocketInUse. A path that exists and is
+// on the socket, Serve refuses with ErrSocketInUse. A path that exists and is
 // not a socket is left alone and is an error.
 //
 // Endpoints (read only):
 //
 //	GET /pods          v1.PodList (apiVersion v1, kind PodList)
-//	GET /pods/{name}   v1.Pod; name is the full name "<name>-<node>" or the
-//	                   manifest's own name when that is unambiguous;
-//	                   ?namespace= narrows the search. Not found: 404, more
-//	                   than one match: 409 naming the candidates; errors are
-//	                   metav1.Status bodies as the API server sends them.
+//	GET /pods/{name}   v1.Pod, found by status.FindPods: name is the full
+//	                   name "<name>-<node>" or the manifest's own name when
+//	                   that is unambiguous; ?namespace= narrows the search.
+//	                   Not found: 404, more than one match: 409 naming the
+//	                   candidates; errors are metav1.Status bodies as the
+//	                   API server sends them.
 //	GET /events        v1.EventList, oldest first
 //	GET /healthz       "ok" with 200, or 503 with the error text
-func Serve(ctx context.Context, socketPath string, s *Store, log *slog.Logger) error {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+func Serve(ctx context.Context, o Options) error {
+	if o.Store == nil {
+		return errors.New("serve local API: no Store")
 	}
+	o = o.withDefaults()
+	socketPath, log := o.Socket, o.Log
 	ln, ours, err := listenUnix(ctx, socketPath)
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           newHandler(s),
+		Handler:           newHandler(o.Store),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
@@ -71,7 +117,7 @@ func Serve(ctx context.Context, socketPath string, s *Store, log *slog.Logger) e
 		return fmt.Errorf("serve %s: %w", socketPath, err)
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.ShutdownTimeout)
 	defer cancel()
 	err = srv.Shutdown(sctx)
 	<-errc // http.ErrServerClosed, returned as soon as Shutdown starts
@@ -153,7 +199,7 @@ func removeIfSame(path string, ours os.FileInfo) {
 	}
 }
 
-func newHandler(s *Store) http.Handler {
+func newHandler(s Store) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /pods", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, &v1.PodList{
@@ -163,7 +209,7 @@ func newHandler(s *Store) http.Handler {
 	})
 	mux.HandleFunc("GET /pods/{name}", func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
-		found := FindPods(s.Pods(), name, r.URL.Query().Get("namespace"))
+		found := status.FindPods(s.Pods(), name, r.URL.Query().Get("namespace"))
 		switch len(found) {
 		case 1:
 			writeJSON(w, http.StatusOK, found[0])

@@ -1,0 +1,23 @@
+// Package api is podvisor's local HTTP API: the server the daemon runs on a
+// unix socket, reading a status.Store, and the Client the CLI, the tests and
+// the benchmark use.
+//
+// Contract:
+//
+//   - Serve is configured by Options, each field with a default but the
+//     Store; it serves until its context ends, then shuts down within
+//     ShutdownTimeout and removes its socket.
+//   - The socket is reachable only as mode 0600, from its first moment; a
+//     live server on the same path is never displaced (ErrSocketInUse), a
+//     dead one's socket is replaced, a file that is not a socket is left
+//     alone.
+//   - The API is read-only and speaks the Kubernetes wire shapes (v1.PodList,
+//     v1.Pod, v1.EventList, metav1.Status errors); a pod is found by name
+//     with status.FindPods, the lookup the CLI shares.
+//   - Client errors are checked with errors.Is: ErrUnreachable (nothing
+//     answers, with a message saying to start podvisor), ErrNotFound,
+//     ErrAmbiguous, ErrUnhealthy.
+//
+// The package reads status (its types, FindPods and the Store it serves);
+// status does not import it.
+package api
