@@ -48,6 +48,9 @@ type tombstone struct {
 // so a watcher that stops can resume where it stopped. ErrExpired: the Store
 // cannot replay from since.
 //
+// The caller owns the watch: it, and the goroutine that feeds the channel,
+// end only when ctx is done, so a caller that stops reading cancels ctx.
+//
 // A watcher never holds the Store up: one that reads slowly, or not at all,
 // gets the latest state of each pod it has not read yet, not every
 // intermediate one (several changes to a pod become one, with the last
@@ -64,10 +67,15 @@ type tombstone struct {
 //	DELETED   ADDED      MODIFIED (the watcher knew the UID; it is back)
 func (s *Store) Watch(ctx context.Context, since uint64) (<-chan PodChange, error) {
 	s.mu.Lock()
-	if since > s.version || (since > 0 && since < s.expired) {
-		v, expired := s.version, s.expired
+	switch {
+	case since > s.version:
+		v := s.version
 		s.mu.Unlock()
-		return nil, fmt.Errorf("watch from version %d (the store is at %d and remembers deletions from %d): %w", since, v, expired, ErrExpired)
+		return nil, fmt.Errorf("watch from version %d: the store is at %d: %w", since, v, ErrExpired)
+	case since > 0 && since < s.expired:
+		expired := s.expired
+		s.mu.Unlock()
+		return nil, fmt.Errorf("watch from version %d: deletions up to version %d are forgotten: %w", since, expired, ErrExpired)
 	}
 	w := &watcher{pending: s.changesSinceLocked(since), wake: make(chan struct{}, 1)}
 	s.watchers[w] = struct{}{}
