@@ -71,9 +71,9 @@ func (e *unreachableError) Unwrap() []error { return []error{ErrUnreachable, e.e
 // metav1.Status body. errors.Is matches ErrNotFound for 404 and ErrAmbiguous
 // for 409.
 type APIError struct {
-	Code    int
-	Reason  metav1.StatusReason
-	Message string
+	Code    int                 // the HTTP status code
+	Reason  metav1.StatusReason // the Status reason, such as NotFound; may be empty
+	Message string              // the Status message
 }
 
 // Error returns the API's message, such as `pods "web" not found`.
