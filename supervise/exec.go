@@ -274,8 +274,10 @@ func (w *podWorker) prepareSandbox(pod *v1.Pod) error {
 func (w *podWorker) applyBackOffs(pod *v1.Pod, bs []backOff) {
 	for _, b := range bs {
 		if !b.Crash {
-			// A pull waiting out its retry shows ImagePullBackOff.
-			if wt := w.waiting[b.Ref.Name]; wt != nil && wt.Reason == "ErrImagePull" {
+			// A pull waiting out its retry shows ImagePullBackOff from the
+			// step after the one that failed, as kubelet's next sync does.
+			r := w.retry[b.Ref]
+			if wt := w.waiting[b.Ref.Name]; wt != nil && wt.Reason == "ErrImagePull" && r != nil && r.step < w.steps {
 				wt.Reason = "ImagePullBackOff"
 			}
 			continue

@@ -31,7 +31,7 @@ func (w *podWorker) start(ctx context.Context, pod *v1.Pod, a startContainer) er
 			r = &retryClock{bo: w.s.newRetry()}
 			w.retry[a.Ref] = r
 		}
-		r.at, r.gen = w.s.clock.Now().Add(r.bo.Next()), w.s.imageGen.Load()
+		r.at, r.gen, r.step = w.s.clock.Now().Add(r.bo.Next()), w.s.imageGen.Load(), w.steps
 		return nil
 	}
 	delete(w.retry, a.Ref)

@@ -56,14 +56,16 @@ type podWorker struct {
 	conds        []v1.PodCondition
 	warned       map[string]bool // one-time warning events already emitted
 	preparedFor  string          // the sandbox whose cgroup and files are set up
+	steps        int             // steps taken, to tell this step's failures from older ones
 }
 
 // retryClock is the back-off of a failing step and when it may run again.
 // A retry of a container's start waits only while no new image arrived.
 type retryClock struct {
-	bo  *backoff.Backoff
-	at  time.Time
-	gen int64
+	bo   *backoff.Backoff
+	at   time.Time
+	gen  int64
+	step int // the worker step that failed
 }
 
 func newPodWorker(s *Supervisor, uid types.UID, desired *manifest.Pod, rec *podRecord) *podWorker {
@@ -166,6 +168,7 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 		w.rec.StartTime = &t
 	}
 	w.rec.ensureContainers(pod)
+	w.steps++
 	w.observe(ctx, pod)
 
 	var wake time.Time
@@ -185,17 +188,15 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 		if finished {
 			return time.Time{}, true
 		}
+		if errors.Is(err, errReported) {
+			continue // its retry is armed; the next plan waits for it
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return time.Time{}, false
 			}
-			if !errors.Is(err, errReported) {
-				w.log.Warn("pod step failed; retrying", "err", err)
-			}
+			w.log.Warn("pod step failed; retrying", "err", err)
 			wake = w.s.clock.Now().Add(errorRetry)
-			if !p.Wake.IsZero() && p.Wake.Before(wake) {
-				wake = p.Wake
-			}
 			break
 		}
 	}
