@@ -474,7 +474,9 @@ func testPod(name string, policy v1.RestartPolicy, inits []string, apps ...strin
 	return p
 }
 
-func desired(p *v1.Pod) *manifest.Pod { return &manifest.Pod{Pod: p, Path: "/etc/kubernetes/manifests/" + p.Name + ".yaml"} }
+func desired(p *v1.Pod) *manifest.Pod {
+	return &manifest.Pod{Pod: p, Path: "/etc/kubernetes/manifests/" + p.Name + ".yaml"}
+}
 
 // worker returns a worker of e's supervisor for p, not started.
 func (e *env) worker(p *v1.Pod) *podWorker {

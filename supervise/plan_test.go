@@ -11,7 +11,7 @@ import (
 
 var t0 = time.Unix(1_000_000, 0)
 
-func app(n string) ctrRef  { return ctrRef{Type: containerTypeApp, Name: n} }
+func app(n string) ctrRef   { return ctrRef{Type: containerTypeApp, Name: n} }
 func init_(n string) ctrRef { return ctrRef{Type: containerTypeInit, Name: n} }
 
 func running(id string) *containerRecord {
@@ -22,7 +22,9 @@ func exitedRec(code int32) *containerRecord {
 	return &containerRecord{Terminated: &v1.ContainerStateTerminated{ExitCode: code, ContainerID: "containerd://old"}}
 }
 
-func obsRunning() observation { return observation{State: ContainerState{Exists: true, HasTask: true, Running: true}} }
+func obsRunning() observation {
+	return observation{State: ContainerState{Exists: true, HasTask: true, Running: true}}
+}
 
 func obsExited(code int32) observation {
 	return observation{State: ContainerState{Exists: true, HasTask: true, ExitCode: code, ExitedAt: t0.Add(-time.Second)}}
@@ -211,12 +213,12 @@ func TestPlanPod(t *testing.T) {
 			want:    []action{removeContainer{Ref: app("a"), ID: "ca"}},
 		},
 		{
-			name:    "crash back-off: a restart waits",
-			pod:     always,
-			rec:     live(nil, map[string]*containerRecord{"a": exitedRec(1), "b": running("cb")}),
-			obs:     map[string]observation{"cb": obsRunning()},
-			sandbox: readySandbox(),
-			waits:   map[ctrRef]waits{app("a"): {CrashUntil: t0.Add(10 * time.Second)}},
+			name:     "crash back-off: a restart waits",
+			pod:      always,
+			rec:      live(nil, map[string]*containerRecord{"a": exitedRec(1), "b": running("cb")}),
+			obs:      map[string]observation{"cb": obsRunning()},
+			sandbox:  readySandbox(),
+			waits:    map[ctrRef]waits{app("a"): {CrashUntil: t0.Add(10 * time.Second)}},
 			backOffs: []backOff{{Ref: app("a"), Until: t0.Add(10 * time.Second), Crash: true}},
 			wake:     t0.Add(10 * time.Second),
 		},

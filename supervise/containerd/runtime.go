@@ -45,7 +45,7 @@ type Runtime struct {
 	opts   Options
 
 	mu       sync.Mutex
-	unpacked map[string]bool          // image digests known to be unpacked
+	unpacked map[string]bool         // image digests known to be unpacked
 	images   map[string]client.Image // by ref, as last ensured
 }
 

@@ -84,7 +84,7 @@ func TestSpecOpts(t *testing.T) {
 		Pod: pod, Container: c, SandboxID: sb.SandboxID, NetNS: sb.NetNS, IPCNS: sb.IPCNS, Shm: sb.Shm, Hostname: "p-n",
 		Mounts:      []specs.Mount{{Destination: "/data", Source: "/host", Type: "bind", Options: []string{"rbind"}}},
 		CgroupsPath: "/podvisor/podu/cid", OOMScoreAdj: 5,
-		Resources:   supervise.Resources{CPUShares: 102, CPUQuota: 25000, CPUPeriod: 100000, MemoryLimit: 64 << 20},
+		Resources: supervise.Resources{CPUShares: 102, CPUQuota: 25000, CPUPeriod: 100000, MemoryLimit: 64 << 20},
 	}, []string{"/ignored"}, nil)
 	if err != nil {
 		t.Fatal(err)
