@@ -49,25 +49,19 @@ func sharesToWeight(shares uint64) uint64 {
 	return 1 + ((shares-2)*9999)/262142
 }
 
-// cgroupResources are the limits podvisor applies to a pod or container.
-type cgroupResources struct {
-	CPUShares   uint64 // always set (min 2)
-	CPUQuota    int64  // µs per quotaPeriod; 0 = unlimited
-	MemoryLimit int64  // bytes; 0 = unlimited
-}
-
 // containerResources turns one container's requests and limits into cgroup
 // values (pkg/kubelet/kuberuntime/kuberuntime_container_linux.go).
-func containerResources(c *v1.Container) cgroupResources {
+func containerResources(c *v1.Container) Resources {
 	req, lim := c.Resources.Requests, c.Resources.Limits
 	cpuReq := req.Cpu().MilliValue()
 	if _, ok := req[v1.ResourceCPU]; !ok {
 		// Kubernetes defaults a missing request to the limit.
 		cpuReq = lim.Cpu().MilliValue()
 	}
-	return cgroupResources{
+	return Resources{
 		CPUShares:   cpuShares(cpuReq),
 		CPUQuota:    cpuQuota(lim.Cpu().MilliValue()),
+		CPUPeriod:   quotaPeriod,
 		MemoryLimit: lim.Memory().Value(),
 	}
 }
@@ -76,7 +70,7 @@ func containerResources(c *v1.Container) cgroupResources {
 // (pkg/kubelet/cm/helpers_linux.go ResourceConfigForPod): shares from the
 // sum of requests; quota and memory limit only when every app container has
 // one, and never below the largest init container's.
-func podResources(spec *v1.PodSpec) cgroupResources {
+func podResources(spec *v1.PodSpec) Resources {
 	var cpuReq, cpuLim, memLim int64
 	cpuLimited, memLimited := true, true
 	for i := range spec.Containers {
@@ -112,7 +106,7 @@ func podResources(spec *v1.PodSpec) cgroupResources {
 			memLim = max(memLim, l)
 		}
 	}
-	r := cgroupResources{CPUShares: cpuShares(cpuReq)}
+	r := Resources{CPUShares: cpuShares(cpuReq), CPUPeriod: quotaPeriod}
 	if cpuLimited {
 		r.CPUQuota = cpuQuota(cpuLim)
 	}
@@ -131,7 +125,7 @@ type cgroupFile struct {
 }
 
 // cgroupFiles translates resources into the files of cgroup v1 or v2.
-func cgroupFiles(v2 bool, r cgroupResources) []cgroupFile {
+func cgroupFiles(v2 bool, r Resources) []cgroupFile {
 	if v2 {
 		cpuMax := "max " + strconv.Itoa(quotaPeriod)
 		if r.CPUQuota > 0 {
@@ -194,7 +188,7 @@ func (c cgroups) dirs(rel string) []string {
 
 // apply creates cgroup rel and writes r into it. On v2 it first enables the
 // cpu and memory controllers along the path.
-func (c cgroups) apply(rel string, r cgroupResources) error {
+func (c cgroups) apply(rel string, r Resources) error {
 	if c.v2 {
 		if err := c.enableV2Controllers(rel); err != nil {
 			return err

@@ -59,7 +59,7 @@ func TestCPUConversions(t *testing.T) {
 func TestCgroupFilesV1V2(t *testing.T) {
 	c := &v1.Container{Resources: res(nil, map[v1.ResourceName]string{"cpu": "250m", "memory": "64Mi"})}
 	r := containerResources(c)
-	if r != (cgroupResources{CPUShares: 256, CPUQuota: 25000, MemoryLimit: 64 << 20}) {
+	if r != (Resources{CPUShares: 256, CPUQuota: 25000, CPUPeriod: quotaPeriod, MemoryLimit: 64 << 20}) {
 		t.Fatalf("containerResources = %+v", r)
 	}
 	wantV1 := []cgroupFile{
@@ -79,11 +79,11 @@ func TestCgroupFilesV1V2(t *testing.T) {
 	if got := cgroupFiles(true, r); !reflect.DeepEqual(got, wantV2) {
 		t.Errorf("v2 files = %v, want %v", got, wantV2)
 	}
-	unlimited := cgroupFiles(true, cgroupResources{CPUShares: 2})
+	unlimited := cgroupFiles(true, Resources{CPUShares: 2})
 	if unlimited[1].Value != "max 100000" || unlimited[2].Value != "max" {
 		t.Errorf("unlimited v2 = %v", unlimited)
 	}
-	unlimitedV1 := cgroupFiles(false, cgroupResources{CPUShares: 2})
+	unlimitedV1 := cgroupFiles(false, Resources{CPUShares: 2})
 	if unlimitedV1[2].Value != "-1" || unlimitedV1[3].Value != "-1" {
 		t.Errorf("unlimited v1 = %v", unlimitedV1)
 	}
@@ -95,7 +95,7 @@ func TestPodResources(t *testing.T) {
 		{Resources: res(nil, map[v1.ResourceName]string{"cpu": "300m", "memory": "20Mi"})},
 	}}
 	got := podResources(spec)
-	want := cgroupResources{CPUShares: cpuShares(400), CPUQuota: cpuQuota(500), MemoryLimit: 30 << 20}
+	want := Resources{CPUShares: cpuShares(400), CPUQuota: cpuQuota(500), CPUPeriod: quotaPeriod, MemoryLimit: 30 << 20}
 	if got != want {
 		t.Errorf("podResources = %+v, want %+v", got, want)
 	}
@@ -114,7 +114,7 @@ func TestCgroupApplyRemoveV2Layout(t *testing.T) {
 	if !cg.v2 {
 		t.Fatal("not detected as v2")
 	}
-	if err := cg.apply("podvisor/podabc", cgroupResources{CPUShares: 1024, CPUQuota: 50000, MemoryLimit: 1 << 20}); err != nil {
+	if err := cg.apply("podvisor/podabc", Resources{CPUShares: 1024, CPUQuota: 50000, MemoryLimit: 1 << 20}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(root, "podvisor/podabc/cpu.max"))

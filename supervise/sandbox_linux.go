@@ -1,7 +1,6 @@
 package supervise
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -11,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/podvisor/podvisor/cni"
+	"github.com/podvisor/podvisor/internal/layout"
 	"github.com/podvisor/podvisor/internal/nsfs"
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
@@ -62,12 +62,18 @@ func podPorts(pod *v1.Pod) []cni.PortMapping {
 	return out
 }
 
-// createSandbox makes the pod's namespaces and /dev/shm. The network is
-// attached separately (attachNetwork) so a failed CNI ADD can be retried
-// without recreating the namespaces.
-func createSandbox(runDir string, pod *v1.Pod) (*sandboxRecord, error) {
+// hostSandboxes keeps sandboxes as namespace files bind-mounted under
+// the run dir: no pause process or image.
+type hostSandboxes struct{ layout layout.Layout }
+
+var _ Sandboxes = hostSandboxes{}
+
+// Create makes the pod's namespaces and /dev/shm. The network is attached
+// separately (CNI ADD) so a failed ADD is retried without recreating the
+// namespaces.
+func (h hostSandboxes) Create(pod *v1.Pod) (*sandboxRecord, error) {
 	sb := &sandboxRecord{ID: newID(), BootID: bootID()}
-	dir := filepath.Join(runDir, "pods", sb.ID)
+	dir := h.layout.SandboxDir(sb.ID)
 	if !pod.Spec.HostNetwork {
 		sb.NetNS = filepath.Join(dir, "net")
 		if err := cni.NewNetNS(sb.NetNS); err != nil {
@@ -88,6 +94,57 @@ func createSandbox(runDir string, pod *v1.Pod) (*sandboxRecord, error) {
 		}
 	}
 	return sb, nil
+}
+
+// Alive reports whether the sandbox's namespaces and /dev/shm still exist.
+func (hostSandboxes) Alive(sb *sandboxRecord) bool { return sandboxAlive(sb) }
+
+// NetNS is the sandbox's network namespace while it is one.
+func (hostSandboxes) NetNS(sb *sandboxRecord) string {
+	if cni.IsNetNS(sb.NetNS) {
+		return sb.NetNS
+	}
+	return ""
+}
+
+// Find rebuilds the record of a sandbox from its directory (its network
+// was attached; its IPs are not known any more).
+func (h hostSandboxes) Find(id string) *sandboxRecord {
+	dir := h.layout.SandboxDir(id)
+	sb := &sandboxRecord{ID: id, Network: true}
+	if p := filepath.Join(dir, "net"); cni.IsNetNS(p) {
+		sb.NetNS = p
+	}
+	if p := filepath.Join(dir, "ipc"); nsfs.Is(p) {
+		sb.IPCNS = p
+	}
+	if p := filepath.Join(dir, "shm"); isMountPoint(p) {
+		sb.Shm = p
+	}
+	return sb
+}
+
+// Remove removes the namespaces, /dev/shm and the sandbox's directory. It
+// works from the ID alone, for sandboxes no record names.
+func (h hostSandboxes) Remove(sb *sandboxRecord) error {
+	dir := h.layout.SandboxDir(sb.ID)
+	var errs []error
+	if err := cni.RemoveNetNS(filepath.Join(dir, "net")); err != nil {
+		errs = append(errs, err)
+	}
+	if err := nsfs.Remove(filepath.Join(dir, "ipc")); err != nil {
+		errs = append(errs, err)
+	}
+	shm := filepath.Join(dir, "shm")
+	if err := unix.Unmount(shm, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+		errs = append(errs, fmt.Errorf("unmount /dev/shm: %w", err))
+	}
+	if isMountPoint(shm) {
+		errs = append(errs, fmt.Errorf("/dev/shm of sandbox %s is still mounted", sb.ID))
+	} else if err := os.RemoveAll(dir); err != nil {
+		errs = append(errs, fmt.Errorf("remove sandbox dir: %w", err))
+	}
+	return errors.Join(errs...)
 }
 
 // sandboxAlive reports whether the sandbox's namespaces and /dev/shm still
@@ -149,34 +206,4 @@ func mountState(p string) (mounted, known bool) {
 func bootID() string {
 	b, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	return strings.TrimSpace(string(b))
-}
-
-// removeSandbox detaches the network (CNI DEL works from libcni's cache
-// even when the namespace is gone) and removes the namespaces and /dev/shm.
-func removeSandbox(ctx context.Context, net Network, runDir string, pod *v1.Pod, sb *sandboxRecord) error {
-	var errs []error
-	if !pod.Spec.HostNetwork {
-		netns := sb.NetNS
-		if !cni.IsNetNS(netns) {
-			netns = ""
-		}
-		if err := net.Del(ctx, sb.ID, netns, podRef(pod), sb.Ports); err != nil {
-			errs = append(errs, fmt.Errorf("cni del: %w", err))
-		}
-	}
-	if err := cni.RemoveNetNS(sb.NetNS); err != nil {
-		errs = append(errs, err)
-	}
-	if err := nsfs.Remove(sb.IPCNS); err != nil {
-		errs = append(errs, err)
-	}
-	if sb.Shm != "" {
-		if err := unix.Unmount(sb.Shm, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
-			errs = append(errs, fmt.Errorf("unmount /dev/shm: %w", err))
-		}
-	}
-	if err := os.RemoveAll(filepath.Join(runDir, "pods", sb.ID)); err != nil {
-		errs = append(errs, fmt.Errorf("remove sandbox dir: %w", err))
-	}
-	return errors.Join(errs...)
 }

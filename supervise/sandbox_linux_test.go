@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/podvisor/podvisor/internal/layout"
 )
 
 // A sandbox is lost only on proof: a missing file or a file that is not a
@@ -40,23 +42,24 @@ func TestSandboxGone(t *testing.T) {
 func TestSaveRecordSkipsUnchanged(t *testing.T) {
 	dir := t.TempDir()
 	r := &podRecord{UID: "u", Namespace: "default", Name: "p"}
-	b, err := saveRecord(dir, r, nil)
+	l := layout.Layout{StateDir: dir}
+	b, err := saveRecord(l, r, nil)
 	if err != nil || len(b) == 0 {
 		t.Fatalf("first save: %v", err)
 	}
-	p := filepath.Join(recordDir(dir, "u"), "record.json")
+	p := l.RecordFile("u")
 	os.Remove(p)
-	if _, err := saveRecord(dir, r, b); err != nil {
+	if _, err := saveRecord(l, r, b); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(p); !os.IsNotExist(err) {
 		t.Error("an unchanged record was written again")
 	}
 	r.Name = "q"
-	if _, err := saveRecord(dir, r, b); err != nil {
+	if _, err := saveRecord(l, r, b); err != nil {
 		t.Fatal(err)
 	}
-	recs, errs := loadRecords(dir)
+	recs, errs := loadRecords(l)
 	if len(errs) != 0 || recs["u"] == nil || recs["u"].Name != "q" {
 		t.Fatalf("loaded %+v, %v", recs, errs)
 	}

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
+
+	"github.com/podvisor/podvisor/internal/atomicfile"
+	"github.com/podvisor/podvisor/internal/layout"
 
 	"github.com/podvisor/podvisor/cni"
 	v1 "k8s.io/api/core/v1"
@@ -17,7 +19,7 @@ import (
 // podRecord is what podvisor keeps on disk for each pod, in
 // <state-dir>/pods/<uid>/record.json, so that a restarted podvisor adopts
 // running pods with their restart counts and last states. It is written
-// atomically (temp file and rename) after every change.
+// atomically (internal/atomicfile) after every change.
 type podRecord struct {
 	UID       types.UID `json:"uid"`
 	Namespace string    `json:"namespace"`
@@ -68,13 +70,50 @@ type containerRecord struct {
 
 func (r *podRecord) fullName() string { return r.Namespace + "/" + r.Name }
 
-func recordDir(stateDir string, uid types.UID) string {
-	return filepath.Join(stateDir, "pods", string(uid))
+// containers calls f for every container record of the pod's spec, init
+// containers first, in spec order.
+func (r *podRecord) each(pod *v1.Pod, f func(ref ctrRef, c *v1.Container, cr *containerRecord)) {
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		f(ctrRef{Type: containerTypeInit, Name: c.Name}, c, r.Init[c.Name])
+	}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		f(ctrRef{Type: containerTypeApp, Name: c.Name}, c, r.Apps[c.Name])
+	}
+}
+
+// container returns the record of ref.
+func (r *podRecord) container(ref ctrRef) *containerRecord {
+	if ref.Type == containerTypeInit {
+		return r.Init[ref.Name]
+	}
+	return r.Apps[ref.Name]
+}
+
+// ensureContainers adds an empty record for every container of pod.
+func (r *podRecord) ensureContainers(pod *v1.Pod) {
+	if r.Init == nil {
+		r.Init = map[string]*containerRecord{}
+	}
+	if r.Apps == nil {
+		r.Apps = map[string]*containerRecord{}
+	}
+	for _, c := range pod.Spec.InitContainers {
+		if r.Init[c.Name] == nil {
+			r.Init[c.Name] = &containerRecord{}
+		}
+	}
+	for _, c := range pod.Spec.Containers {
+		if r.Apps[c.Name] == nil {
+			r.Apps[c.Name] = &containerRecord{}
+		}
+	}
 }
 
 // saveRecord writes r unless it equals last (the bytes of the previous
 // save) and returns what was written.
-func saveRecord(stateDir string, r *podRecord, last []byte) ([]byte, error) {
+func saveRecord(l layout.Layout, r *podRecord, last []byte) ([]byte, error) {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return last, fmt.Errorf("save pod record: %w", err)
@@ -82,39 +121,17 @@ func saveRecord(stateDir string, r *podRecord, last []byte) ([]byte, error) {
 	if bytes.Equal(b, last) {
 		return last, nil
 	}
-	if err := writeRecord(stateDir, r.UID, b); err != nil {
-		return last, err
+	if err := atomicfile.Write(l.RecordFile(string(r.UID)), b, 0o600); err != nil {
+		return last, fmt.Errorf("save pod record: %w", err)
 	}
 	return b, nil
 }
 
-func writeRecord(stateDir string, uid types.UID, b []byte) error {
-	dir := recordDir(stateDir, uid)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("save pod record: %w", err)
-	}
-	tmp := filepath.Join(dir, ".record.json.tmp")
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("save pod record: %w", err)
-	}
-	_, werr := f.Write(b)
-	serr := f.Sync()
-	cerr := f.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		return fmt.Errorf("save pod record: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, "record.json")); err != nil {
-		return fmt.Errorf("save pod record: %w", err)
-	}
-	return nil
-}
-
 // loadRecords reads every pod record in the state dir. Unreadable records
 // are returned as errors beside the good ones.
-func loadRecords(stateDir string) (map[types.UID]*podRecord, []error) {
+func loadRecords(l layout.Layout) (map[types.UID]*podRecord, []error) {
 	out := map[types.UID]*podRecord{}
-	entries, err := os.ReadDir(filepath.Join(stateDir, "pods"))
+	entries, err := os.ReadDir(l.Records())
 	if errors.Is(err, os.ErrNotExist) {
 		return out, nil
 	}
@@ -123,7 +140,7 @@ func loadRecords(stateDir string) (map[types.UID]*podRecord, []error) {
 	}
 	var errs []error
 	for _, e := range entries {
-		p := filepath.Join(stateDir, "pods", e.Name(), "record.json")
+		p := l.RecordFile(e.Name())
 		b, err := os.ReadFile(p)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
@@ -142,8 +159,8 @@ func loadRecords(stateDir string) (map[types.UID]*podRecord, []error) {
 	return out, errs
 }
 
-func removeRecord(stateDir string, uid types.UID) error {
-	if err := os.RemoveAll(recordDir(stateDir, uid)); err != nil {
+func removeRecord(l layout.Layout, uid types.UID) error {
+	if err := os.RemoveAll(l.PodDir(string(uid))); err != nil {
 		return fmt.Errorf("remove pod record: %w", err)
 	}
 	return nil

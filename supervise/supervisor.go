@@ -4,21 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/podvisor/podvisor/internal/nsfs"
 	"log/slog"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
-	apievents "github.com/containerd/containerd/api/events"
-	containerd "github.com/containerd/containerd/v2/client"
-	"github.com/containerd/typeurl/v2"
 	"github.com/podvisor/podvisor/cni"
+	"github.com/podvisor/podvisor/internal/backoff"
+	"github.com/podvisor/podvisor/internal/layout"
 	"github.com/podvisor/podvisor/manifest"
 	"github.com/podvisor/podvisor/status"
 	"golang.org/x/sys/unix"
@@ -41,98 +34,123 @@ type StatusSink interface {
 	NodeEventf(node, eventType, reason, format string, args ...any)
 }
 
+// Sandboxes makes and removes pods' shared namespaces and /dev/shm on
+// this host (no pause process).
+type Sandboxes interface {
+	// Create makes a new sandbox for pod. On failure the partial sandbox
+	// is returned beside the error, so it can be removed.
+	Create(pod *v1.Pod) (*sandboxRecord, error)
+	// Alive reports whether sb still exists in this boot.
+	Alive(sb *sandboxRecord) bool
+	// Remove removes sb's namespaces, /dev/shm and directory.
+	Remove(sb *sandboxRecord) error
+	// NetNS is sb's network namespace path while it is one, else "" (for
+	// a CNI DEL after the namespace is gone).
+	NetNS(sb *sandboxRecord) string
+	// Find rebuilds the record of an existing sandbox from its ID.
+	Find(id string) *sandboxRecord
+}
+
+// Clock is the time source of everything that decides by time.
+type Clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time                         { return time.Now() }
+func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
 var (
 	_ Network    = (*cni.Manager)(nil)
 	_ StatusSink = (*status.Store)(nil)
 )
 
-// Config is the supervisor's configuration.
-type Config struct {
-	StateDir  string
-	RunDir    string
-	LogDir    string
-	ImagesDir string
-	NodeName  string
-	NodeIP    string
-	// Namespace is the containerd namespace podvisor owns.
-	Namespace string
-	// Snapshotter defaults to overlayfs.
-	Snapshotter string
-	// LogDriver is the binary the shims run to write container logs;
-	// podvisor's own executable ("podvisor log-driver").
-	LogDriver  string
-	LogMaxSize int64
-	// CgroupRoot (default /sys/fs/cgroup) and CgroupParent (default: the
-	// containerd namespace, "podvisor"): pod cgroups are <parent>/pod<uid>.
+// Options configures a Supervisor. Runtime, Network and Status are
+// required; the rest have defaults.
+type Options struct {
+	Runtime Runtime
+	Network Network
+	Status  StatusSink
+	Log     *slog.Logger
+	// Layout holds the state, run and log dirs.
+	Layout   layout.Layout
+	NodeName string
+	NodeIP   string
+	// CgroupRoot (default /sys/fs/cgroup) and CgroupParent (default
+	// "podvisor", the containerd namespace): pod cgroups are
+	// <parent>/pod<uid>.
 	CgroupRoot   string
 	CgroupParent string
 	// RelistPeriod is how often every worker re-checks its containers as a
 	// safety net for missed events (default 10s).
 	RelistPeriod time.Duration
-	// PullTimeout bounds a registry pull (default 30s).
-	PullTimeout time.Duration
+	// ImagesReady, when set, is closed once the images dir's first import
+	// pass is done; pods wait for it before they look for an image.
+	ImagesReady <-chan struct{}
+	// Sandboxes default to namespaces under Layout.RunDir.
+	Sandboxes Sandboxes
+	// Clock defaults to the real one.
+	Clock Clock
 }
 
 // Supervisor keeps the pods of the latest desired snapshot running.
 type Supervisor struct {
-	cfg    Config
-	client *containerd.Client
-	rt     *runtime
-	net    Network
-	store  StatusSink
-	log    *slog.Logger
-	cg     cgroups
-	now    func() time.Time
+	opts      Options
+	layout    layout.Layout
+	rt        Runtime
+	net       Network
+	status    StatusSink
+	sandboxes Sandboxes
+	log       *slog.Logger
+	cg        cgroups
+	clock     Clock
 
 	// imageGen counts image imports, so a pod waiting out a failed pull
 	// retries at once when new images arrive.
-	imageGen    atomic.Int64
-	oomFloor    int // lowest oom_score_adj this host accepts (0 or -1000)
-	machineMem  int64
-	imagesReady chan struct{}
+	imageGen   atomic.Int64
+	oomFloor   int // lowest oom_score_adj this host accepts (0 or -1000)
+	machineMem int64
 
 	mu          sync.Mutex
 	workers     map[types.UID]*podWorker
+	sent        map[types.UID]*manifest.Pod // the spec last sent to each worker
 	byContainer map[string]*podWorker
 }
 
-// New returns a Supervisor using the given containerd client (with
-// cfg.Namespace as its default namespace), network and status sink.
-func New(cfg Config, client *containerd.Client, net Network, store StatusSink, log *slog.Logger) *Supervisor {
-	if cfg.Snapshotter == "" {
-		cfg.Snapshotter = "overlayfs"
+// New returns a Supervisor.
+func New(opts Options) *Supervisor {
+	if opts.CgroupRoot == "" {
+		opts.CgroupRoot = "/sys/fs/cgroup"
 	}
-	if cfg.CgroupRoot == "" {
-		cfg.CgroupRoot = "/sys/fs/cgroup"
+	if opts.CgroupParent == "" {
+		opts.CgroupParent = "podvisor"
 	}
-	if cfg.CgroupParent == "" {
-		// One parent per containerd namespace: two podvisors on one host
-		// (in different namespaces) never touch each other's cgroups.
-		cfg.CgroupParent = cfg.Namespace
+	if opts.RelistPeriod == 0 {
+		opts.RelistPeriod = 10 * time.Second
 	}
-	if cfg.RelistPeriod == 0 {
-		cfg.RelistPeriod = 10 * time.Second
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	if cfg.PullTimeout == 0 {
-		cfg.PullTimeout = 30 * time.Second
+	if opts.Clock == nil {
+		opts.Clock = realClock{}
+	}
+	if opts.Sandboxes == nil {
+		opts.Sandboxes = hostSandboxes{layout: opts.Layout}
 	}
 	s := &Supervisor{
-		cfg:    cfg,
-		client: client,
-		rt: &runtime{
-			client:      client,
-			snapshotter: cfg.Snapshotter,
-			logDriver:   cfg.LogDriver,
-			logMaxSize:  cfg.LogMaxSize,
-			pullTimeout: cfg.PullTimeout,
-		},
-		net:         net,
-		store:       store,
-		log:         log,
-		cg:          detectCgroups(cfg.CgroupRoot),
-		now:         time.Now,
-		imagesReady: make(chan struct{}),
+		opts:        opts,
+		layout:      opts.Layout,
+		rt:          opts.Runtime,
+		net:         opts.Network,
+		status:      opts.Status,
+		sandboxes:   opts.Sandboxes,
+		log:         opts.Log,
+		cg:          detectCgroups(opts.CgroupRoot),
+		clock:       opts.Clock,
 		workers:     map[types.UID]*podWorker{},
+		sent:        map[types.UID]*manifest.Pod{},
 		byContainer: map[string]*podWorker{},
 	}
 	s.oomFloor = probeOOMFloor()
@@ -143,6 +161,22 @@ func New(cfg Config, client *containerd.Client, net Network, store StatusSink, l
 	return s
 }
 
+// newCrashBackoff is a container's restart back-off (kubelet's).
+func (s *Supervisor) newCrashBackoff() *backoff.Backoff { return backoff.Kubelet(s.clock.Now) }
+
+// newRetry is the back-off of a failing start or sandbox step: 10 s
+// doubling to 300 s as kubelet's image pull back-off, with jitter.
+func (s *Supervisor) newRetry() *backoff.Backoff {
+	return &backoff.Backoff{Initial: 10 * time.Second, Max: 300 * time.Second, Jitter: 0.1, ResetAfter: 600 * time.Second, Now: s.clock.Now}
+}
+
+// ImagesImported tells the supervisor that new images arrived: pods
+// waiting out a failed pull retry at once.
+func (s *Supervisor) ImagesImported() {
+	s.imageGen.Add(1)
+	s.wakeAll()
+}
+
 // Run supervises until ctx ends. It never stops a pod on its way out.
 func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot) error {
 	var wg sync.WaitGroup
@@ -150,7 +184,7 @@ func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	// Subscribe before looking at any task, so no exit falls between.
+	// Subscribe before looking at any container, so no exit falls between.
 	subscribed := make(chan struct{})
 	wg.Add(1)
 	go func() { defer wg.Done(); s.watchEvents(ctx, subscribed) }()
@@ -160,55 +194,10 @@ func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot
 		return ctx.Err()
 	}
 
-	wg.Add(1)
-	go func() { defer wg.Done(); s.watchImages(ctx) }()
-
-	records, errs := loadRecords(s.cfg.StateDir)
-	for _, err := range errs {
-		s.log.Error("pod record unreadable; its pod will be rebuilt from containerd labels", "err", err)
-	}
-	live, err := s.rt.podContainers(ctx)
+	records, err := s.adopt(ctx)
 	if err != nil {
 		return err
 	}
-	for uid, ctrs := range live {
-		r, ok := records[types.UID(uid)]
-		if !ok {
-			records[types.UID(uid)] = recordFromLabels(ctx, s.cfg.RunDir, ctrs)
-			continue
-		}
-		// A labelled container its record does not name is left from a
-		// crash in the middle of a start: it must not run beside the one
-		// the record knows.
-		known := map[string]bool{}
-		for _, cr := range r.Init {
-			known[cr.ID] = true
-		}
-		for _, cr := range r.Apps {
-			known[cr.ID] = true
-		}
-		for _, c := range ctrs {
-			if !known[c.ID()] {
-				s.log.Warn("removing a container no pod record names", "container", c.ID(), "uid", uid)
-				s.rt.stop(ctx, c.ID(), syscall.SIGKILL, 0)
-				s.rt.remove(ctx, c.ID())
-			}
-		}
-	}
-	s.sweepSandboxes(records)
-	// Leaked CNI attachments: any whose sandbox no record knows.
-	keep := map[string]bool{}
-	for _, r := range records {
-		if r.Sandbox != nil {
-			keep[r.Sandbox.ID] = true
-		}
-	}
-	if removed, err := s.net.GC(ctx, keep); err != nil {
-		s.log.Warn("collect leaked network attachments", "err", err)
-	} else if len(removed) > 0 {
-		s.log.Info("released leaked network attachments", "sandboxes", removed)
-	}
-
 	var last manifest.Snapshot
 	select {
 	case last = <-snapshots:
@@ -230,7 +219,7 @@ func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot
 	}
 	s.reconcile(last, records, start)
 	reported := s.reportManifestErrors(nil, last)
-	relist := time.NewTicker(s.cfg.RelistPeriod)
+	relist := time.NewTicker(s.opts.RelistPeriod)
 	defer relist.Stop()
 	for {
 		select {
@@ -245,6 +234,7 @@ func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot
 				select {
 				case <-w.done:
 					delete(s.workers, uid)
+					delete(s.sent, uid)
 				default:
 				}
 			}
@@ -270,12 +260,11 @@ func (s *Supervisor) reconcile(snap manifest.Snapshot, records map[types.UID]*po
 	}
 	busyNames := map[string]bool{}
 	for uid, w := range s.workers {
-		if _, ok := want[uid]; !ok {
-			w.requestStop()
+		if _, ok := want[uid]; !ok && s.sent[uid] != nil {
+			w.inbox.send(stopMsg{})
+			s.sent[uid] = nil
 		}
-		if p := w.pod(); p != nil {
-			busyNames[p.Namespace+"/"+p.Name] = true
-		}
+		busyNames[w.fullName] = true
 	}
 	for uid, r := range records {
 		if _, ok := want[uid]; ok {
@@ -283,14 +272,18 @@ func (s *Supervisor) reconcile(snap manifest.Snapshot, records map[types.UID]*po
 		}
 		// Found at start-up but no longer desired: adopt it to stop it.
 		w := newPodWorker(s, uid, nil, r)
-		w.stopReq = true
+		w.stopping = true
 		delete(records, uid)
 		start(w)
 		busyNames[r.fullName()] = true
 	}
 	for uid, p := range want {
 		if w, ok := s.workers[uid]; ok {
-			w.update(p)
+			// The Source hands out an unchanged pod as the same *Pod.
+			if s.sent[uid] != p {
+				s.sent[uid] = p
+				w.inbox.send(specMsg{pod: p})
+			}
 			continue
 		}
 		if busyNames[p.Pod.Namespace+"/"+p.Pod.Name] {
@@ -298,6 +291,7 @@ func (s *Supervisor) reconcile(snap manifest.Snapshot, records map[types.UID]*po
 		}
 		w := newPodWorker(s, uid, p, records[uid])
 		delete(records, uid)
+		s.sent[uid] = p
 		start(w)
 	}
 }
@@ -306,7 +300,7 @@ func (s *Supervisor) wakeAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, w := range s.workers {
-		w.wake()
+		w.inbox.send(wakeMsg{})
 	}
 }
 
@@ -328,18 +322,16 @@ func (s *Supervisor) owner(id string) *podWorker {
 	return s.byContainer[id]
 }
 
-// watchEvents follows containerd's task exit and OOM events and wakes the
+// watchEvents follows the runtime's exit and OOM events and tells the
 // owning worker. When the stream breaks (containerd restarting) it
 // resubscribes and wakes every worker, since exits may have been missed.
 func (s *Supervisor) watchEvents(ctx context.Context, subscribed chan<- struct{}) {
-	filters := []string{
-		fmt.Sprintf(`namespace==%q,topic=="/tasks/exit"`, s.cfg.Namespace),
-		fmt.Sprintf(`namespace==%q,topic=="/tasks/oom"`, s.cfg.Namespace),
-	}
+	bo := backoff.Retry(s.clock.Now, 10*time.Second)
+	bo.Initial = time.Second
 	first := true
-	for {
+	for ctx.Err() == nil {
 		sctx, cancel := context.WithCancel(ctx)
-		ch, errs := s.client.Subscribe(sctx, filters...)
+		events, errs := s.rt.Events(sctx)
 		if first {
 			close(subscribed)
 			first = false
@@ -347,217 +339,82 @@ func (s *Supervisor) watchEvents(ctx context.Context, subscribed chan<- struct{}
 			s.wakeAll()
 		}
 		s.setHealth(nil)
-	loop:
-		for {
-			select {
-			case env := <-ch:
-				s.handleEvent(env.Event)
-			case err := <-errs:
-				if ctx.Err() == nil {
-					s.log.Warn("containerd event stream broke; resubscribing", "err", err)
-					s.setHealth(fmt.Errorf("containerd event stream: %w", err))
-				}
-				break loop
-			case <-ctx.Done():
-				break loop
-			}
-		}
+		err := s.route(ctx, events, errs)
 		cancel()
-		t := time.NewTimer(time.Second)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if ctx.Err() != nil {
 			return
-		case <-t.C:
+		}
+		s.log.Warn("containerd event stream broke; resubscribing", "err", err)
+		s.setHealth(fmt.Errorf("containerd event stream: %w", err))
+		if backoff.Wait(ctx, bo.Next()) != nil {
+			return
 		}
 	}
 }
 
-func (s *Supervisor) handleEvent(any typeurl.Any) {
-	if any == nil {
-		return
-	}
-	ev, err := typeurl.UnmarshalAny(any)
-	if err != nil {
-		return
-	}
-	switch e := ev.(type) {
-	case *apievents.TaskExit:
-		if e.ID != e.ContainerID {
-			return // an exec process, not the container's init
-		}
-		if w := s.owner(e.ContainerID); w != nil {
-			w.wake()
-		}
-	case *apievents.TaskOOM:
-		if w := s.owner(e.ContainerID); w != nil {
-			w.markOOM(e.ContainerID)
+// route hands each event to the container's worker until the stream ends.
+func (s *Supervisor) route(ctx context.Context, events <-chan RuntimeEvent, errs <-chan error) error {
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				select {
+				case err := <-errs:
+					return err
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			w := s.owner(ev.ContainerID)
+			if w == nil {
+				continue
+			}
+			switch ev.Type {
+			case EventExit:
+				w.inbox.send(wakeMsg{})
+			case EventOOM:
+				w.inbox.send(oomMsg{containerID: ev.ContainerID})
+			}
+		case err := <-errs:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 }
 
 // ensureImage waits for the start-up import of the images dir, then finds
 // the container's image.
-func (s *Supervisor) ensureImage(ctx context.Context, c *v1.Container) (*imageResult, error) {
-	select {
-	case <-s.imagesReady:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+func (s *Supervisor) ensureImage(ctx context.Context, c *v1.Container) (Image, error) {
+	if s.opts.ImagesReady != nil {
+		select {
+		case <-s.opts.ImagesReady:
+		case <-ctx.Done():
+			return Image{}, ctx.Err()
+		}
 	}
-	return s.rt.ensureImage(ctx, c)
+	return s.rt.EnsureImage(ctx, c)
 }
 
-// stopSignal is the image's StopSignal, else SIGTERM.
-func (s *Supervisor) stopSignal(ctx context.Context, c *v1.Container) syscall.Signal {
-	ref, err := normalizeImage(c.Image)
-	if err != nil {
-		return syscall.SIGTERM
-	}
-	img, err := s.client.GetImage(ctx, ref)
-	if err != nil {
-		return syscall.SIGTERM
-	}
-	spec, err := img.Spec(ctx)
-	if err != nil {
-		return syscall.SIGTERM
-	}
-	return stopSignal(spec.Config.StopSignal)
-}
-
-// oomScoreAdj computes kubelet's OOM score for the container, raised to
-// what this host accepts (nested and rootless hosts refuse negative values),
-// with a warning when it had to be raised.
-func (s *Supervisor) oomScoreAdj(pod *v1.Pod, c *v1.Container) (int, string) {
-	critical := pod.Spec.PriorityClassName == "system-node-critical" || pod.Spec.PriorityClassName == "system-cluster-critical"
-	adj := oomScoreAdj(status.QOSClass(&pod.Spec), c.Resources.Requests.Memory().Value(), s.machineMem, critical)
-	if adj < s.oomFloor {
-		return s.oomFloor, fmt.Sprintf("this host refuses oom_score_adj %d; using %d", adj, s.oomFloor)
-	}
-	return adj, ""
-}
-
-// probeOOMFloor finds whether this process may lower an oom_score_adj:
-// it tries on itself and restores the old value.
-func probeOOMFloor() int {
-	const p = "/proc/self/oom_score_adj"
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return 0
-	}
-	orig, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return 0
-	}
-	if orig < 0 {
-		return -1000
-	}
-	if err := os.WriteFile(p, []byte("-1"), 0o644); err != nil {
-		return orig
-	}
-	os.WriteFile(p, []byte(strconv.Itoa(orig)), 0o644)
-	return -1000
-}
-
-// removePodContainers kills and removes every containerd container labelled
-// with the pod's UID.
-func (s *Supervisor) removePodContainers(ctx context.Context, uid types.UID) error {
-	all, err := s.rt.podContainers(ctx)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, c := range all[string(uid)] {
-		if err := s.rt.stop(ctx, c.ID(), syscall.SIGKILL, 0); err != nil {
-			errs = append(errs, err)
-		}
-		if err := s.rt.remove(ctx, c.ID()); err != nil {
-			errs = append(errs, err)
-		}
-		s.untrack(c.ID())
-	}
-	return errors.Join(errs...)
-}
-
-// recordFromLabels rebuilds a minimal record for containers whose pod has no
-// record (lost state dir); enough to adopt them or stop them.
-func recordFromLabels(ctx context.Context, runDir string, ctrs []containerd.Container) *podRecord {
-	r := &podRecord{Init: map[string]*containerRecord{}, Apps: map[string]*containerRecord{}}
-	sandboxID := ""
-	for _, c := range ctrs {
-		info, err := c.Info(ctx)
-		if err != nil {
-			continue
-		}
-		l := info.Labels
-		r.UID, r.Namespace, r.Name = types.UID(l[labelPodUID]), l[labelPodNamespace], l[labelPodName]
-		n, _ := strconv.Atoi(l[labelRestartCount])
-		cr := &containerRecord{ID: c.ID(), RestartCount: int32(n), StartedAt: info.CreatedAt}
-		if l[labelContainerType] == containerTypeInit {
-			r.Init[l[labelContainer]] = cr
-		} else {
-			r.Apps[l[labelContainer]] = cr
-		}
-		if r.Created.IsZero() || info.CreatedAt.Before(r.Created) {
-			r.Created = info.CreatedAt
-		}
-		if id := l[labelSandboxID]; id != "" {
-			sandboxID = id
-		}
-	}
-	// Running app containers mean the init containers completed.
-	if len(r.Apps) > 0 {
-		for _, cr := range r.Init {
-			cr.Done = true
-		}
-	}
-	// The sandbox's namespaces live at known places under the run dir; its
-	// network was attached (its IPs are not known any more).
-	if sandboxID != "" {
-		dir := filepath.Join(runDir, "pods", sandboxID)
-		sb := &sandboxRecord{ID: sandboxID, Network: true}
-		if p := filepath.Join(dir, "net"); cni.IsNetNS(p) {
-			sb.NetNS = p
-		}
-		if p := filepath.Join(dir, "ipc"); nsfs.Is(p) {
-			sb.IPCNS = p
-		}
-		if p := filepath.Join(dir, "shm"); isMountPoint(p) {
-			sb.Shm = p
-		}
-		r.Sandbox = sb
-	}
-	// Without its spec the pod cannot be stopped gracefully container by
-	// container; a placeholder spec lets the worker stop and remove it.
-	r.Pod = &v1.Pod{}
-	r.Pod.UID, r.Pod.Namespace, r.Pod.Name = r.UID, r.Namespace, r.Name
-	for name := range r.Init {
-		r.Pod.Spec.InitContainers = append(r.Pod.Spec.InitContainers, v1.Container{Name: name})
-	}
-	for name := range r.Apps {
-		r.Pod.Spec.Containers = append(r.Pod.Spec.Containers, v1.Container{Name: name})
-	}
-	return r
-}
-
-// setHealth reports containerd's reachability to the status sink when it
+// setHealth reports the runtime's reachability to the status sink when it
 // tracks health (status.Store does, for /healthz).
 func (s *Supervisor) setHealth(err error) {
-	if h, ok := s.store.(interface{ SetHealth(error) }); ok {
+	if h, ok := s.status.(interface{ SetHealth(error) }); ok {
 		h.SetHealth(err)
 	}
 }
 
 // reportManifestErrors turns each manifest error or warning (an insecure
-// permission, say) not reported before into a Warning event: about the pod whose last good version keeps running
-// from that file, or about the node when the file yields no pod. It
-// returns the errors now reported.
+// permission, say) not reported before into a Warning event: about the pod
+// whose last good version keeps running from that file, or about the node
+// when the file yields no pod. It returns the errors now reported.
 func (s *Supervisor) reportManifestErrors(before map[string]bool, snap manifest.Snapshot) map[string]bool {
 	now := map[string]bool{}
 	for _, w := range snap.Warnings {
 		msg := w.Error()
 		now[msg] = true
 		if !before[msg] {
-			s.store.NodeEventf(s.cfg.NodeName, v1.EventTypeWarning, "ManifestWarning", "%s", msg)
+			s.status.NodeEventf(s.opts.NodeName, v1.EventTypeWarning, "ManifestWarning", "%s", msg)
 		}
 	}
 	for _, e := range snap.Errors {
@@ -569,53 +426,42 @@ func (s *Supervisor) reportManifestErrors(before map[string]bool, snap manifest.
 		reported := false
 		for _, p := range snap.Pods {
 			if p.Path == e.Path && p.Err != nil {
-				s.store.Eventf(p.Pod, "", v1.EventTypeWarning, "InvalidManifest", "%s (the last good version keeps running)", msg)
+				s.status.Eventf(p.Pod, "", v1.EventTypeWarning, "InvalidManifest", "%s (the last good version keeps running)", msg)
 				reported = true
 			}
 		}
 		if !reported {
-			s.store.NodeEventf(s.cfg.NodeName, v1.EventTypeWarning, "InvalidManifest", "%s", msg)
+			s.status.NodeEventf(s.opts.NodeName, v1.EventTypeWarning, "InvalidManifest", "%s", msg)
 		}
 	}
 	return now
 }
 
-// sweepSandboxes removes sandbox directories under the run dir that no pod
-// record names: left by a podvisor that died between making a sandbox and
-// recording it.
-func (s *Supervisor) sweepSandboxes(records map[types.UID]*podRecord) {
-	known := map[string]bool{}
-	for _, r := range records {
-		if r.Sandbox != nil {
-			known[r.Sandbox.ID] = true
-		}
+// removePodContainers kills and removes every container labelled with the
+// pod's UID.
+func (s *Supervisor) removePodContainers(ctx context.Context, uid types.UID) error {
+	all, err := s.rt.List(ctx)
+	if err != nil {
+		return err
 	}
-	dir := filepath.Join(s.cfg.RunDir, "pods")
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		if known[e.Name()] {
+	var errs []error
+	for _, c := range all {
+		if c.Labels[LabelPodUID] != string(uid) {
 			continue
 		}
-		p := filepath.Join(dir, e.Name())
-		s.log.Warn("removing a sandbox no pod record names", "sandbox", e.Name())
-		nsfs.Remove(filepath.Join(p, "net"))
-		nsfs.Remove(filepath.Join(p, "ipc"))
-		unix.Unmount(filepath.Join(p, "shm"), unix.MNT_DETACH)
-		if !isMountPoint(filepath.Join(p, "shm")) {
-			os.RemoveAll(p)
+		if err := s.rt.Stop(ctx, c.ID, 0); err != nil {
+			errs = append(errs, err)
 		}
-	}
-	// Pod cgroups of pods no record names (only empty ones can go).
-	for _, parent := range s.cg.dirs(s.cfg.CgroupParent) {
-		entries, _ := os.ReadDir(parent)
-		for _, e := range entries {
-			uid, ok := strings.CutPrefix(e.Name(), "pod")
-			if !ok || !e.IsDir() {
-				continue
-			}
-			if _, known := records[types.UID(uid)]; !known {
-				removeCgroupTree(filepath.Join(parent, e.Name()))
-			}
+		if err := s.rt.Remove(ctx, c.ID); err != nil {
+			errs = append(errs, err)
 		}
+		s.untrack(c.ID)
 	}
+	return errors.Join(errs...)
+}
+
+// cleanupContext returns a context for cleanup that survives the
+// cancellation of ctx, bounded by a timeout.
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 }

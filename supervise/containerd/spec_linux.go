@@ -1,4 +1,4 @@
-package supervise
+package containerd
 
 import (
 	"context"
@@ -14,23 +14,13 @@ import (
 	"github.com/moby/sys/signal"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/podvisor/podvisor/supervise"
 )
 
 // groupAnnotation makes the runc shim serve every container carrying the
 // same value from one shim process (containerd's runc v2 shim "grouping").
 const groupAnnotation = "io.containerd.runc.v2.group"
-
-// containerSpecInput is what the spec of one container is built from.
-type containerSpecInput struct {
-	Pod         *v1.Pod
-	Container   *v1.Container
-	Sandbox     *sandboxRecord
-	Hostname    string
-	Mounts      []specs.Mount
-	CgroupsPath string
-	OOMScoreAdj int
-	Env         []string // fully expanded container env (kubelet order)
-}
 
 // containerArgs merges command and args with the image's entrypoint and cmd
 // as Kubernetes does (the "Notes" table of the Container.Command docs).
@@ -72,9 +62,10 @@ func envLookup(env []string) func(string) (string, bool) {
 
 // specOpts returns the OCI spec options for one container, applied after
 // containerd's default spec and the image config.
-func specOpts(in containerSpecInput, imageEntrypoint, imageCmd []string) ([]oci.SpecOpts, error) {
+func specOpts(in supervise.ContainerConfig, imageEntrypoint, imageCmd []string) ([]oci.SpecOpts, error) {
 	pod, c := in.Pod, in.Container
-	lookup := envLookup(in.Env)
+	env := containerEnv(c)
+	lookup := envLookup(env)
 	args := containerArgs(c, imageEntrypoint, imageCmd)
 	if len(c.Command) > 0 || len(c.Args) > 0 {
 		for i := range args {
@@ -86,10 +77,10 @@ func specOpts(in containerSpecInput, imageEntrypoint, imageCmd []string) ([]oci.
 	}
 	opts := []oci.SpecOpts{
 		oci.WithProcessArgs(args...),
-		oci.WithEnv(in.Env),
+		oci.WithEnv(env),
 		oci.WithoutRunMount,
 		withoutRlimits,
-		oci.WithAnnotations(map[string]string{groupAnnotation: in.Sandbox.ID}),
+		oci.WithAnnotations(map[string]string{groupAnnotation: in.SandboxID}),
 		oci.WithCgroup(in.CgroupsPath),
 		withOOMScoreAdj(in.OOMScoreAdj),
 	}
@@ -104,13 +95,13 @@ func specOpts(in containerSpecInput, imageEntrypoint, imageCmd []string) ([]oci.
 		opts = append(opts, oci.WithHostNamespace(specs.NetworkNamespace), oci.WithHostNamespace(specs.UTSNamespace))
 	} else {
 		opts = append(opts,
-			oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: in.Sandbox.NetNS}),
+			oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: in.NetNS}),
 			oci.WithHostname(in.Hostname))
 	}
 	if pod.Spec.HostIPC {
 		opts = append(opts, oci.WithHostNamespace(specs.IPCNamespace))
 	} else {
-		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.IPCNamespace, Path: in.Sandbox.IPCNS}))
+		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.IPCNamespace, Path: in.IPCNS}))
 	}
 	if pod.Spec.HostPID {
 		opts = append(opts, oci.WithHostNamespace(specs.PIDNamespace))
@@ -118,7 +109,7 @@ func specOpts(in containerSpecInput, imageEntrypoint, imageCmd []string) ([]oci.
 
 	// /dev/shm is the pod's (or the host's with hostIPC); user mounts
 	// replace defaults at the same destination.
-	shm := specs.Mount{Destination: "/dev/shm", Type: "bind", Source: in.Sandbox.Shm, Options: []string{"rbind", "rw", "nosuid", "nodev", "noexec"}}
+	shm := specs.Mount{Destination: "/dev/shm", Type: "bind", Source: in.Shm, Options: []string{"rbind", "rw", "nosuid", "nodev", "noexec"}}
 	if pod.Spec.HostIPC {
 		shm.Source = "/dev/shm"
 	}
@@ -126,10 +117,10 @@ func specOpts(in containerSpecInput, imageEntrypoint, imageCmd []string) ([]oci.
 	opts = append(opts, withReplacedMounts(mounts))
 
 	// Resources.
-	r := containerResources(c)
+	r := in.Resources
 	opts = append(opts, oci.WithCPUShares(r.CPUShares))
 	if r.CPUQuota > 0 {
-		opts = append(opts, oci.WithCPUCFS(r.CPUQuota, quotaPeriod))
+		opts = append(opts, oci.WithCPUCFS(r.CPUQuota, r.CPUPeriod))
 	}
 	if r.MemoryLimit > 0 {
 		opts = append(opts, oci.WithMemoryLimit(uint64(r.MemoryLimit)))
@@ -294,18 +285,4 @@ func stopSignal(imageStopSignal string) syscall.Signal {
 		}
 	}
 	return syscall.SIGTERM
-}
-
-// oomScoreAdj is kubelet's policy (pkg/kubelet/qos/policy.go).
-func oomScoreAdj(qos v1.PodQOSClass, memRequest, machineMemory int64, critical bool) int {
-	switch {
-	case critical:
-		return -997
-	case qos == v1.PodQOSGuaranteed:
-		return -997
-	case qos == v1.PodQOSBestEffort:
-		return 1000
-	}
-	adj := 1000 - (1000*memRequest)/max(machineMemory, 1)
-	return int(min(max(adj, 2), 999))
 }

@@ -1,4 +1,4 @@
-package supervise
+package containerd
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podvisor/podvisor/supervise"
 )
 
 // The four cases of the Container.Command documentation ("Notes" table in
@@ -77,12 +79,12 @@ func TestSpecOpts(t *testing.T) {
 			Capabilities:             &v1.Capabilities{Add: []v1.Capability{"NET_ADMIN"}, Drop: []v1.Capability{"chown"}},
 		},
 	}
-	c.Resources = res(map[v1.ResourceName]string{"cpu": "100m"}, map[v1.ResourceName]string{"cpu": "250m", "memory": "64Mi"})
-	sb := &sandboxRecord{ID: "sb", NetNS: "/run/x/net", IPCNS: "/run/x/ipc", Shm: "/run/x/shm"}
-	opts, err := specOpts(containerSpecInput{
-		Pod: pod, Container: c, Sandbox: sb, Hostname: "p-n",
+	sb := supervise.ContainerConfig{SandboxID: "sb", NetNS: "/run/x/net", IPCNS: "/run/x/ipc", Shm: "/run/x/shm"}
+	opts, err := specOpts(supervise.ContainerConfig{
+		Pod: pod, Container: c, SandboxID: sb.SandboxID, NetNS: sb.NetNS, IPCNS: sb.IPCNS, Shm: sb.Shm, Hostname: "p-n",
 		Mounts:      []specs.Mount{{Destination: "/data", Source: "/host", Type: "bind", Options: []string{"rbind"}}},
-		CgroupsPath: "/podvisor/podu/cid", OOMScoreAdj: 5, Env: containerEnv(c),
+		CgroupsPath: "/podvisor/podu/cid", OOMScoreAdj: 5,
+		Resources: supervise.Resources{CPUShares: 102, CPUQuota: 25000, CPUPeriod: 100000, MemoryLimit: 64 << 20},
 	}, []string{"/ignored"}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +141,7 @@ func TestSpecOpts(t *testing.T) {
 func TestSpecDefaultsAllowEscalation(t *testing.T) {
 	pod := &v1.Pod{Spec: v1.PodSpec{HostNetwork: true, HostIPC: true, HostPID: true}}
 	c := &v1.Container{Name: "c", Command: []string{"true"}}
-	opts, err := specOpts(containerSpecInput{Pod: pod, Container: c, Sandbox: &sandboxRecord{ID: "sb"}}, nil, nil)
+	opts, err := specOpts(supervise.ContainerConfig{Pod: pod, Container: c, SandboxID: "sb"}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,47 +164,8 @@ func TestSpecDefaultsAllowEscalation(t *testing.T) {
 
 func TestSpecNoCommand(t *testing.T) {
 	pod := &v1.Pod{}
-	_, err := specOpts(containerSpecInput{Pod: pod, Container: &v1.Container{Name: "c"}, Sandbox: &sandboxRecord{}}, nil, nil)
+	_, err := specOpts(supervise.ContainerConfig{Pod: pod, Container: &v1.Container{Name: "c"}}, nil, nil)
 	if err == nil {
 		t.Fatal("a container with no command anywhere was accepted")
-	}
-}
-
-// kubelet's pkg/kubelet/qos/policy_test.go expectations.
-func TestOOMScoreAdj(t *testing.T) {
-	const mem = 4 << 30
-	for _, tc := range []struct {
-		qos      v1.PodQOSClass
-		req      int64
-		critical bool
-		want     int
-	}{
-		{v1.PodQOSGuaranteed, mem / 2, false, -997},
-		{v1.PodQOSBestEffort, 0, false, 1000},
-		{v1.PodQOSBurstable, mem / 2, false, 500},
-		{v1.PodQOSBurstable, mem, false, 2},
-		{v1.PodQOSBurstable, 1, false, 999},
-		{v1.PodQOSBestEffort, 0, true, -997},
-	} {
-		if got := oomScoreAdj(tc.qos, tc.req, mem, tc.critical); got != tc.want {
-			t.Errorf("oomScoreAdj(%s, %d, critical=%v) = %d, want %d", tc.qos, tc.req, tc.critical, got, tc.want)
-		}
-	}
-}
-
-func TestNames(t *testing.T) {
-	if got := manifestName("web-node1", "node1"); got != "web" {
-		t.Errorf("manifestName = %q", got)
-	}
-	if got := manifestName("web", "node1"); got != "web" {
-		t.Errorf("manifestName without suffix = %q", got)
-	}
-	long := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a-very-long-pod-name-that-goes-on-and-on-and-on-and-on-and-on-x.y-node"}}
-	if h := podHostname(long); len(h) > 63 || h[len(h)-1] == '-' || h[len(h)-1] == '.' {
-		t.Errorf("hostname %q", h)
-	}
-	named := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1.PodSpec{Hostname: "h"}}
-	if podHostname(named) != "h" {
-		t.Error("spec.hostname not used")
 	}
 }

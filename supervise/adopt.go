@@ -1,0 +1,149 @@
+package supervise
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// adopt reads what an earlier podvisor left: pod records, and containers
+// carrying podvisor's labels. It removes what no pod owns (containers no
+// record names, sandboxes, cgroups and network attachments of no record)
+// and returns the records, rebuilt from labels for pods whose record is
+// lost.
+func (s *Supervisor) adopt(ctx context.Context) (map[types.UID]*podRecord, error) {
+	records, errs := loadRecords(s.layout)
+	for _, err := range errs {
+		s.log.Error("pod record unreadable; its pod will be rebuilt from containerd labels", "err", err)
+	}
+	list, err := s.rt.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	live := map[types.UID][]ContainerInfo{}
+	for _, c := range list {
+		uid := types.UID(c.Labels[LabelPodUID])
+		live[uid] = append(live[uid], c)
+	}
+	for uid, ctrs := range live {
+		r, ok := records[uid]
+		if !ok {
+			records[uid] = s.recordFromLabels(ctrs)
+			continue
+		}
+		// A labelled container its record does not name is left from a
+		// crash in the middle of a start: it must not run beside the one
+		// the record knows.
+		known := map[string]bool{}
+		for _, cr := range r.Init {
+			known[cr.ID] = true
+		}
+		for _, cr := range r.Apps {
+			known[cr.ID] = true
+		}
+		for _, c := range ctrs {
+			if !known[c.ID] {
+				s.log.Warn("removing a container no pod record names", "container", c.ID, "uid", uid)
+				s.rt.Stop(ctx, c.ID, 0)
+				s.rt.Remove(ctx, c.ID)
+			}
+		}
+	}
+	s.sweep(records)
+	// Leaked CNI attachments: any whose sandbox no record knows.
+	keep := map[string]bool{}
+	for _, r := range records {
+		if r.Sandbox != nil {
+			keep[r.Sandbox.ID] = true
+		}
+	}
+	if removed, err := s.net.GC(ctx, keep); err != nil {
+		s.log.Warn("collect leaked network attachments", "err", err)
+	} else if len(removed) > 0 {
+		s.log.Info("released leaked network attachments", "sandboxes", removed)
+	}
+	return records, nil
+}
+
+// recordFromLabels rebuilds a minimal record for containers whose pod has no
+// record (lost state dir); enough to adopt them or stop them.
+func (s *Supervisor) recordFromLabels(ctrs []ContainerInfo) *podRecord {
+	r := &podRecord{Init: map[string]*containerRecord{}, Apps: map[string]*containerRecord{}}
+	sandboxID := ""
+	for _, c := range ctrs {
+		l := c.Labels
+		r.UID, r.Namespace, r.Name = types.UID(l[LabelPodUID]), l[LabelPodNamespace], l[LabelPodName]
+		n, _ := strconv.Atoi(l[LabelRestartCount])
+		cr := &containerRecord{ID: c.ID, RestartCount: int32(n), StartedAt: c.CreatedAt}
+		if l[LabelContainerType] == containerTypeInit {
+			r.Init[l[LabelContainer]] = cr
+		} else {
+			r.Apps[l[LabelContainer]] = cr
+		}
+		if r.Created.IsZero() || c.CreatedAt.Before(r.Created) {
+			r.Created = c.CreatedAt
+		}
+		if id := l[LabelSandboxID]; id != "" {
+			sandboxID = id
+		}
+	}
+	// Running app containers mean the init containers completed.
+	if len(r.Apps) > 0 {
+		for _, cr := range r.Init {
+			cr.Done = true
+		}
+	}
+	// The sandbox's namespaces live at known places under the run dir; its
+	// network was attached (its IPs are not known any more).
+	if sandboxID != "" {
+		r.Sandbox = s.sandboxes.Find(sandboxID)
+	}
+	// Without its spec the pod cannot be stopped gracefully container by
+	// container; a placeholder spec lets the worker stop and remove it.
+	r.Pod = &v1.Pod{}
+	r.Pod.UID, r.Pod.Namespace, r.Pod.Name = r.UID, r.Namespace, r.Name
+	for name := range r.Init {
+		r.Pod.Spec.InitContainers = append(r.Pod.Spec.InitContainers, v1.Container{Name: name})
+	}
+	for name := range r.Apps {
+		r.Pod.Spec.Containers = append(r.Pod.Spec.Containers, v1.Container{Name: name})
+	}
+	return r
+}
+
+// sweep removes sandboxes and pod cgroups that no pod record names: left by
+// a podvisor that died between making one and recording it.
+func (s *Supervisor) sweep(records map[types.UID]*podRecord) {
+	known := map[string]bool{}
+	for _, r := range records {
+		if r.Sandbox != nil {
+			known[r.Sandbox.ID] = true
+		}
+	}
+	entries, _ := os.ReadDir(s.layout.Sandboxes())
+	for _, e := range entries {
+		if known[e.Name()] {
+			continue
+		}
+		s.log.Warn("removing a sandbox no pod record names", "sandbox", e.Name())
+		s.sandboxes.Remove(&sandboxRecord{ID: e.Name()})
+	}
+	// Pod cgroups of pods no record names (only empty ones can go).
+	for _, parent := range s.cg.dirs(s.opts.CgroupParent) {
+		entries, _ := os.ReadDir(parent)
+		for _, e := range entries {
+			uid, ok := strings.CutPrefix(e.Name(), "pod")
+			if !ok || !e.IsDir() {
+				continue
+			}
+			if _, known := records[types.UID(uid)]; !known {
+				removeCgroupTree(filepath.Join(parent, e.Name()))
+			}
+		}
+	}
+}

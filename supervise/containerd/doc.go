@@ -1,0 +1,17 @@
+// Package containerd is supervise's Runtime on a containerd daemon: images
+// (pull policy, unpack, archive import), containers built from a pod's
+// spec (OCI spec options in kubelet's and the CRI plugin's terms), their
+// tasks with CRI-format logs through podvisor's log driver, stop with a
+// deadline, exec, and the exit/OOM event stream.
+//
+// Contract:
+//
+//   - It is the only code that calls the containerd client for pods; the
+//     v2 client speaks to containerd 1.6 and 2.x alike.
+//   - Every container carries supervise's labels; its stop signal is fixed
+//     in a label when it is created.
+//   - Wait is called before Kill, so no exit is missed; cleanup after a
+//     failed start runs on a context that outlives the caller's.
+//   - Missing containers and tasks are not errors for Stop and Remove; a
+//     task whose status containerd cannot read is an error, never an exit.
+package containerd

@@ -1,0 +1,378 @@
+package containerd
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	client "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
+	"github.com/moby/sys/signal"
+	"github.com/podvisor/podvisor/internal/crilog"
+	"github.com/podvisor/podvisor/supervise"
+	v1 "k8s.io/api/core/v1"
+)
+
+const runtimeName = "io.containerd.runc.v2"
+
+// Options configures a Runtime.
+type Options struct {
+	// Namespace is the containerd namespace podvisor owns (the client's
+	// default namespace); events are filtered by it.
+	Namespace string
+	// Snapshotter defaults to overlayfs.
+	Snapshotter string
+	// LogDriver is the binary the shims run to write container logs.
+	LogDriver  string
+	LogMaxSize int64
+	// PullTimeout bounds a registry pull (default 30 s), so an unreachable
+	// registry does not hold a pod on an air-gapped box for long.
+	PullTimeout time.Duration
+}
+
+// Runtime implements supervise.Runtime on a containerd client.
+type Runtime struct {
+	client *client.Client
+	opts   Options
+
+	mu       sync.Mutex
+	unpacked map[string]bool         // image digests known to be unpacked
+	images   map[string]client.Image // by ref, as last ensured
+}
+
+var _ supervise.Runtime = (*Runtime)(nil)
+
+// New returns a Runtime on c, whose default namespace is opts.Namespace.
+func New(c *client.Client, opts Options) *Runtime {
+	if opts.Snapshotter == "" {
+		opts.Snapshotter = "overlayfs"
+	}
+	if opts.PullTimeout == 0 {
+		opts.PullTimeout = 30 * time.Second
+	}
+	return &Runtime{client: c, opts: opts, unpacked: map[string]bool{}, images: map[string]client.Image{}}
+}
+
+// NormalizeImage turns a pod's image into containerd's name as docker
+// does: "busybox" is "docker.io/library/busybox:latest".
+func NormalizeImage(image string) (string, error) {
+	named, err := reference.ParseDockerRef(image)
+	if err != nil {
+		return "", fmt.Errorf("invalid image name %q: %w", image, err)
+	}
+	return named.String(), nil
+}
+
+// EnsureImage finds (or pulls) and unpacks the container's image according
+// to its pull policy. With Always and an unreachable registry, a local image
+// is used with a warning: an air-gapped box must boot.
+func (r *Runtime) EnsureImage(ctx context.Context, c *v1.Container) (supervise.Image, error) {
+	ref, err := NormalizeImage(c.Image)
+	if err != nil {
+		return supervise.Image{}, err
+	}
+	res := supervise.Image{Ref: ref}
+	img, getErr := r.client.GetImage(ctx, ref)
+	if getErr != nil && !errdefs.IsNotFound(getErr) {
+		return res, fmt.Errorf("look up image %s: %w", ref, getErr)
+	}
+	present := getErr == nil
+	if !present && c.ImagePullPolicy == v1.PullNever {
+		return res, supervise.ErrImageNeverPull
+	}
+	if c.ImagePullPolicy == v1.PullAlways || !present {
+		pctx, cancel := context.WithTimeout(ctx, r.opts.PullTimeout)
+		pulled, err := r.client.Pull(pctx, ref, client.WithPullUnpack, client.WithPullSnapshotter(r.opts.Snapshotter))
+		cancel()
+		switch {
+		case err == nil:
+			img = pulled
+		case present:
+			res.Warning = fmt.Sprintf("pull of %s failed, using the local image (imagePullPolicy Always, registry unreachable): %v", ref, err)
+		default:
+			return res, fmt.Errorf("pull image %s: %w", ref, err)
+		}
+	}
+	// Checking that an image is unpacked walks its layers' snapshots; once
+	// an image (by digest) is known to be unpacked, skip that. A snapshot
+	// removed behind podvisor's back makes container creation fail, which
+	// forgets the digest, so the next attempt unpacks again.
+	digest := img.Target().Digest.String()
+	if !r.isUnpacked(digest) {
+		ok, err := img.IsUnpacked(ctx, r.opts.Snapshotter)
+		if err != nil {
+			return res, fmt.Errorf("check image %s: %w", ref, err)
+		}
+		if !ok {
+			if err := img.Unpack(ctx, r.opts.Snapshotter); err != nil {
+				return res, fmt.Errorf("unpack image %s: %w", ref, err)
+			}
+		}
+		r.markUnpacked(digest, true)
+	}
+	r.mu.Lock()
+	r.images[ref] = img
+	r.mu.Unlock()
+	res.ID = repoDigest(ref, digest)
+	return res, nil
+}
+
+func (r *Runtime) isUnpacked(digest string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.unpacked[digest]
+}
+
+func (r *Runtime) markUnpacked(digest string, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ok {
+		r.unpacked[digest] = true
+	} else {
+		delete(r.unpacked, digest)
+	}
+}
+
+func (r *Runtime) image(ctx context.Context, ref string) (client.Image, error) {
+	r.mu.Lock()
+	img := r.images[ref]
+	r.mu.Unlock()
+	if img != nil {
+		return img, nil
+	}
+	return r.client.GetImage(ctx, ref)
+}
+
+func repoDigest(ref, digest string) string {
+	named, err := reference.ParseNormalizedNamed(ref)
+	if err != nil {
+		return digest
+	}
+	return named.Name() + "@" + digest
+}
+
+// Create creates the containerd container (spec and snapshot) without
+// starting it. The image's stop signal is fixed in a label.
+func (r *Runtime) Create(ctx context.Context, cfg supervise.ContainerConfig) error {
+	img, err := r.image(ctx, cfg.Image.Ref)
+	if err != nil {
+		return fmt.Errorf("image %s: %w", cfg.Image.Ref, err)
+	}
+	ic, err := img.Spec(ctx)
+	if err != nil {
+		return fmt.Errorf("read image config: %w", err)
+	}
+	opts, err := specOpts(cfg, ic.Config.Entrypoint, ic.Config.Cmd)
+	if err != nil {
+		return err
+	}
+	labels := make(map[string]string, len(cfg.Labels)+1)
+	for k, v := range cfg.Labels {
+		labels[k] = v
+	}
+	labels[supervise.LabelStopSignal] = strconv.Itoa(int(stopSignal(ic.Config.StopSignal)))
+	all := append([]oci.SpecOpts{oci.WithImageConfig(img)}, opts...)
+	_, err = r.client.NewContainer(ctx, cfg.ID,
+		client.WithImage(img),
+		client.WithSnapshotter(r.opts.Snapshotter),
+		client.WithNewSnapshot(cfg.ID, img),
+		client.WithRuntime(runtimeName, nil),
+		client.WithContainerLabels(labels),
+		client.WithNewSpec(all...),
+	)
+	if err != nil {
+		r.markUnpacked(img.Target().Digest.String(), false)
+		return fmt.Errorf("create container: %w", err)
+	}
+	return nil
+}
+
+// Start creates and starts the container's task with its output going to
+// logPath through podvisor's log driver.
+func (r *Runtime) Start(ctx context.Context, id, logPath string) error {
+	ctr, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		return fmt.Errorf("load container %s: %w", id, err)
+	}
+	io := cio.BinaryIO(r.opts.LogDriver, map[string]string{"log-driver": crilog.DriverArg(logPath, r.opts.LogMaxSize)})
+	task, err := ctr.NewTask(ctx, io)
+	if err != nil {
+		return fmt.Errorf("create task: %w", err)
+	}
+	if err := task.Start(ctx); err != nil {
+		cctx, cancel := cleanupContext(ctx)
+		task.Delete(cctx, client.WithProcessKill)
+		cancel()
+		return fmt.Errorf("start task: %w", err)
+	}
+	return nil
+}
+
+// State reports the container's task state.
+func (r *Runtime) State(ctx context.Context, id string) (supervise.ContainerState, error) {
+	var st supervise.ContainerState
+	ctr, err := r.client.LoadContainer(ctx, id)
+	if errdefs.IsNotFound(err) {
+		return st, nil
+	}
+	if err != nil {
+		return st, fmt.Errorf("load container %s: %w", id, err)
+	}
+	st.Exists = true
+	task, err := ctr.Task(ctx, nil)
+	if errdefs.IsNotFound(err) {
+		return st, nil
+	}
+	if err != nil {
+		return st, fmt.Errorf("load task %s: %w", id, err)
+	}
+	st.HasTask = true
+	st.Pid = task.Pid()
+	s, err := task.Status(ctx)
+	if err != nil {
+		return st, fmt.Errorf("task status %s: %w", id, err)
+	}
+	switch s.Status {
+	case client.Running, client.Paused, client.Pausing:
+		st.Running = true
+	case client.Stopped:
+		st.ExitCode, st.ExitedAt = int32(s.ExitStatus), s.ExitTime
+	case client.Created:
+		// Created but never started: not running, no exit.
+	default:
+		// Unknown: containerd could not ask the shim. That is no exit.
+		return st, fmt.Errorf("task %s: status %q", id, s.Status)
+	}
+	return st, nil
+}
+
+// Info returns the containerd record of a container (labels, creation).
+func (r *Runtime) Info(ctx context.Context, id string) (supervise.ContainerInfo, error) {
+	ctr, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		return supervise.ContainerInfo{}, fmt.Errorf("load container %s: %w", id, err)
+	}
+	info, err := ctr.Info(ctx, client.WithoutRefreshedMetadata)
+	if err != nil {
+		return supervise.ContainerInfo{}, fmt.Errorf("container %s: %w", id, err)
+	}
+	return supervise.ContainerInfo{ID: id, Labels: info.Labels, CreatedAt: info.CreatedAt}, nil
+}
+
+// List returns every container labelled with a pod UID.
+func (r *Runtime) List(ctx context.Context) ([]supervise.ContainerInfo, error) {
+	ctrs, err := r.client.Containers(ctx, fmt.Sprintf("labels.%q", supervise.LabelPodUID))
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	out := make([]supervise.ContainerInfo, 0, len(ctrs))
+	for _, c := range ctrs {
+		info, err := c.Info(ctx, client.WithoutRefreshedMetadata)
+		if err != nil {
+			continue // removed meanwhile
+		}
+		out = append(out, supervise.ContainerInfo{ID: c.ID(), Labels: info.Labels, CreatedAt: info.CreatedAt})
+	}
+	return out, nil
+}
+
+// Stop sends the container's stop signal (its label) and waits up to grace
+// for it to exit, then kills every process of it and waits for that.
+func (r *Runtime) Stop(ctx context.Context, id string, grace time.Duration) error {
+	ctr, err := r.client.LoadContainer(ctx, id)
+	if errdefs.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("load container %s: %w", id, err)
+	}
+	task, err := ctr.Task(ctx, nil)
+	if errdefs.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("load task %s: %w", id, err)
+	}
+	// Wait before Kill so the exit cannot be missed.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	exited, err := task.Wait(wctx)
+	if err != nil {
+		return fmt.Errorf("wait task %s: %w", id, err)
+	}
+	if grace > 0 {
+		sig := syscall.SIGTERM
+		if labels, err := ctr.Labels(ctx); err == nil {
+			if s, err := signal.ParseSignal(labels[supervise.LabelStopSignal]); err == nil {
+				sig = s
+			}
+		}
+		if err := task.Kill(ctx, sig); err != nil && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("signal task %s: %w", id, err)
+		}
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-exited:
+			return nil
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if err := task.Kill(ctx, syscall.SIGKILL, client.WithKillAll); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("kill task %s: %w", id, err)
+	}
+	t := time.NewTimer(10 * time.Second)
+	defer t.Stop()
+	select {
+	case <-exited:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("task %s did not exit 10s after SIGKILL", id)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Remove deletes the container's task, the container and its snapshot.
+func (r *Runtime) Remove(ctx context.Context, id string) error {
+	ctr, err := r.client.LoadContainer(ctx, id)
+	if errdefs.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("load container %s: %w", id, err)
+	}
+	if task, err := ctr.Task(ctx, nil); err == nil {
+		if _, err := task.Delete(ctx, client.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("delete task %s: %w", id, err)
+		}
+	} else if !errdefs.IsNotFound(err) {
+		return fmt.Errorf("load task %s: %w", id, err)
+	}
+	if err := ctr.Delete(ctx, client.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("delete container %s: %w", id, err)
+	}
+	return nil
+}
+
+// cleanupContext returns a context for cleanup that survives the
+// cancellation of ctx, bounded by a timeout.
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+}
+
+var errStream = errors.New("containerd event stream closed")
+
+func randomID() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,378 @@
+package supervise
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"github.com/podvisor/podvisor/internal/backoff"
+	"github.com/podvisor/podvisor/mounts"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// errReported marks a failure already reported as an event.
+var errReported = errors.New("reported")
+
+// maxTerminationMessage is kubelet's per-container cap.
+const maxTerminationMessage = 4096
+
+// observe asks the runtime about every container the record names. It is
+// the executor's read side: the planner decides from what it finds.
+func (w *podWorker) observe(ctx context.Context, pod *v1.Pod) {
+	clear(w.obs)
+	w.rec.each(pod, func(ref ctrRef, _ *v1.Container, cr *containerRecord) {
+		if cr.ID != "" {
+			w.observeOne(ctx, ref, cr.ID)
+		}
+	})
+}
+
+func (w *podWorker) observeOne(ctx context.Context, ref ctrRef, id string) {
+	st, err := w.s.rt.State(ctx, id)
+	if err != nil {
+		// Not an exit: containerd or the shim did not answer.
+		w.log.Warn("container state", "container", ref.Name, "err", err)
+		w.obs[id] = observation{Err: err}
+		return
+	}
+	o := observation{State: st}
+	if st.Running {
+		w.s.track(id, w)
+	} else if st.HasTask && !st.ExitedAt.IsZero() {
+		// The OOM event may have come before podvisor watched (or not at
+		// all): the container's cgroup, still there until the container
+		// is removed, counts the kills.
+		o.OOM = w.oom[id] || w.s.cg.oomKills(filepath.Join(w.podCgroup(), id)) > 0
+	}
+	w.obs[id] = o
+}
+
+// execute applies a plan's actions in order. It stops at the first that
+// fails; finished is true once the pod is cleaned up.
+func (w *podWorker) execute(ctx context.Context, pod *v1.Pod, actions []action) (finished bool, err error) {
+	for _, a := range actions {
+		w.log.Debug("action", "do", a.String())
+		var err error
+		switch a := a.(type) {
+		case adoptContainer:
+			w.adopt(ctx, a)
+		case recordExit:
+			err = w.recordExit(pod, a)
+		case removeContainer:
+			err = w.removeContainer(ctx, a)
+		case killContainers:
+			err = w.kill(ctx, a)
+		case releaseSandbox:
+			err = w.removeSandbox(ctx, pod)
+		case replaceSandbox:
+			w.replaceSandbox(ctx, pod)
+		case createSandbox:
+			err = w.sandboxStep(pod, w.createSandbox(pod))
+		case attachNetwork:
+			err = w.sandboxStep(pod, w.attachNetwork(ctx, pod))
+		case prepareSandbox:
+			err = w.sandboxStep(pod, w.prepareSandbox(pod))
+		case startContainer:
+			err = w.start(ctx, pod, a)
+		case cleanupPod:
+			if err := w.cleanup(ctx, pod); err != nil {
+				return false, err
+			}
+			return true, nil
+		default:
+			err = fmt.Errorf("unknown action %T", a)
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// adopt completes the record of a container that podvisor created and
+// started but died before recording so: its start time, and its restart
+// count from the container's label (a restart shifts the previous run to
+// lastState).
+func (w *podWorker) adopt(ctx context.Context, a adoptContainer) {
+	cr := w.rec.container(a.Ref)
+	info, err := w.s.rt.Info(ctx, a.ID)
+	if err != nil {
+		cr.StartedAt = w.s.clock.Now().Round(0)
+	} else {
+		cr.StartedAt = info.CreatedAt
+		if n, err := strconv.Atoi(info.Labels[LabelRestartCount]); err == nil && int32(n) > cr.RestartCount {
+			if cr.Terminated != nil {
+				cr.LastState, cr.Terminated = cr.Terminated, nil
+			}
+			cr.RestartCount = int32(n)
+		}
+	}
+	cr.Rerun = false
+	w.save()
+}
+
+// recordExit records a run's end. The exit is on disk before the container
+// that proves it goes: a podvisor killed in between must not report it as
+// Unknown and run an init container twice.
+func (w *podWorker) recordExit(pod *v1.Pod, a recordExit) error {
+	cr := w.rec.container(a.Ref)
+	delete(w.oom, a.ID)
+	t := &v1.ContainerStateTerminated{
+		ExitCode:    a.ExitCode,
+		Reason:      a.Reason,
+		StartedAt:   metav1.NewTime(cr.StartedAt),
+		FinishedAt:  metav1.NewTime(a.FinishedAt),
+		ContainerID: "containerd://" + a.ID,
+	}
+	if a.Reason != "Unknown" {
+		t.Message = w.terminationMessage(pod, a.Ref, cr, a.ExitCode)
+		w.log.Info("container exited", "container", a.Ref.Name, "exitCode", a.ExitCode, "reason", a.Reason)
+	}
+	cr.Terminated = t
+	w.exitSeen[a.Ref] = w.s.clock.Now()
+	if a.Ref.Type == containerTypeInit && a.ExitCode == 0 {
+		cr.Done = true
+	}
+	return w.save()
+}
+
+// removeContainer removes an ended run's container; its log file stays.
+func (w *podWorker) removeContainer(ctx context.Context, a removeContainer) error {
+	if err := w.s.rt.Remove(ctx, a.ID); err != nil {
+		return fmt.Errorf("remove exited container %s: %w", a.Ref.Name, err)
+	}
+	w.s.untrack(a.ID)
+	os.RemoveAll(w.s.layout.TerminationDir(string(w.uid), a.ID))
+	delete(w.obs, a.ID)
+	if cr := w.rec.container(a.Ref); cr.ID == a.ID {
+		cr.ID = ""
+	}
+	return nil
+}
+
+// kill stops the targets at once, then looks at them again.
+func (w *podWorker) kill(ctx context.Context, a killContainers) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(a.Targets))
+	for i, t := range a.Targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = w.s.rt.Stop(ctx, t.ID, a.Grace)
+		}()
+	}
+	wg.Wait()
+	for _, t := range a.Targets {
+		w.observeOne(ctx, t.Ref, t.ID)
+	}
+	return errors.Join(errs...)
+}
+
+// replaceSandbox drops a lost sandbox. A new sandbox runs the init
+// containers again (kubelet does the same): what they prepared may have
+// been lost with the old one.
+func (w *podWorker) replaceSandbox(ctx context.Context, pod *v1.Pod) {
+	w.log.Info("pod sandbox is gone (reboot or cleared run dir); recreating it", "sandbox", w.rec.Sandbox.ID)
+	for _, cr := range w.rec.Init {
+		if cr.Done || cr.Terminated != nil {
+			cr.Done, cr.Rerun = false, true
+		}
+	}
+	if err := w.removeSandbox(ctx, pod); err != nil {
+		w.log.Warn("remove lost sandbox", "err", err)
+	}
+	w.rec.Sandbox, w.preparedFor = nil, ""
+	w.save()
+}
+
+// removeSandbox detaches the network (CNI DEL works from libcni's cache
+// even when the namespace is gone) and removes the namespaces and
+// /dev/shm.
+func (w *podWorker) removeSandbox(ctx context.Context, pod *v1.Pod) error {
+	sb := w.rec.Sandbox
+	var errs []error
+	if !pod.Spec.HostNetwork {
+		if err := w.s.net.Del(ctx, sb.ID, w.s.sandboxes.NetNS(sb), podRef(pod), sb.Ports); err != nil {
+			errs = append(errs, fmt.Errorf("cni del: %w", err))
+		}
+	}
+	if err := w.s.sandboxes.Remove(sb); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("release sandbox: %w", err)
+	}
+	w.rec.Sandbox, w.preparedFor = nil, ""
+	return nil
+}
+
+// sandboxStep reports a failed sandbox step once and arms its retry.
+func (w *podWorker) sandboxStep(pod *v1.Pod, err error) error {
+	if err == nil {
+		return nil
+	}
+	if w.sandboxRetry.bo == nil {
+		w.sandboxRetry.bo = w.s.newRetry()
+	}
+	w.sandboxRetry.at = w.s.clock.Now().Add(w.sandboxRetry.bo.Next())
+	w.event(pod, "", v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+	return errReported
+}
+
+func (w *podWorker) createSandbox(pod *v1.Pod) error {
+	sb, err := w.s.sandboxes.Create(pod)
+	if sb != nil {
+		sb.Created = w.s.clock.Now().Round(0)
+		sb.Ports = podPorts(pod)
+		w.rec.Sandbox = sb
+		w.save()
+	}
+	return err
+}
+
+func (w *podWorker) attachNetwork(ctx context.Context, pod *v1.Pod) error {
+	sb := w.rec.Sandbox
+	if pod.Spec.HostNetwork {
+		if w.s.opts.NodeIP != "" {
+			sb.IPs = []string{w.s.opts.NodeIP}
+		}
+	} else {
+		res, err := w.s.net.Add(ctx, sb.ID, sb.NetNS, podRef(pod), sb.Ports)
+		if err != nil {
+			return fmt.Errorf("cni add: %w", err)
+		}
+		sb.IPs = sb.IPs[:0]
+		for _, ip := range res.IPs {
+			sb.IPs = append(sb.IPs, ip.String())
+		}
+	}
+	sb.Network = true
+	w.save()
+	return nil
+}
+
+// prepareSandbox makes the pod cgroup and files, once per sandbox and
+// worker; a restarted podvisor redoes them once (both are idempotent).
+func (w *podWorker) prepareSandbox(pod *v1.Pod) error {
+	if err := w.s.cg.apply(w.podCgroup(), podResources(&pod.Spec)); err != nil {
+		return fmt.Errorf("pod cgroup: %w", err)
+	}
+	if err := mounts.Setup(w.mountsPod(pod)); err != nil {
+		return fmt.Errorf("volumes: %w", err)
+	}
+	w.preparedFor = w.rec.Sandbox.ID
+	w.sandboxRetry = retryClock{}
+	return nil
+}
+
+// applyBackOffs shows the containers waiting out a back-off.
+func (w *podWorker) applyBackOffs(pod *v1.Pod, bs []backOff) {
+	for _, b := range bs {
+		if !b.Crash {
+			// A pull waiting out its retry shows ImagePullBackOff from the
+			// step after the one that failed, as kubelet's next sync does.
+			r := w.retry[b.Ref]
+			if wt := w.waiting[b.Ref.Name]; wt != nil && wt.Reason == "ErrImagePull" && r != nil && r.step < w.steps {
+				wt.Reason = "ImagePullBackOff"
+			}
+			continue
+		}
+		delay := w.crash[b.Ref].Delay()
+		w.waiting[b.Ref.Name] = &v1.ContainerStateWaiting{
+			Reason:  "CrashLoopBackOff",
+			Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", delay, b.Ref.Name, pod.Name, pod.Namespace, pod.UID),
+		}
+	}
+}
+
+// cleanup removes everything the stopped pod owns. With every container
+// gone the pod is stopped, and a replacement of the same name may start.
+// What fails to clean up now is reported, and repaired at podvisor's next
+// start: leaked network attachments, sandbox dirs and cgroups that no
+// record names are collected then.
+func (w *podWorker) cleanup(ctx context.Context, pod *v1.Pod) error {
+	// Containers carrying this pod's label that the record does not know
+	// (a podvisor crash between create and record) go too.
+	if err := w.s.removePodContainers(ctx, w.uid); err != nil {
+		return err
+	}
+	var leaks []error
+	if w.rec.Sandbox != nil {
+		if err := w.removeSandbox(ctx, pod); err != nil {
+			leaks = append(leaks, err)
+		}
+	}
+	if err := w.s.cg.remove(w.podCgroup()); err != nil {
+		leaks = append(leaks, err)
+	}
+	if err := mounts.Cleanup(w.s.layout.PodFiles(string(w.uid))); err != nil {
+		leaks = append(leaks, err)
+	}
+	if err := os.RemoveAll(w.s.layout.PodLogs(pod.Namespace, pod.Name, string(pod.UID))); err != nil {
+		leaks = append(leaks, fmt.Errorf("remove pod logs: %w", err))
+	}
+	if err := removeRecord(w.s.layout, w.uid); err != nil {
+		return err
+	}
+	w.s.status.DeletePod(w.uid)
+	if err := errors.Join(leaks...); err != nil {
+		w.s.status.NodeEventf(w.s.opts.NodeName, v1.EventTypeWarning, "CleanupFailed",
+			"pod %s/%s stopped, but not everything it owned could be removed (retried at podvisor's next start): %v", pod.Namespace, pod.Name, err)
+		return nil
+	}
+	w.log.Info("pod stopped and cleaned up")
+	return nil
+}
+
+// terminationMessage reads the container's termination-log file, falling
+// back to the tail of its log with FallbackToLogsOnError.
+func (w *podWorker) terminationMessage(pod *v1.Pod, ref ctrRef, cr *containerRecord, exitCode int32) string {
+	b, _ := readAtMost(w.s.layout.TerminationLog(string(w.uid), cr.ID), maxTerminationMessage)
+	c := containerSpec(pod, ref)
+	if len(b) == 0 && exitCode != 0 && c != nil && c.TerminationMessagePolicy == v1.TerminationMessageFallbackToLogsOnError {
+		b = tailLog(w.logPath(pod, ref.Name, cr.RestartCount), 80, 2048)
+	}
+	return string(b)
+}
+
+// containerSpec returns the spec of ref in pod.
+func containerSpec(pod *v1.Pod, ref ctrRef) *v1.Container {
+	list := pod.Spec.Containers
+	if ref.Type == containerTypeInit {
+		list = pod.Spec.InitContainers
+	}
+	for i := range list {
+		if list[i].Name == ref.Name {
+			return &list[i]
+		}
+	}
+	return nil
+}
+
+func (w *podWorker) podCgroup() string {
+	return filepath.Join("/", w.s.opts.CgroupParent, "pod"+string(w.uid))
+}
+
+func (w *podWorker) mountsPod(pod *v1.Pod) mounts.Pod {
+	p := mounts.Pod{
+		Spec:     pod,
+		Dir:      w.s.layout.PodFiles(string(w.uid)),
+		Hostname: podHostname(pod),
+		Log:      w.log,
+	}
+	if w.rec.Sandbox != nil && !pod.Spec.HostNetwork {
+		p.PodIPs = w.rec.Sandbox.IPs
+	}
+	return p
+}
+
+func (w *podWorker) logPath(pod *v1.Pod, name string, restartCount int32) string {
+	return w.s.layout.ContainerLog(pod.Namespace, pod.Name, string(pod.UID), name, restartCount)
+}
+
+var _ = backoff.Wait

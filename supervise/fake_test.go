@@ -1,0 +1,486 @@
+package supervise
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/podvisor/podvisor/cni"
+	"github.com/podvisor/podvisor/internal/layout"
+	"github.com/podvisor/podvisor/manifest"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// fakeClock is a clock tests step by hand. After fires when a Step passes
+// its deadline.
+type fakeClock struct {
+	mu      sync.Mutex
+	t       time.Time
+	waiters []fakeTimer
+}
+
+type fakeTimer struct {
+	at time.Time
+	ch chan time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{t: time.Unix(1_000_000, 0)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	if d <= 0 {
+		ch <- c.t
+		return ch
+	}
+	c.waiters = append(c.waiters, fakeTimer{at: c.t.Add(d), ch: ch})
+	return ch
+}
+
+func (c *fakeClock) Step(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+	keep := c.waiters[:0]
+	for _, w := range c.waiters {
+		if !w.at.After(c.t) {
+			w.ch <- c.t
+		} else {
+			keep = append(keep, w)
+		}
+	}
+	c.waiters = keep
+}
+
+// timers reports how many timers wait on the clock.
+func (c *fakeClock) timers() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.waiters)
+}
+
+type fakeContainer struct {
+	cfg   ContainerConfig
+	info  ContainerInfo
+	state ContainerState
+}
+
+// fakeRuntime is an in-memory Runtime. fail makes a method fail (every
+// call while set); calls records what was called.
+type fakeRuntime struct {
+	clock *fakeClock
+
+	mu     sync.Mutex
+	ctrs   map[string]*fakeContainer
+	fail   map[string]error
+	calls  []string
+	events chan RuntimeEvent
+	errs   chan error
+	// stopIgnores makes Stop leave the container running (a process that
+	// ignores its signal and cannot be killed: a stuck shim).
+	stopIgnores bool
+	pid         uint32
+}
+
+func newFakeRuntime(clk *fakeClock) *fakeRuntime {
+	return &fakeRuntime{clock: clk, ctrs: map[string]*fakeContainer{}, fail: map[string]error{},
+		events: make(chan RuntimeEvent, 16), errs: make(chan error, 1)}
+}
+
+func (r *fakeRuntime) call(name, id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, name+" "+id)
+	return r.fail[name]
+}
+
+func (r *fakeRuntime) setFail(name string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err == nil {
+		delete(r.fail, name)
+	} else {
+		r.fail[name] = err
+	}
+}
+
+func (r *fakeRuntime) count(name string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, c := range r.calls {
+		if len(c) >= len(name) && c[:len(name)] == name {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *fakeRuntime) EnsureImage(_ context.Context, c *v1.Container) (Image, error) {
+	if err := r.call("EnsureImage", c.Image); err != nil {
+		return Image{}, err
+	}
+	return Image{Ref: "docker.io/library/" + c.Image + ":latest", ID: "docker.io/library/" + c.Image + "@sha256:1"}, nil
+}
+
+func (r *fakeRuntime) Create(_ context.Context, cfg ContainerConfig) error {
+	if err := r.call("Create", cfg.ID); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ctrs[cfg.ID] = &fakeContainer{cfg: cfg, info: ContainerInfo{ID: cfg.ID, Labels: cfg.Labels, CreatedAt: r.clock.Now()}, state: ContainerState{Exists: true}}
+	return nil
+}
+
+func (r *fakeRuntime) Start(_ context.Context, id, _ string) error {
+	if err := r.call("Start", id); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.ctrs[id]
+	if c == nil {
+		return fmt.Errorf("no container %s", id)
+	}
+	r.pid++
+	c.state = ContainerState{Exists: true, HasTask: true, Running: true, Pid: r.pid}
+	return nil
+}
+
+func (r *fakeRuntime) Stop(_ context.Context, id string, grace time.Duration) error {
+	if err := r.call("Stop", id); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c := r.ctrs[id]; c != nil && c.state.Running && !r.stopIgnores {
+		code := int32(137)
+		if grace > 0 {
+			code = 143
+		}
+		c.state.Running, c.state.ExitCode, c.state.ExitedAt = false, code, r.clock.Now()
+	}
+	return nil
+}
+
+func (r *fakeRuntime) Remove(_ context.Context, id string) error {
+	if err := r.call("Remove", id); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.ctrs, id)
+	return nil
+}
+
+func (r *fakeRuntime) State(_ context.Context, id string) (ContainerState, error) {
+	if err := r.call("State", id); err != nil {
+		return ContainerState{}, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c := r.ctrs[id]; c != nil {
+		return c.state, nil
+	}
+	return ContainerState{}, nil
+}
+
+func (r *fakeRuntime) Info(_ context.Context, id string) (ContainerInfo, error) {
+	if err := r.call("Info", id); err != nil {
+		return ContainerInfo{}, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c := r.ctrs[id]; c != nil {
+		return c.info, nil
+	}
+	return ContainerInfo{}, errors.New("not found")
+}
+
+func (r *fakeRuntime) List(context.Context) ([]ContainerInfo, error) {
+	if err := r.call("List", ""); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []ContainerInfo
+	for _, c := range r.ctrs {
+		out = append(out, c.info)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+func (r *fakeRuntime) Events(context.Context) (<-chan RuntimeEvent, <-chan error) {
+	r.call("Events", "")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.events, r.errs
+}
+
+func (r *fakeRuntime) Import(_ context.Context, path string) ([]string, error) {
+	return nil, r.call("Import", path)
+}
+
+func (r *fakeRuntime) Exec(_ context.Context, id string, _ ExecProcess) (int, error) {
+	return 0, r.call("Exec", id)
+}
+
+// exit ends a container's process with code.
+func (r *fakeRuntime) exit(id string, code int32) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.ctrs[id]
+	c.state.Running, c.state.ExitCode, c.state.ExitedAt = false, code, r.clock.Now()
+}
+
+// running lists the running containers as name → ID.
+func (r *fakeRuntime) running() map[string]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]string{}
+	for id, c := range r.ctrs {
+		if c.state.Running {
+			out[c.cfg.Container.Name] = id
+		}
+	}
+	return out
+}
+
+// addLabelled puts a container into the runtime as an earlier podvisor
+// would have left it.
+func (r *fakeRuntime) addLabelled(id string, labels map[string]string, st ContainerState) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ctrs[id] = &fakeContainer{
+		cfg:   ContainerConfig{ID: id, Labels: labels, Container: &v1.Container{Name: labels[LabelContainer]}},
+		info:  ContainerInfo{ID: id, Labels: labels, CreatedAt: r.clock.Now().Add(-time.Minute)},
+		state: st,
+	}
+}
+
+// fakeNet is an in-memory Network.
+type fakeNet struct {
+	mu       sync.Mutex
+	attached map[string]bool
+	addErr   error
+	delErr   error
+	n        byte
+	gcKeep   map[string]bool
+}
+
+func (n *fakeNet) Add(_ context.Context, id, _ string, _ cni.PodRef, _ []cni.PortMapping) (*cni.Result, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.addErr != nil {
+		return nil, n.addErr
+	}
+	if n.attached == nil {
+		n.attached = map[string]bool{}
+	}
+	n.attached[id] = true
+	n.n++
+	return &cni.Result{IPs: []net.IP{net.IPv4(10, 0, 0, n.n)}}, nil
+}
+
+func (n *fakeNet) Del(_ context.Context, id, _ string, _ cni.PodRef, _ []cni.PortMapping) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.delErr != nil {
+		return n.delErr
+	}
+	delete(n.attached, id)
+	return nil
+}
+
+func (n *fakeNet) GC(_ context.Context, keep map[string]bool) ([]string, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.gcKeep = keep
+	return nil, nil
+}
+
+// fakeSandboxes keeps sandboxes in memory.
+type fakeSandboxes struct {
+	mu        sync.Mutex
+	n         int
+	live      map[string]bool
+	createErr error
+	removed   []string
+}
+
+func (f *fakeSandboxes) Create(pod *v1.Pod) (*sandboxRecord, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n++
+	sb := &sandboxRecord{ID: fmt.Sprintf("sb%d", f.n)}
+	if !pod.Spec.HostNetwork {
+		sb.NetNS = "/fake/" + sb.ID + "/net"
+	}
+	if f.live == nil {
+		f.live = map[string]bool{}
+	}
+	f.live[sb.ID] = true
+	return sb, f.createErr
+}
+
+func (f *fakeSandboxes) Alive(sb *sandboxRecord) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.live[sb.ID]
+}
+
+func (f *fakeSandboxes) Remove(sb *sandboxRecord) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.live, sb.ID)
+	f.removed = append(f.removed, sb.ID)
+	return nil
+}
+
+func (f *fakeSandboxes) NetNS(sb *sandboxRecord) string { return sb.NetNS }
+
+func (f *fakeSandboxes) Find(id string) *sandboxRecord { return &sandboxRecord{ID: id, Network: true} }
+
+// lose forgets every sandbox, as a reboot does.
+func (f *fakeSandboxes) lose() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.live = map[string]bool{}
+}
+
+// fakeStatus records pods and events.
+type fakeStatus struct {
+	mu     sync.Mutex
+	pods   map[types.UID]*v1.Pod
+	events []string // "reason: message"
+	health error
+}
+
+func (f *fakeStatus) SetPod(p *v1.Pod) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.pods == nil {
+		f.pods = map[types.UID]*v1.Pod{}
+	}
+	f.pods[p.UID] = p.DeepCopy()
+}
+
+func (f *fakeStatus) DeletePod(uid types.UID) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.pods, uid)
+}
+
+func (f *fakeStatus) Eventf(_ *v1.Pod, _, _, reason, format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.events = append(f.events, reason+": "+fmt.Sprintf(format, args...))
+}
+
+func (f *fakeStatus) NodeEventf(_, _, reason, format string, args ...any) {
+	f.Eventf(nil, "", "", reason, format, args...)
+}
+
+func (f *fakeStatus) SetHealth(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.health = err
+}
+
+func (f *fakeStatus) pod(uid types.UID) *v1.Pod {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.pods[uid].DeepCopy()
+}
+
+func (f *fakeStatus) has(reason string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, e := range f.events {
+		if len(e) > len(reason) && e[:len(reason)+1] == reason+":" {
+			return true
+		}
+	}
+	return false
+}
+
+// env is a Supervisor on fakes, with its dirs in a temp dir.
+type env struct {
+	t     *testing.T
+	s     *Supervisor
+	rt    *fakeRuntime
+	net   *fakeNet
+	sbx   *fakeSandboxes
+	st    *fakeStatus
+	clock *fakeClock
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	dir := t.TempDir()
+	cg := filepath.Join(dir, "cgroup")
+	for _, c := range []string{"cpu", "memory"} {
+		if err := os.MkdirAll(filepath.Join(cg, c), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := &env{t: t, clock: newFakeClock(), net: &fakeNet{}, sbx: &fakeSandboxes{}, st: &fakeStatus{}}
+	e.rt = newFakeRuntime(e.clock)
+	e.s = New(Options{
+		Runtime:    e.rt,
+		Network:    e.net,
+		Status:     e.st,
+		Sandboxes:  e.sbx,
+		Clock:      e.clock,
+		Layout:     layout.Layout{StateDir: filepath.Join(dir, "state"), RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")},
+		NodeName:   "node1",
+		NodeIP:     "127.0.0.1",
+		CgroupRoot: cg,
+	})
+	return e
+}
+
+// testPod is a pod of busybox containers named apps, with init
+// containers named inits.
+func testPod(name string, policy v1.RestartPolicy, inits []string, apps ...string) *v1.Pod {
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name + "-node1", Namespace: "default", UID: types.UID("uid-" + name)}}
+	p.Spec.RestartPolicy = policy
+	grace := int64(1)
+	p.Spec.TerminationGracePeriodSeconds = &grace
+	for _, n := range inits {
+		p.Spec.InitContainers = append(p.Spec.InitContainers, v1.Container{Name: n, Image: "busybox"})
+	}
+	for _, n := range apps {
+		p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: n, Image: "busybox"})
+	}
+	return p
+}
+
+func desired(p *v1.Pod) *manifest.Pod {
+	return &manifest.Pod{Pod: p, Path: "/etc/kubernetes/manifests/" + p.Name + ".yaml"}
+}
+
+// worker returns a worker of e's supervisor for p, not started.
+func (e *env) worker(p *v1.Pod) *podWorker {
+	return newPodWorker(e.s, p.UID, desired(p), nil)
+}
+
+var errTest = errors.New("injected failure")

@@ -1,0 +1,74 @@
+package supervise
+
+import (
+	"sync"
+
+	"github.com/podvisor/podvisor/manifest"
+)
+
+// message is what others tell a pod worker. Each kind is its own type, so
+// probe and hook results can join without new fields under a lock.
+type message interface{ isMessage() }
+
+// specMsg carries the pod's latest desired version; a newer one replaces
+// one not yet taken (the latest update wins, as kubelet's pod workers).
+type specMsg struct{ pod *manifest.Pod }
+
+// stopMsg asks the worker to stop the pod and clean up (manifest removed).
+type stopMsg struct{}
+
+// oomMsg says the runtime saw an OOM kill in a container.
+type oomMsg struct{ containerID string }
+
+// wakeMsg asks the worker to look at its pod again (an exit, a relist, new
+// images); it carries nothing.
+type wakeMsg struct{}
+
+func (specMsg) isMessage() {}
+func (stopMsg) isMessage() {}
+func (oomMsg) isMessage()  {}
+func (wakeMsg) isMessage() {}
+
+// inbox holds the messages a worker has not taken yet, with a buffer-1
+// signal that never blocks a sender.
+type inbox struct {
+	mu      sync.Mutex
+	pending []message
+	signal  chan struct{}
+}
+
+func newInbox() *inbox { return &inbox{signal: make(chan struct{}, 1)} }
+
+// send queues m and signals the worker. A spec replaces an earlier one not
+// yet taken; wake-ups coalesce.
+func (b *inbox) send(m message) {
+	b.mu.Lock()
+	switch m.(type) {
+	case specMsg:
+		for i, old := range b.pending {
+			if _, ok := old.(specMsg); ok {
+				b.pending = append(b.pending[:i], b.pending[i+1:]...)
+				break
+			}
+		}
+		b.pending = append(b.pending, m)
+	case wakeMsg:
+		// The signal alone is the wake-up.
+	default:
+		b.pending = append(b.pending, m)
+	}
+	b.mu.Unlock()
+	select {
+	case b.signal <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the queued messages in the order sent and empties the box.
+func (b *inbox) take() []message {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	m := b.pending
+	b.pending = nil
+	return m
+}

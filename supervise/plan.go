@@ -1,0 +1,405 @@
+package supervise
+
+import (
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// The planner decides; the executor (exec.go) does. planPod is a pure
+// function from what is wanted (the spec, a stop request), what is known
+// (the pod's record) and what is observed (the runtime's view of each
+// container, the sandbox, the back-off clocks) to the actions that move the
+// pod one step on, as kubelet's computePodActions and containerd's restart
+// monitor do. The worker applies a plan, then plans again from the changed
+// record until a plan has no actions.
+//
+//	record exits ──▶ stop? kill apps, then inits, then clean up
+//	     │
+//	     ▼
+//	finished pod? release the sandbox
+//	     │
+//	     ▼
+//	sandbox lost? kill all, replace ──▶ create / attach network / prepare
+//	     │
+//	     ▼
+//	init containers in order ──▶ app containers (restart policy, back-off)
+
+const (
+	containerTypeInit = "init"
+	containerTypeApp  = "app"
+)
+
+// ctrRef names one container of a pod.
+type ctrRef struct {
+	Type string // containerTypeInit or containerTypeApp
+	Name string
+}
+
+func (r ctrRef) fieldPath() string {
+	if r.Type == containerTypeInit {
+		return "spec.initContainers{" + r.Name + "}"
+	}
+	return "spec.containers{" + r.Name + "}"
+}
+
+// observation is the runtime's view of one container the record names.
+type observation struct {
+	State ContainerState
+	Err   error // the runtime could not tell; no decision is taken on it
+	OOM   bool  // an OOM kill was seen (event or cgroup count)
+}
+
+// sandboxView is what the planner knows of the pod's sandbox besides its
+// record.
+type sandboxView struct {
+	Alive      bool      // its namespaces exist in this boot
+	Prepared   bool      // pod cgroup and files are set up for it
+	RetryUntil time.Time // a failed set-up is retried then
+}
+
+// waits are a container's back-off clocks.
+type waits struct {
+	CrashUntil time.Time // crash back-off: a restart waits until then
+	RetryUntil time.Time // a failed start (image, create) is retried then
+}
+
+// planInput is everything planPod decides from. It is read, never changed.
+type planInput struct {
+	Now      time.Time
+	Pod      *v1.Pod
+	Stopping bool
+	Rec      *podRecord
+	Obs      map[string]observation // by container ID
+	Sandbox  sandboxView
+	Waits    map[ctrRef]waits
+}
+
+// plan is what to do now, and when to look again.
+type plan struct {
+	Actions []action
+	// BackOffs are containers waiting out a back-off (shown as
+	// CrashLoopBackOff or ImagePullBackOff).
+	BackOffs []backOff
+	// Wake is when to plan again without a wake-up; zero: only on one.
+	Wake time.Time
+}
+
+func (p *plan) add(a action) { p.Actions = append(p.Actions, a) }
+
+func (p *plan) wakeAt(t time.Time) {
+	if p.Wake.IsZero() || t.Before(p.Wake) {
+		p.Wake = t
+	}
+}
+
+// action is one step for the executor.
+type action interface{ String() string }
+
+// adoptContainer completes the record of a container started by a podvisor
+// that died before recording so.
+type adoptContainer struct {
+	Ref ctrRef
+	ID  string
+}
+
+// recordExit records a run's end before its container goes.
+type recordExit struct {
+	Ref        ctrRef
+	ID         string
+	ExitCode   int32
+	Reason     string // Completed, Error, OOMKilled, Unknown
+	FinishedAt time.Time
+}
+
+// removeContainer removes a container whose run has ended.
+type removeContainer struct {
+	Ref ctrRef
+	ID  string
+}
+
+// killTarget is one container to stop.
+type killTarget struct {
+	Ref ctrRef
+	ID  string
+}
+
+// killContainers stops containers at once, each with the grace period
+// (0: SIGKILL now).
+type killContainers struct {
+	Targets []killTarget
+	Grace   time.Duration
+	Reason  string
+}
+
+// releaseSandbox gives a finished pod's network and namespaces back.
+type releaseSandbox struct{}
+
+// replaceSandbox drops a lost sandbox; its init containers run again.
+type replaceSandbox struct{}
+
+// createSandbox makes the pod's namespaces and /dev/shm.
+type createSandbox struct{}
+
+// attachNetwork attaches the sandbox to the pod network (CNI ADD).
+type attachNetwork struct{}
+
+// prepareSandbox sets up the pod cgroup and its files and volumes.
+type prepareSandbox struct{}
+
+// startContainer creates and starts one run of a container.
+type startContainer struct {
+	Ref     ctrRef
+	Restart bool // a previous run ended
+}
+
+// cleanupPod removes everything the stopped pod owns, then its record.
+type cleanupPod struct{}
+
+// backOff is a container waiting out a back-off until Until.
+type backOff struct {
+	Ref   ctrRef
+	Until time.Time
+	Crash bool // crash back-off; else a retry of a failed start
+}
+
+func (a adoptContainer) String() string  { return "adopt " + a.Ref.Name + " " + a.ID }
+func (a recordExit) String() string      { return "record exit of " + a.Ref.Name + ": " + a.Reason }
+func (a removeContainer) String() string { return "remove " + a.Ref.Name + " " + a.ID }
+func (a killContainers) String() string  { return "kill containers (" + a.Reason + ")" }
+func (releaseSandbox) String() string    { return "release sandbox" }
+func (replaceSandbox) String() string    { return "replace lost sandbox" }
+func (createSandbox) String() string     { return "create sandbox" }
+func (attachNetwork) String() string     { return "attach network" }
+func (prepareSandbox) String() string    { return "prepare sandbox" }
+func (a startContainer) String() string  { return "start " + a.Ref.Name }
+func (cleanupPod) String() string        { return "clean up pod" }
+
+// planPod plans the next step of a pod. in.Rec has a record for every
+// container of in.Pod.
+func planPod(in planInput) plan {
+	var p plan
+	if planExits(&p, in) {
+		return p // plan again once the exits are recorded
+	}
+	if in.Stopping {
+		planStop(&p, in)
+		return p
+	}
+	if finishedPod(in.Pod, in.Rec) {
+		if in.Rec.Sandbox != nil {
+			// As kubelet stops the sandbox of a terminal pod.
+			p.add(releaseSandbox{})
+		}
+		return p
+	}
+	if !planSandbox(&p, in) {
+		return p
+	}
+	planStarts(&p, in)
+	return p
+}
+
+// planExits adds what the runtime's view of the recorded containers asks
+// for: adoption of runs podvisor did not see start, and the exits of those
+// that ended. It reports whether there were exits.
+func planExits(p *plan, in planInput) bool {
+	exits := false
+	in.Rec.each(in.Pod, func(ref ctrRef, _ *v1.Container, cr *containerRecord) {
+		if cr.ID == "" {
+			return
+		}
+		o, ok := in.Obs[cr.ID]
+		if !ok || o.Err != nil {
+			return // not an exit: the runtime did not answer; look again later
+		}
+		st := o.State
+		if st.Running {
+			if cr.StartedAt.IsZero() {
+				p.add(adoptContainer{Ref: ref, ID: cr.ID})
+			}
+			return
+		}
+		switch {
+		case cr.Terminated != nil && cr.Terminated.ContainerID == "containerd://"+cr.ID:
+			// This run's exit is already recorded (podvisor stopped while
+			// removing the container): only the removal is left.
+		case st.HasTask && !st.ExitedAt.IsZero():
+			if cr.StartedAt.IsZero() {
+				p.add(adoptContainer{Ref: ref, ID: cr.ID}) // it ran; podvisor died before recording so
+			}
+			reason := "Completed"
+			if o.OOM {
+				reason = "OOMKilled"
+			} else if st.ExitCode != 0 {
+				reason = "Error"
+			}
+			p.add(recordExit{Ref: ref, ID: cr.ID, ExitCode: st.ExitCode, Reason: reason, FinishedAt: st.ExitedAt})
+		case cr.StartedAt.IsZero():
+			// Created but never started (podvisor stopped mid-start): not
+			// a run, only a container to remove.
+		case st.HasTask:
+			// A task neither running nor exited (created, or a state the
+			// shim could not tell): no exit; look again.
+			return
+		default:
+			// Started, but its container or task is gone without an exit
+			// to read: the host rebooted or the task vanished. kubelet
+			// reports such a container as exit 255, reason Unknown.
+			p.add(recordExit{Ref: ref, ID: cr.ID, ExitCode: 255, Reason: "Unknown", FinishedAt: in.Now})
+		}
+		p.add(removeContainer{Ref: ref, ID: cr.ID})
+		exits = true
+	})
+	return exits
+}
+
+// planStop stops app containers first, all at once, then init containers
+// (kubelet's order), each with the pod's grace period; then cleans up.
+func planStop(p *plan, in planInput) {
+	for _, typ := range []string{containerTypeApp, containerTypeInit} {
+		var ts []killTarget
+		in.Rec.each(in.Pod, func(ref ctrRef, _ *v1.Container, cr *containerRecord) {
+			if ref.Type == typ && cr.ID != "" {
+				ts = append(ts, killTarget{Ref: ref, ID: cr.ID})
+			}
+		})
+		if len(ts) > 0 {
+			p.add(killContainers{Targets: ts, Grace: gracePeriod(in.Pod), Reason: "Killing"})
+			return
+		}
+	}
+	p.add(cleanupPod{})
+}
+
+// gracePeriod is the pod's termination grace period, at least kubelet's
+// minimum of 2 s (minimumGracePeriodInSeconds).
+func gracePeriod(pod *v1.Pod) time.Duration {
+	grace := 30 * time.Second
+	if s := pod.Spec.TerminationGracePeriodSeconds; s != nil {
+		grace = time.Duration(*s) * time.Second
+	}
+	return max(grace, 2*time.Second)
+}
+
+// planSandbox adds what the sandbox needs and reports whether containers
+// may be started after it.
+func planSandbox(p *plan, in planInput) bool {
+	sb := in.Rec.Sandbox
+	if sb != nil && !in.Sandbox.Alive {
+		// Lost (reboot, cleared run dir): its containers go, and a new
+		// sandbox runs the init containers again, as kubelet does.
+		var ts []killTarget
+		in.Rec.each(in.Pod, func(ref ctrRef, _ *v1.Container, cr *containerRecord) {
+			if cr.ID != "" {
+				ts = append(ts, killTarget{Ref: ref, ID: cr.ID})
+			}
+		})
+		if len(ts) > 0 {
+			p.add(killContainers{Targets: ts, Reason: "SandboxChanged"})
+		} else {
+			p.add(replaceSandbox{})
+		}
+		return false
+	}
+	if u := in.Sandbox.RetryUntil; in.Now.Before(u) {
+		p.wakeAt(u)
+		return false
+	}
+	if sb == nil {
+		p.add(createSandbox{})
+	}
+	if sb == nil || !sb.Network {
+		p.add(attachNetwork{})
+	}
+	if sb == nil || !in.Sandbox.Prepared {
+		p.add(prepareSandbox{})
+	}
+	return true
+}
+
+// planStarts runs init containers one at a time in order, then every app
+// container, as the restart policy and back-offs allow.
+func planStarts(p *plan, in planInput) {
+	pod, rec := in.Pod, in.Rec
+	policy := pod.Spec.RestartPolicy
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		cr := rec.Init[c.Name]
+		if cr.initComplete() {
+			continue
+		}
+		if cr.ID != "" {
+			return // running; its exit wakes the worker
+		}
+		if cr.Terminated != nil && !cr.Rerun && policy == v1.RestartPolicyNever {
+			return // the pod has failed
+		}
+		startOrWait(p, in, ctrRef{Type: containerTypeInit, Name: c.Name}, cr)
+		return
+	}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		cr := rec.Apps[c.Name]
+		if cr.ID != "" {
+			continue
+		}
+		if cr.Terminated != nil && !shouldRestart(policy, cr.Terminated.ExitCode) {
+			continue
+		}
+		startOrWait(p, in, ctrRef{Type: containerTypeApp, Name: c.Name}, cr)
+	}
+}
+
+func startOrWait(p *plan, in planInput, ref ctrRef, cr *containerRecord) {
+	w := in.Waits[ref]
+	switch {
+	case in.Now.Before(w.RetryUntil):
+		p.BackOffs = append(p.BackOffs, backOff{Ref: ref, Until: w.RetryUntil})
+		p.wakeAt(w.RetryUntil)
+	case cr.Terminated != nil && in.Now.Before(w.CrashUntil):
+		p.BackOffs = append(p.BackOffs, backOff{Ref: ref, Until: w.CrashUntil, Crash: true})
+		p.wakeAt(w.CrashUntil)
+	default:
+		p.add(startContainer{Ref: ref, Restart: cr.Terminated != nil})
+	}
+}
+
+// finishedPod reports whether the pod has reached a terminal phase under
+// its restart policy: nothing will run in it again.
+func finishedPod(pod *v1.Pod, rec *podRecord) bool {
+	policy := pod.Spec.RestartPolicy
+	if policy == v1.RestartPolicyAlways {
+		return false
+	}
+	for _, c := range pod.Spec.InitContainers {
+		cr := rec.Init[c.Name]
+		if cr.initComplete() {
+			continue
+		}
+		return policy == v1.RestartPolicyNever && cr.ID == "" && cr.Terminated != nil && cr.Terminated.ExitCode != 0
+	}
+	for _, c := range pod.Spec.Containers {
+		cr := rec.Apps[c.Name]
+		if cr.ID != "" || cr.Terminated == nil || shouldRestart(policy, cr.Terminated.ExitCode) {
+			return false
+		}
+	}
+	return true
+}
+
+func shouldRestart(policy v1.RestartPolicy, exitCode int32) bool {
+	switch policy {
+	case v1.RestartPolicyAlways:
+		return true
+	case v1.RestartPolicyOnFailure:
+		return exitCode != 0
+	}
+	return false
+}
+
+// initComplete reports whether an init container has completed in the
+// current sandbox.
+func (cr *containerRecord) initComplete() bool {
+	return cr.Done || (cr.Terminated != nil && !cr.Rerun && cr.ID == "" && cr.Terminated.ExitCode == 0)
+}

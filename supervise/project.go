@@ -1,0 +1,168 @@
+package supervise
+
+import (
+	"time"
+
+	"github.com/podvisor/podvisor/status"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// projectInput is what a pod's reported status is computed from.
+type projectInput struct {
+	Pod      *v1.Pod
+	Rec      *podRecord
+	Path     string // manifest file; empty for a pod no longer desired
+	ManErr   error  // the manifest's current error, if any
+	Deleting *metav1.Time
+	Waiting  map[string]*v1.ContainerStateWaiting
+	Conds    []v1.PodCondition // the previous conditions (transition times)
+	Now      time.Time
+	NodeName string
+	NodeIP   string
+}
+
+// projectStatus computes the pod as reported: metadata, spec and a
+// v1.PodStatus in kubelet's terms. It is pure; the worker hands the
+// result to the status store.
+func projectStatus(in projectInput) *v1.Pod {
+	pod, rec := in.Pod, in.Rec
+	out := pod.DeepCopy()
+	out.CreationTimestamp = metav1.NewTime(rec.Created)
+	if in.Deleting != nil {
+		// Shown as Terminating, as kubectl shows a pod being deleted.
+		out.DeletionTimestamp = in.Deleting.DeepCopy()
+		out.DeletionGracePeriodSeconds = pod.Spec.TerminationGracePeriodSeconds
+	}
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	if in.Path != "" {
+		out.Annotations[annotationManifestPath] = in.Path
+	}
+	if in.ManErr != nil {
+		out.Annotations[status.ManifestErrorAnnotation] = in.ManErr.Error()
+	}
+	out.Annotations[status.ManifestNameAnnotation] = manifestName(pod.Name, in.NodeName)
+
+	initDone := true
+	for _, c := range pod.Spec.InitContainers {
+		if !rec.Init[c.Name].initComplete() {
+			initDone = false
+		}
+	}
+	var initSt, appSt []v1.ContainerStatus
+	rec.each(pod, func(ref ctrRef, c *v1.Container, cr *containerRecord) {
+		cs := containerStatus(pod.Spec.RestartPolicy, ref, c, cr, in.Waiting[c.Name], initDone)
+		if ref.Type == containerTypeInit {
+			initSt = append(initSt, cs)
+		} else {
+			appSt = append(appSt, cs)
+		}
+	})
+	st := &out.Status
+	st.InitContainerStatuses, st.ContainerStatuses = initSt, appSt
+	st.Phase = status.Phase(&pod.Spec, initSt, appSt)
+	sandboxReady := rec.Sandbox != nil && rec.Sandbox.Network
+	st.Conditions = status.Conditions(&pod.Spec, st.Phase, initSt, appSt, sandboxReady, in.Conds, in.Now)
+	st.QOSClass = status.QOSClass(&pod.Spec)
+	if in.NodeIP != "" {
+		st.HostIP = in.NodeIP
+		st.HostIPs = []v1.HostIP{{IP: in.NodeIP}}
+	}
+	if rec.Sandbox != nil {
+		for i, ip := range rec.Sandbox.IPs {
+			if i == 0 {
+				st.PodIP = ip
+			}
+			st.PodIPs = append(st.PodIPs, v1.PodIP{IP: ip})
+		}
+	}
+	if rec.StartTime != nil {
+		t := metav1.NewTime(*rec.StartTime)
+		st.StartTime = &t
+	}
+	return out
+}
+
+// containerStatus is one container's status from its record and what it
+// is waiting for.
+func containerStatus(policy v1.RestartPolicy, ref ctrRef, c *v1.Container, cr *containerRecord, waiting *v1.ContainerStateWaiting, initDone bool) v1.ContainerStatus {
+	cs := v1.ContainerStatus{
+		Name:         c.Name,
+		Image:        c.Image,
+		ImageID:      cr.ImageID,
+		RestartCount: cr.RestartCount,
+	}
+	if cr.Image != "" {
+		cs.Image = cr.Image
+	}
+	f := false
+	cs.Started = &f
+	switch {
+	case cr.ID != "" && !cr.StartedAt.IsZero():
+		cs.ContainerID = "containerd://" + cr.ID
+		cs.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(cr.StartedAt)}
+		t := true
+		cs.Started = &t
+		// Without readiness probes (not yet supported), a running app
+		// container is ready, as in kubelet.
+		cs.Ready = ref.Type == containerTypeApp
+	case waiting != nil:
+		cs.State.Waiting = waiting.DeepCopy()
+	case cr.Terminated != nil && (!shouldRestart(policy, cr.Terminated.ExitCode) || cr.Done):
+		cs.State.Terminated = cr.Terminated.DeepCopy()
+		cs.ContainerID = cr.Terminated.ContainerID
+		// kubelet's prober manager marks an init container that
+		// completed successfully as ready.
+		cs.Ready = ref.Type == containerTypeInit && cr.Terminated.ExitCode == 0
+	default:
+		reason := "ContainerCreating"
+		if ref.Type == containerTypeApp && !initDone {
+			reason = "PodInitializing"
+		}
+		cs.State.Waiting = &v1.ContainerStateWaiting{Reason: reason}
+	}
+	switch {
+	case cs.State.Terminated == nil && cr.Terminated != nil:
+		cs.LastTerminationState.Terminated = cr.Terminated.DeepCopy()
+		if cs.ContainerID == "" {
+			cs.ContainerID = cr.Terminated.ContainerID
+		}
+	case cr.LastState != nil:
+		cs.LastTerminationState.Terminated = cr.LastState.DeepCopy()
+	}
+	return cs
+}
+
+// publish hands the pod's status to the status store.
+func (w *podWorker) publish(pod *v1.Pod) {
+	in := projectInput{
+		Pod:      pod,
+		Rec:      w.rec,
+		Deleting: w.deleting,
+		Waiting:  w.waiting,
+		Conds:    w.conds,
+		Now:      w.s.clock.Now(),
+		NodeName: w.s.opts.NodeName,
+		NodeIP:   w.s.opts.NodeIP,
+	}
+	if d := w.desired; d != nil {
+		in.Path, in.ManErr = d.Path, d.Err
+	}
+	out := projectStatus(in)
+	w.conds = out.Status.Conditions
+	w.s.status.SetPod(out)
+}
+
+// manifestName is the pod's name as written in its manifest: the full name
+// without the "-<node>" suffix.
+func manifestName(fullName, node string) string {
+	if n := len(fullName) - len(node) - 1; n > 0 && fullName[n:] == "-"+node {
+		return fullName[:n]
+	}
+	return fullName
+}
+
+// annotationManifestPath names the pod's manifest file.
+const annotationManifestPath = "podvisor.io/manifest-path"

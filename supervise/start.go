@@ -1,0 +1,173 @@
+package supervise
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/podvisor/podvisor/mounts"
+	v1 "k8s.io/api/core/v1"
+)
+
+// start creates and starts one run of a container, and keeps its back-off
+// clocks: a failed start (image, creation) is retried with its own back-off,
+// and the crash back-off grows with each restart that happened, not with
+// failed attempts. A failure is shown on the container and as an event, and
+// is no error of the step: the other containers go on.
+func (w *podWorker) start(ctx context.Context, pod *v1.Pod, a startContainer) error {
+	c := containerSpec(pod, a.Ref)
+	cr := w.rec.container(a.Ref)
+	seen := w.exitSeen[a.Ref]
+	if err := w.startContainer(ctx, pod, a.Ref, c, cr); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r := w.retry[a.Ref]
+		if r == nil {
+			r = &retryClock{bo: w.s.newRetry()}
+			w.retry[a.Ref] = r
+		}
+		r.at, r.gen, r.step = w.s.clock.Now().Add(r.bo.Next()), w.s.imageGen.Load(), w.steps
+		return nil
+	}
+	delete(w.retry, a.Ref)
+	if a.Restart {
+		bo := w.crash[a.Ref]
+		if bo == nil {
+			bo = w.s.newCrashBackoff()
+			w.crash[a.Ref] = bo
+		}
+		bo.NextSince(seen)
+	}
+	return nil
+}
+
+// startContainer creates and starts one run of container c. A restart is a
+// new container with a fresh writable layer; the previous run's state
+// becomes lastState.
+func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef, c *v1.Container, cr *containerRecord) error {
+	fp := ref.fieldPath()
+	fail := func(reason string, err error) error {
+		w.waiting[c.Name] = &v1.ContainerStateWaiting{Reason: reason, Message: err.Error()}
+		w.event(pod, fp, v1.EventTypeWarning, "Failed", "Error: %v", err)
+		return err
+	}
+	img, err := w.s.ensureImage(ctx, c)
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		if errors.Is(err, ErrImageNeverPull) {
+			return fail("ErrImageNeverPull", fmt.Errorf("container image %q is not present with pull policy of Never", c.Image))
+		}
+		return fail("ErrImagePull", err)
+	}
+	if img.Warning != "" && !w.warned["pull/"+img.Ref] {
+		w.warned["pull/"+img.Ref] = true
+		w.event(pod, fp, v1.EventTypeWarning, "PullFailedUsingLocal", "%s", img.Warning)
+	}
+
+	restartCount := cr.RestartCount
+	if cr.Terminated != nil {
+		restartCount++
+	}
+	id := newID()
+	uid := string(w.uid)
+	termFile := w.s.layout.TerminationLog(uid, id)
+	termDir := filepath.Dir(termFile)
+	if err := os.MkdirAll(termDir, 0o755); err != nil {
+		return fail("CreateContainerConfigError", err)
+	}
+	if err := os.WriteFile(termFile, nil, 0o666); err != nil {
+		return fail("CreateContainerConfigError", err)
+	}
+	ms, err := mounts.ContainerMounts(w.mountsPod(pod), c, termFile)
+	if err != nil {
+		return fail("CreateContainerConfigError", err)
+	}
+	adj, warn := w.s.oomScoreAdj(pod, c)
+	if warn != "" && !w.warned["oom"] {
+		w.warned["oom"] = true
+		w.event(pod, fp, v1.EventTypeWarning, "OOMScoreAdjRefused", "%s", warn)
+	}
+	sb := w.rec.Sandbox
+	cfg := ContainerConfig{
+		ID: id,
+		Labels: map[string]string{
+			LabelPodUID:        uid,
+			LabelPodName:       pod.Name,
+			LabelPodNamespace:  pod.Namespace,
+			LabelContainer:     c.Name,
+			LabelContainerType: ref.Type,
+			LabelRestartCount:  strconv.Itoa(int(restartCount)),
+			LabelSandboxID:     sb.ID,
+		},
+		Image:       img,
+		Pod:         pod,
+		Container:   c,
+		SandboxID:   sb.ID,
+		NetNS:       sb.NetNS,
+		IPCNS:       sb.IPCNS,
+		Shm:         sb.Shm,
+		Hostname:    podHostname(pod),
+		Mounts:      ms,
+		CgroupsPath: filepath.Join(w.podCgroup(), id),
+		OOMScoreAdj: adj,
+		Resources:   containerResources(c),
+	}
+	// Record the ID before creating, so a podvisor that dies mid-way
+	// finds and removes a half-made container instead of leaking it.
+	prevStarted := cr.StartedAt
+	cr.ID, cr.StartedAt = id, time.Time{}
+	if err := w.save(); err != nil {
+		cr.ID, cr.StartedAt = "", prevStarted
+		os.RemoveAll(termDir)
+		return fail("CreateContainerConfigError", fmt.Errorf("record the container before creating it: %w", err))
+	}
+	undo := func() {
+		cctx, cancel := cleanupContext(ctx)
+		defer cancel()
+		if err := w.s.rt.Remove(cctx, id); err != nil {
+			// Keep the ID: the next step removes the container (or adopts
+			// it, if its process did start). Forgetting it could start a
+			// second copy beside it.
+			w.log.Warn("remove failed container", "container", c.Name, "err", err)
+			return
+		}
+		os.RemoveAll(termDir)
+		cr.ID, cr.StartedAt = "", prevStarted
+		w.save()
+	}
+	if err := w.s.rt.Create(ctx, cfg); err != nil {
+		undo()
+		return fail("CreateContainerError", err)
+	}
+	w.s.track(id, w)
+	if err := w.s.rt.Start(ctx, id, w.logPath(pod, c.Name, restartCount)); err != nil {
+		w.s.untrack(id)
+		undo()
+		return fail("RunContainerError", err)
+	}
+	if cr.Terminated != nil {
+		cr.LastState, cr.Terminated = cr.Terminated, nil
+	}
+	cr.RestartCount = restartCount
+	cr.Rerun = false
+	cr.StartedAt = w.s.clock.Now().Round(0)
+	cr.Image, cr.ImageID = img.Ref, img.ID
+	w.obs[id] = observation{State: ContainerState{Exists: true, HasTask: true, Running: true}}
+	delete(w.waiting, c.Name)
+	w.save()
+	// kubelet keeps the current and the previous run's log.
+	if restartCount >= 2 {
+		old := w.logPath(pod, c.Name, restartCount-2)
+		os.Remove(old)
+		os.Remove(old + ".1")
+	}
+	w.event(pod, fp, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
+	return nil
+}
