@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/podvisor/podvisor/internal/backoff"
 	"github.com/podvisor/podvisor/mounts"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -321,7 +320,7 @@ func (w *podWorker) cleanup(ctx context.Context, pod *v1.Pod) error {
 	}
 	w.s.status.DeletePod(w.uid)
 	if err := errors.Join(leaks...); err != nil {
-		w.s.status.NodeEventf(w.s.opts.NodeName, v1.EventTypeWarning, "CleanupFailed",
+		w.s.nodeEvent(v1.EventTypeWarning, "CleanupFailed",
 			"pod %s/%s stopped, but not everything it owned could be removed (retried at podvisor's next start): %v", pod.Namespace, pod.Name, err)
 		return nil
 	}
@@ -375,4 +374,3 @@ func (w *podWorker) logPath(pod *v1.Pod, name string, restartCount int32) string
 	return w.s.layout.ContainerLog(pod.Namespace, pod.Name, string(pod.UID), name, restartCount)
 }
 
-var _ = backoff.Wait

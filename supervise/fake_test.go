@@ -15,6 +15,7 @@ import (
 	"github.com/podvisor/podvisor/cni"
 	"github.com/podvisor/podvisor/internal/layout"
 	"github.com/podvisor/podvisor/manifest"
+	"github.com/podvisor/podvisor/status"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -389,14 +390,10 @@ func (f *fakeStatus) DeletePod(uid types.UID) {
 	delete(f.pods, uid)
 }
 
-func (f *fakeStatus) Eventf(_ *v1.Pod, _, _, reason, format string, args ...any) {
+func (f *fakeStatus) Record(e status.Event) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.events = append(f.events, reason+": "+fmt.Sprintf(format, args...))
-}
-
-func (f *fakeStatus) NodeEventf(_, _, reason, format string, args ...any) {
-	f.Eventf(nil, "", "", reason, format, args...)
+	f.events = append(f.events, e.Reason+": "+e.Message)
 }
 
 func (f *fakeStatus) SetHealth(err error) {

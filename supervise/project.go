@@ -38,7 +38,7 @@ func projectStatus(in projectInput) *v1.Pod {
 		out.Annotations = map[string]string{}
 	}
 	if in.Path != "" {
-		out.Annotations[annotationManifestPath] = in.Path
+		out.Annotations[status.ManifestPathAnnotation] = in.Path
 	}
 	if in.ManErr != nil {
 		out.Annotations[status.ManifestErrorAnnotation] = in.ManErr.Error()
@@ -163,6 +163,3 @@ func manifestName(fullName, node string) string {
 	}
 	return fullName
 }
-
-// annotationManifestPath names the pod's manifest file.
-const annotationManifestPath = "podvisor.io/manifest-path"

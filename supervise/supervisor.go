@@ -26,12 +26,12 @@ type Network interface {
 	GC(ctx context.Context, keep map[string]bool) ([]string, error)
 }
 
-// StatusSink receives pod status and events (status.Store implements it).
+// StatusSink receives pod status, and events through the one event seam
+// (status.Store implements it; status.Recorders fans events out).
 type StatusSink interface {
 	SetPod(pod *v1.Pod)
 	DeletePod(uid types.UID)
-	Eventf(pod *v1.Pod, fieldPath, eventType, reason, format string, args ...any)
-	NodeEventf(node, eventType, reason, format string, args ...any)
+	status.Recorder
 }
 
 // Sandboxes makes and removes pods' shared namespaces and /dev/shm on
@@ -414,7 +414,7 @@ func (s *Supervisor) reportManifestErrors(before map[string]bool, snap manifest.
 		msg := w.Error()
 		now[msg] = true
 		if !before[msg] {
-			s.status.NodeEventf(s.opts.NodeName, v1.EventTypeWarning, "ManifestWarning", "%s", msg)
+			s.nodeEvent(v1.EventTypeWarning, "ManifestWarning", "%s", msg)
 		}
 	}
 	for _, e := range snap.Errors {
@@ -426,15 +426,20 @@ func (s *Supervisor) reportManifestErrors(before map[string]bool, snap manifest.
 		reported := false
 		for _, p := range snap.Pods {
 			if p.Path == e.Path && p.Err != nil {
-				s.status.Eventf(p.Pod, "", v1.EventTypeWarning, "InvalidManifest", "%s (the last good version keeps running)", msg)
+				s.status.Record(status.Event{Pod: p.Pod, Type: v1.EventTypeWarning, Reason: "InvalidManifest", Message: msg + " (the last good version keeps running)"})
 				reported = true
 			}
 		}
 		if !reported {
-			s.status.NodeEventf(s.opts.NodeName, v1.EventTypeWarning, "InvalidManifest", "%s", msg)
+			s.nodeEvent(v1.EventTypeWarning, "InvalidManifest", "%s", msg)
 		}
 	}
 	return now
+}
+
+// nodeEvent records an event about the node.
+func (s *Supervisor) nodeEvent(typ, reason, format string, args ...any) {
+	s.status.Record(status.Event{Node: s.opts.NodeName, Type: typ, Reason: reason, Message: fmt.Sprintf(format, args...)})
 }
 
 // removePodContainers kills and removes every container labelled with the

@@ -3,11 +3,13 @@ package supervise
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/podvisor/podvisor/internal/backoff"
 	"github.com/podvisor/podvisor/manifest"
+	"github.com/podvisor/podvisor/status"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -267,5 +269,5 @@ func (w *podWorker) warnOnce(pod *v1.Pod) {
 
 // event is the worker's one way to report something to the event seam.
 func (w *podWorker) event(pod *v1.Pod, fieldPath, typ, reason, format string, args ...any) {
-	w.s.status.Eventf(pod, fieldPath, typ, reason, format, args...)
+	w.s.status.Record(status.Event{Pod: pod, FieldPath: fieldPath, Type: typ, Reason: reason, Message: fmt.Sprintf(format, args...)})
 }

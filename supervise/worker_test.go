@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podvisor/podvisor/status"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -55,7 +56,7 @@ func TestWorkerStartsPod(t *testing.T) {
 	if pod.Status.PodIP == "" || pod.Status.HostIP != "127.0.0.1" {
 		t.Errorf("pod IP %q host IP %q", pod.Status.PodIP, pod.Status.HostIP)
 	}
-	if pod.Annotations[annotationManifestPath] == "" {
+	if pod.Annotations[status.ManifestPathAnnotation] == "" {
 		t.Error("no manifest path annotation")
 	}
 	if !e.st.has("Started") {
