@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/podvisor/podvisor/internal/layout"
+	v1 "k8s.io/api/core/v1"
 )
 
 // A sandbox is lost only on proof: a missing file or a file that is not a
@@ -63,4 +64,42 @@ func TestSaveRecordSkipsUnchanged(t *testing.T) {
 	if len(errs) != 0 || recs["u"] == nil || recs["u"].Name != "q" {
 		t.Fatalf("loaded %+v, %v", recs, errs)
 	}
+}
+
+// hostSandboxes makes real namespaces and /dev/shm (as root), finds them
+// again by ID, and removes them, also from the ID alone.
+func TestHostSandboxes(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: needs root to make namespaces")
+	}
+	h := hostSandboxes{layout: layout.Layout{RunDir: t.TempDir()}}
+	pod := &v1.Pod{}
+	sb, err := h.Create(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !h.Alive(sb) || h.NetNS(sb) != sb.NetNS || sb.IPCNS == "" || sb.Shm == "" {
+		t.Fatalf("sandbox %+v alive %v", sb, h.Alive(sb))
+	}
+	found := h.Find(sb.ID)
+	if found.NetNS != sb.NetNS || found.IPCNS != sb.IPCNS || found.Shm != sb.Shm || !found.Network {
+		t.Errorf("found %+v, made %+v", found, sb)
+	}
+	if err := h.Remove(&sandboxRecord{ID: sb.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if h.Alive(sb) || h.NetNS(sb) != "" {
+		t.Error("a removed sandbox is alive")
+	}
+	if _, err := os.Stat(h.layout.SandboxDir(sb.ID)); !os.IsNotExist(err) {
+		t.Errorf("sandbox dir left: %v", err)
+	}
+	if err := h.Remove(sb); err != nil {
+		t.Errorf("second remove: %v", err)
+	}
+	host, err := h.Create(&v1.Pod{Spec: v1.PodSpec{HostNetwork: true, HostIPC: true}})
+	if err != nil || host.NetNS != "" || host.IPCNS != "" || !h.Alive(host) {
+		t.Fatalf("host sandbox %+v, %v", host, err)
+	}
+	h.Remove(host)
 }
