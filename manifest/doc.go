@@ -74,5 +74,6 @@
 //     symlink swapped atomically (the watch moves to the new target).
 //     Renames in and out are adds and deletes.
 //
-// The package imports nothing else from podvisor except internal/version.
+// The package imports nothing else from podvisor except internal leaves
+// (inotify, atomicfile, version).
 package manifest

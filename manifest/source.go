@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"time"
+
+	"github.com/podvisor/podvisor/internal/inotify"
 )
 
 const (
@@ -85,8 +86,26 @@ func (s *Source) newScanner() *scanner {
 type watchEvent struct {
 	overflow bool      // events were lost: relist everything
 	dir      bool      // the directory itself may have appeared, gone or been swapped
+	watched  bool      // the directory is watched anew: no event told what it holds
 	name     string    // an entry of the directory
 	kind     fileEvent // what happened to it
+}
+
+// translate turns a watch event into what the Source acts on.
+func translate(ev inotify.Event) (watchEvent, bool) {
+	switch ev.Op {
+	case inotify.Overflow:
+		return watchEvent{overflow: true}, true
+	case inotify.DirChanged:
+		return watchEvent{dir: true}, true
+	case inotify.DirWatched:
+		return watchEvent{dir: true, watched: true}, true
+	}
+	kind, ok := entryEvent(ev.Mask)
+	if !ok {
+		return watchEvent{}, false
+	}
+	return watchEvent{name: ev.Name, kind: kind}, true
 }
 
 // handle applies one event and reports whether a rescan is due.
@@ -96,8 +115,13 @@ func (s *Source) handle(sc *scanner, ev watchEvent) bool {
 		s.log.Warn("inotify queue overflowed; relisting the manifest directory")
 		sc.resetEvents()
 		return true
+	case ev.watched:
+		// A directory that appeared or replaced the old one: its files
+		// must be read in full, since no event announced them.
+		sc.resetEvents()
+		return true
 	case ev.dir:
-		return true // the next scan re-checks the watches first
+		return true
 	case ev.name != "":
 		return sc.fileEvent(ev.name, ev.kind)
 	}
@@ -113,21 +137,15 @@ func (s *Source) Run(ctx context.Context, out chan<- Snapshot) error {
 	sc := s.newScanner()
 	dir := sc.dir
 
-	w, err := newWatcher(dir, filepath.Dir(dir), s.log)
-	if err != nil {
-		return fmt.Errorf("watch manifest directory %s: %w", dir, err)
-	}
-	defer w.close()
-	stop := context.AfterFunc(ctx, w.wake)
-	defer stop()
-
 	var (
 		pending     bool
 		slowPending bool // the pending scan waits for a delete's debounce
 		debounceAt  time.Time
+		relistAt    time.Time // zero until the first scan
 	)
-	handle := func(ev watchEvent) {
-		if !s.handle(sc, ev) {
+	handle := func(iev inotify.Event) {
+		ev, ok := translate(iev)
+		if !ok || !s.handle(sc, ev) {
 			return
 		}
 		// A file closed after writing or renamed in is complete: read it
@@ -154,17 +172,11 @@ func (s *Source) Run(ctx context.Context, out chan<- Snapshot) error {
 			}
 		}
 	}
-	// scan makes sure the watches match the directory (a new directory is
-	// watched before it is read, and read in full), takes in the events
-	// queued so far, so that a file whose writer is still busy is known to
-	// be, and then scans.
+	// scan runs with the watches matching the directory (a new directory
+	// is watched before it is read, and read in full) and the events queued
+	// so far taken in, so that a file whose writer is still busy is known
+	// to be: inotify.Watch sees to both before every step.
 	scan := func(mode scanMode) error {
-		if w.sync() {
-			sc.resetEvents()
-		}
-		if err := w.drain(handle); err != nil {
-			return fmt.Errorf("watch manifest directory %s: %w", dir, err)
-		}
 		first := sc.prev == nil
 		snap, changed := sc.scan(mode)
 		if !changed {
@@ -178,30 +190,13 @@ func (s *Source) Run(ctx context.Context, out chan<- Snapshot) error {
 			return ctx.Err()
 		}
 	}
-
-	if err := scan(scanRelist); err != nil {
-		return err
-	}
-	relistAt := time.Now().Add(relistPeriod)
-	for {
-		next := relistAt
-		if pending && debounceAt.Before(next) {
-			next = debounceAt
-		}
-		readable, err := w.wait(time.Until(next))
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if err != nil {
-			return fmt.Errorf("watch manifest directory %s: %w", dir, err)
-		}
-		if readable {
-			if err := w.drain(handle); err != nil {
-				return fmt.Errorf("watch manifest directory %s: %w", dir, err)
-			}
-		}
-		now := time.Now()
+	step := func(now time.Time) (time.Time, error) {
+		var err error
 		switch {
+		case relistAt.IsZero():
+			pending, slowPending = false, false
+			err = scan(scanRelist)
+			relistAt = time.Now().Add(relistPeriod)
 		case !now.Before(relistAt):
 			pending, slowPending = false, false
 			relistAt = now.Add(relistPeriod)
@@ -211,9 +206,20 @@ func (s *Source) Run(ctx context.Context, out chan<- Snapshot) error {
 			err = scan(scanEvents)
 		}
 		if err != nil {
-			return err
+			return time.Time{}, err
 		}
+		next := relistAt
+		if pending && debounceAt.Before(next) {
+			next = debounceAt
+		}
+		return next, nil
 	}
+
+	err := inotify.Watch(ctx, inotify.Options{Dir: dir, Mask: dirMask, Log: s.log}, handle, step)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("watch manifest directory %s: %w", dir, err)
 }
 
 func cmpOr(d, def time.Duration) time.Duration {
