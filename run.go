@@ -141,10 +141,14 @@ func runAction(c *cli.Context) error {
 	go func() { apiErr <- status.Serve(ctx, filepath.Join(runDir, "podvisor.sock"), store, log) }()
 
 	snapshots := make(chan manifest.Snapshot, 1)
-	src := manifest.NewSource(c.String("manifests"), node, log)
-	src.RelistPeriod = c.Duration("manifest-relist-period")
-	src.StateDir = stateDir
-	src.UnknownFields = unknown
+	src := manifest.NewSource(manifest.SourceOptions{
+		Dir:           c.String("manifests"),
+		NodeName:      node,
+		Log:           log,
+		RelistPeriod:  c.Duration("manifest-relist-period"),
+		StateDir:      stateDir,
+		UnknownFields: unknown,
+	})
 	srcErr := make(chan error, 1)
 	go func() { srcErr <- src.Run(ctx, snapshots) }()
 

@@ -10,73 +10,83 @@ import (
 )
 
 const (
-	// DefaultRelistPeriod is Source.RelistPeriod's default; kubelet relists
-	// its static pod directory every 20s too.
+	// DefaultRelistPeriod is SourceOptions.RelistPeriod's default; kubelet
+	// relists its static pod directory every 20s too.
 	DefaultRelistPeriod = 20 * time.Second
-	// DefaultDebounce is Source.Debounce's default: long enough to coalesce
-	// an editor's write-rename-chmod burst, or a delete and re-create, short
-	// enough not to be noticed.
+	// DefaultDebounce is SourceOptions.Debounce's default: long enough to
+	// coalesce an editor's write-rename-chmod burst, or a delete and
+	// re-create, short enough not to be noticed.
 	DefaultDebounce = 100 * time.Millisecond
-	// DefaultQuickDebounce is Source.QuickDebounce's default.
+	// DefaultQuickDebounce is SourceOptions.QuickDebounce's default.
 	DefaultQuickDebounce = 5 * time.Millisecond
 )
 
-// Source watches dir and sends a full Snapshot on out after every change and
-// every relist that finds one. The first scan is always sent, even when empty.
-//
-// It watches dir and its parent with inotify and reads a file only when its
-// writer closed it or it was renamed (or linked) into place; see the package
-// documentation for the exact rules, and for what a relist may read.
-type Source struct {
+// SourceOptions configures a Source. A zero field takes the default its
+// comment names.
+type SourceOptions struct {
+	// Dir is the manifest directory. It may be missing, appear later, be
+	// removed or be a symlink swapped atomically.
+	Dir string
+	// NodeName names the pods ("<name>-<node>") and goes into their UIDs.
+	NodeName string
+	// Log hears about skipped files, errors and the watch; nil discards.
+	Log *slog.Logger
 	// RelistPeriod is how often the directory is re-read without any event.
-	// Zero means DefaultRelistPeriod. Set it before Run.
+	// Zero means DefaultRelistPeriod.
 	RelistPeriod time.Duration
 	// Debounce is the delay between an event and the rescan it causes; events
 	// in between join the same rescan. Zero means DefaultDebounce.
 	Debounce time.Duration
 	// QuickDebounce replaces Debounce after a file was closed after writing
 	// or renamed in: its content is complete, so only a burst of such
-	// events is worth waiting for. Zero means DefaultQuickDebounce.
+	// events is worth waiting for. Zero means DefaultQuickDebounce; it is
+	// never longer than Debounce.
 	QuickDebounce time.Duration
 	// StateDir, when set, is where the last good content of every manifest
 	// is kept (StateFile(StateDir)), so that a restart with a broken file
-	// keeps its pods, and duplicates resolve as before the restart.
+	// keeps its pods, and duplicates resolve as before the restart. Empty
+	// keeps nothing.
 	StateDir string
-	// UnknownFields says what an unknown field does; the default is an
-	// error.
+	// UnknownFields says what an unknown field does; the zero value makes
+	// it an error.
 	UnknownFields UnknownFieldPolicy
 	// TrustedUID is a user trusted besides root to own the directory, its
 	// parents and the manifests; files of other users get a permission
 	// warning. Zero trusts root only.
 	TrustedUID int
-
-	dir      string
-	nodeName string
-	log      *slog.Logger
 }
 
-// NewSource returns a Source for the manifests in dir, naming pods for
-// nodeName. log may be nil.
-func NewSource(dir, nodeName string, log *slog.Logger) *Source {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+// Source watches a directory and sends a full Snapshot on out after every
+// change and every relist that finds one. The first scan is always sent,
+// even when empty.
+//
+// It watches the directory and its parent with inotify and reads a file
+// only when its writer closed it or it was renamed (or linked) into place;
+// see the package documentation for the exact rules, and for what a
+// relist may read.
+type Source struct {
+	opts SourceOptions // defaults applied
+	log  *slog.Logger
+}
+
+// NewSource returns a Source configured by opts, with its defaults applied.
+func NewSource(opts SourceOptions) *Source {
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Source{
-		RelistPeriod: DefaultRelistPeriod,
-		Debounce:     DefaultDebounce,
-		dir:          dir,
-		nodeName:     nodeName,
-		log:          log.With("dir", dir),
-	}
+	opts.RelistPeriod = cmpOr(opts.RelistPeriod, DefaultRelistPeriod)
+	opts.Debounce = cmpOr(opts.Debounce, DefaultDebounce)
+	opts.QuickDebounce = min(cmpOr(opts.QuickDebounce, DefaultQuickDebounce), opts.Debounce)
+	return &Source{opts: opts, log: opts.Log.With("dir", opts.Dir)}
 }
 
 // newScanner returns the scanner Run uses, with the persisted state loaded.
 func (s *Source) newScanner() *scanner {
-	sc := newScanner(s.dir, s.nodeName, s.log)
-	sc.opts = ParseOptions{UnknownFields: s.UnknownFields}
-	sc.trustedUID = s.TrustedUID
-	if s.StateDir != "" {
-		sc.statePath = StateFile(s.StateDir)
+	sc := newScanner(s.opts.Dir, s.opts.NodeName, s.log)
+	sc.opts = ParseOptions{UnknownFields: s.opts.UnknownFields}
+	sc.trustedUID = s.opts.TrustedUID
+	if s.opts.StateDir != "" {
+		sc.statePath = StateFile(s.opts.StateDir)
 	}
 	sc.loadState()
 	return sc
@@ -132,8 +142,7 @@ func (s *Source) handle(sc *scanner, ev watchEvent) bool {
 // early only when the watcher cannot be created or fails for good. Run must
 // not be called twice at once on one Source; out is never closed.
 func (s *Source) Run(ctx context.Context, out chan<- Snapshot) error {
-	relistPeriod := cmpOr(s.RelistPeriod, DefaultRelistPeriod)
-	debounce := cmpOr(s.Debounce, DefaultDebounce)
+	relistPeriod, debounce, quickDebounce := s.opts.RelistPeriod, s.opts.Debounce, s.opts.QuickDebounce
 	sc := s.newScanner()
 	dir := sc.dir
 
@@ -166,7 +175,7 @@ func (s *Source) Run(ctx context.Context, out chan<- Snapshot) error {
 		case slowPending:
 			// Joins the pending debounced scan.
 		default:
-			at := now.Add(min(debounce, cmpOr(s.QuickDebounce, DefaultQuickDebounce)))
+			at := now.Add(quickDebounce)
 			if !pending || at.Before(debounceAt) {
 				pending, debounceAt = true, at
 			}
