@@ -2,24 +2,6 @@ package supervise
 
 import "testing"
 
-func TestArchiveRefTranslator(t *testing.T) {
-	tr := archiveRefTranslator("/var/lib/podvisor/images/busybox.tar")
-	for in, want := range map[string]string{
-		"busybox":                          "docker.io/library/busybox:latest",
-		"busybox:1.36":                     "docker.io/library/busybox:1.36",
-		"docker.io/library/busybox:latest": "docker.io/library/busybox:latest",
-		"registry.local:5000/etcd:3.5":     "registry.local:5000/etcd:3.5",
-		"latest":                           "docker.io/library/busybox:latest",
-		"3.5.9":                            "docker.io/library/busybox:3.5.9",
-		"v1.2":                             "docker.io/library/busybox:v1.2",
-		"Not A Ref":                        "",
-	} {
-		if got := tr(in); got != want {
-			t.Errorf("translate(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestNormalizeImage(t *testing.T) {
 	for in, want := range map[string]string{
 		"busybox":             "docker.io/library/busybox:latest",
