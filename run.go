@@ -16,6 +16,7 @@ import (
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/podvisor/podvisor/cni"
 	"github.com/podvisor/podvisor/internal/crilog"
+	"github.com/podvisor/podvisor/internal/embedded"
 	"github.com/podvisor/podvisor/manifest"
 	"github.com/podvisor/podvisor/status"
 	"github.com/podvisor/podvisor/supervise"
@@ -101,12 +102,11 @@ func runAction(c *cli.Context) error {
 	address := c.String("containerd-address")
 	embeddedErr := make(chan error, 1)
 	if c.Bool("embedded-containerd") {
-		e := &supervise.Embedded{Binary: c.String("containerd-binary"), RunDir: runDir, StateDir: stateDir, Log: log}
+		e := embedded.New(embedded.Options{Binary: c.String("containerd-binary"), RunDir: runDir, StateDir: stateDir, Log: log})
 		address = e.Address()
-		ready := make(chan struct{})
-		go func() { embeddedErr <- e.Run(ctx, ready) }()
+		go func() { embeddedErr <- e.Run(ctx) }()
 		select {
-		case <-ready:
+		case <-e.Ready():
 		case err := <-embeddedErr:
 			return err
 		case <-ctx.Done():
