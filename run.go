@@ -15,8 +15,10 @@ import (
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/podvisor/podvisor/cni"
+	"github.com/podvisor/podvisor/internal/backoff"
 	"github.com/podvisor/podvisor/internal/crilog"
 	"github.com/podvisor/podvisor/internal/embedded"
+	"github.com/podvisor/podvisor/internal/layout"
 	"github.com/podvisor/podvisor/manifest"
 	"github.com/podvisor/podvisor/status"
 	"github.com/podvisor/podvisor/supervise"
@@ -73,6 +75,7 @@ func runAction(c *cli.Context) error {
 		return cli.Exit("--unknown-fields: "+err.Error(), 2)
 	}
 	stateDir, runDir, logDir := c.String("state-dir"), c.String("run-dir"), c.String("log-dir")
+	paths := layout.Layout{StateDir: stateDir, RunDir: runDir, LogDir: logDir}
 	for _, d := range []string{stateDir, runDir, logDir, c.String("images-dir")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", d, err)
@@ -125,15 +128,15 @@ func runAction(c *cli.Context) error {
 	net, err := cni.New(cni.Config{
 		ConfDir:  c.String("cni-conf-dir"),
 		BinDirs:  filepath.SplitList(c.String("cni-bin-dir")),
-		CacheDir: filepath.Join(stateDir, "cni", "cache"),
+		CacheDir: paths.CNICache(),
 		PodCIDR:  c.String("pod-cidr"),
-		DataDir:  filepath.Join(stateDir, "cni", "networks"),
+		DataDir:  paths.CNIData(),
 	}, log)
 	if err != nil {
 		return err
 	}
 	store := status.NewStore(log)
-	if err := store.OpenJournal(filepath.Join(stateDir, "events.jsonl")); err != nil {
+	if err := store.OpenJournal(paths.EventJournal()); err != nil {
 		log.Warn("events will not survive a restart", "err", err)
 	}
 	defer store.CloseJournal()
@@ -198,38 +201,47 @@ func waitContainerd(ctx context.Context, address, namespace string, log *slog.Lo
 	// The first message waits a moment: a containerd being started (the
 	// embedded one, or by systemd beside us) needs that long anyway.
 	lastSaid := time.Now().Add(-9 * time.Second)
-	for {
-		if _, err := os.Stat(address); err == nil {
-			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			client, err := containerd.New(address, containerd.WithDefaultNamespace(namespace), containerd.WithTimeout(5*time.Second))
-			if err == nil {
-				_, err = client.Version(cctx)
-				if err == nil {
-					cancel()
-					return client, nil
-				}
-				client.Close()
-			}
-			cancel()
-		}
+	var client *containerd.Client
+	b := &backoff.Backoff{Initial: 250 * time.Millisecond, Max: 2 * time.Second, Jitter: 0.2}
+	err := backoff.Loop(ctx, b, func(ctx context.Context) error {
+		var err error
+		client, err = dialContainerd(ctx, address, namespace)
+		return err
+	}, func(error, time.Duration) {
 		if time.Since(lastSaid) > 10*time.Second {
 			log.Warn("waiting for containerd; start it (systemctl start containerd) or run podvisor with --embedded-containerd", "address", address)
 			lastSaid = time.Now()
 		}
-		t := time.NewTimer(500 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, nil
-		case <-t.C:
-		}
+	})
+	if err != nil {
+		return nil, nil // interrupted while waiting
 	}
+	return client, nil
+}
+
+// dialContainerd returns a client of the containerd at address once it
+// answers.
+func dialContainerd(ctx context.Context, address, namespace string) (*containerd.Client, error) {
+	if _, err := os.Stat(address); err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	client, err := containerd.New(address, containerd.WithDefaultNamespace(namespace), containerd.WithTimeout(5*time.Second))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := client.Version(cctx); err != nil {
+		client.Close()
+		return nil, err
+	}
+	return client, nil
 }
 
 // lockStateDir takes an exclusive lock on the state dir so a second
 // podvisor refuses to start.
 func lockStateDir(dir string) (func(), error) {
-	p := filepath.Join(dir, "podvisor.lock")
+	p := layout.Layout{StateDir: dir}.LockFile()
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open lock %s: %w", p, err)
@@ -251,7 +263,7 @@ func lockStateDir(dir string) (func(), error) {
 // state dir, else the lowercased hostname; the result is remembered so a
 // later hostname change renames no pod.
 func nodeName(stateDir, flag string) (string, error) {
-	p := filepath.Join(stateDir, "node-name")
+	p := layout.Layout{StateDir: stateDir}.NodeNameFile()
 	name := strings.ToLower(strings.TrimSpace(flag))
 	if name == "" {
 		if b, err := os.ReadFile(p); err == nil {
