@@ -12,17 +12,17 @@ const DefaultPoll = 2 * time.Second
 type Op int
 
 const (
-	// Entry: something happened to Name, an entry of the directory; Mask
-	// says what.
+	// Entry is an event about Name, an entry of the directory; Mask says
+	// what happened.
 	Entry Op = iota
-	// DirChanged: the directory itself may have appeared, gone or been
-	// replaced (its entry in the parent changed, it was deleted or moved,
-	// or its own attributes changed).
+	// DirChanged says the directory itself may have appeared, gone or
+	// been replaced (its entry in the parent changed, it was deleted or
+	// moved, or its own attributes changed).
 	DirChanged
-	// DirWatched: a directory is watched anew, at start or after it
+	// DirWatched says a directory is watched anew, at start or after it
 	// appeared or was replaced; nothing it held was reported.
 	DirWatched
-	// Overflow: the kernel's queue overflowed and events were lost.
+	// Overflow says the kernel's queue overflowed and events were lost.
 	Overflow
 )
 
@@ -31,8 +31,8 @@ type Event struct {
 	Op Op
 	// Name is the entry of the directory an Entry event is about.
 	Name string
-	// Mask is the raw inotify mask (unix.IN_*) of Entry and DirChanged
-	// events; 0 for the others.
+	// Mask is the raw inotify mask (unix.IN_*) of an Entry event, or of
+	// the kernel event a DirChanged comes from; 0 otherwise.
 	Mask uint32
 }
 
