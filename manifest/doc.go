@@ -24,7 +24,7 @@
 //     one keeps the last good content of the same document index (its pods
 //     marked with Pod.Err) until it is fixed or the document or file is
 //     removed. A problem of the whole file (empty, too large, unreadable)
-//     keeps every document's last good content. With Source.StateDir that
+//     keeps every document's last good content. With SourceOptions.StateDir that
 //     last good content is persisted (StateFile), so a restart or a reboot
 //     with the file still broken keeps its pods running.
 //   - A namespace/name defined twice (pods, ConfigMaps and Secrets each):
@@ -74,5 +74,6 @@
 //     symlink swapped atomically (the watch moves to the new target).
 //     Renames in and out are adds and deletes.
 //
-// The package imports nothing else from podvisor except internal/version.
+// The package imports nothing else from podvisor except internal leaves
+// (inotify, atomicfile, version).
 package manifest

@@ -1,51 +1,41 @@
 package manifest
 
 import (
-	"log/slog"
 	"testing"
 
+	"github.com/podvisor/podvisor/internal/inotify"
 	"golang.org/x/sys/unix"
 )
 
-func TestWatcherTranslate(t *testing.T) {
-	const dirWd, parentWd = 5, 6
+func TestTranslate(t *testing.T) {
+	entry := func(name string, mask uint32) inotify.Event {
+		return inotify.Event{Op: inotify.Entry, Name: name, Mask: mask}
+	}
 	tests := []struct {
 		name string
-		wd   int
-		mask uint32
-		file string
+		ev   inotify.Event
 		want watchEvent
 		ok   bool
 	}{
-		{"overflow", -1, unix.IN_Q_OVERFLOW, "", watchEvent{overflow: true}, true},
-		{"close-write", dirWd, unix.IN_CLOSE_WRITE, "web.yaml", watchEvent{name: "web.yaml", kind: evClosed}, true},
-		{"moved-to", dirWd, unix.IN_MOVED_TO, "web.yaml", watchEvent{name: "web.yaml", kind: evClosed}, true},
-		{"moved-from", dirWd, unix.IN_MOVED_FROM, "web.yaml", watchEvent{name: "web.yaml", kind: evRemove}, true},
-		{"delete", dirWd, unix.IN_DELETE, "web.yaml", watchEvent{name: "web.yaml", kind: evRemove}, true},
-		{"create", dirWd, unix.IN_CREATE, "web.yaml", watchEvent{name: "web.yaml", kind: evCreate}, true},
-		{"create dir", dirWd, unix.IN_CREATE | unix.IN_ISDIR, "..2025", watchEvent{name: "..2025", kind: evCreate}, true},
-		{"modify", dirWd, unix.IN_MODIFY, "web.yaml", watchEvent{name: "web.yaml", kind: evModify}, true},
-		{"attrib", dirWd, unix.IN_ATTRIB, "web.yaml", watchEvent{name: "web.yaml", kind: evAttrib}, true},
-		{"directory chmod", dirWd, unix.IN_ATTRIB | unix.IN_ISDIR, "", watchEvent{dir: true}, true},
-		{"directory deleted", dirWd, unix.IN_DELETE_SELF, "", watchEvent{dir: true}, true},
-		{"directory moved", dirWd, unix.IN_MOVE_SELF, "", watchEvent{dir: true}, true},
-		{"directory swapped in the parent", parentWd, unix.IN_MOVED_TO, "manifests", watchEvent{dir: true}, true},
-		{"directory created in the parent", parentWd, unix.IN_CREATE | unix.IN_ISDIR, "manifests", watchEvent{dir: true}, true},
-		{"another entry of the parent", parentWd, unix.IN_CREATE, "other", watchEvent{}, false},
-		{"a stale watch", 3, unix.IN_CLOSE_WRITE, "web.yaml", watchEvent{}, false},
+		{"overflow", inotify.Event{Op: inotify.Overflow}, watchEvent{overflow: true}, true},
+		{"close-write", entry("web.yaml", unix.IN_CLOSE_WRITE), watchEvent{name: "web.yaml", kind: evClosed}, true},
+		{"moved-to", entry("web.yaml", unix.IN_MOVED_TO), watchEvent{name: "web.yaml", kind: evClosed}, true},
+		{"moved-from", entry("web.yaml", unix.IN_MOVED_FROM), watchEvent{name: "web.yaml", kind: evRemove}, true},
+		{"delete", entry("web.yaml", unix.IN_DELETE), watchEvent{name: "web.yaml", kind: evRemove}, true},
+		{"create", entry("web.yaml", unix.IN_CREATE), watchEvent{name: "web.yaml", kind: evCreate}, true},
+		{"create dir", entry("..2025", unix.IN_CREATE|unix.IN_ISDIR), watchEvent{name: "..2025", kind: evCreate}, true},
+		{"modify", entry("web.yaml", unix.IN_MODIFY), watchEvent{name: "web.yaml", kind: evModify}, true},
+		{"attrib", entry("web.yaml", unix.IN_ATTRIB), watchEvent{name: "web.yaml", kind: evAttrib}, true},
+		{"open", entry("web.yaml", unix.IN_OPEN), watchEvent{}, false},
+		{"directory changed", inotify.Event{Op: inotify.DirChanged, Mask: unix.IN_DELETE_SELF}, watchEvent{dir: true}, true},
+		{"directory watched anew", inotify.Event{Op: inotify.DirWatched}, watchEvent{dir: true, watched: true}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := &watcher{dirWd: dirWd, parentWd: parentWd, base: "manifests", log: slog.New(slog.DiscardHandler)}
-			got, ok := w.translate(tt.wd, tt.mask, tt.file)
+			got, ok := translate(tt.ev)
 			if got != tt.want || ok != tt.ok {
 				t.Errorf("translate = %+v, %v; want %+v, %v", got, ok, tt.want, tt.ok)
 			}
 		})
-	}
-
-	w := &watcher{dirWd: dirWd, parentWd: parentWd, base: "manifests"}
-	if ev, ok := w.translate(dirWd, unix.IN_IGNORED, ""); !ok || !ev.dir || w.dirWd != -1 {
-		t.Errorf("IN_IGNORED: %+v %v, dirWd %d; want a directory event and the watch forgotten", ev, ok, w.dirWd)
 	}
 }

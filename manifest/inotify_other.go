@@ -2,21 +2,8 @@
 
 package manifest
 
-import (
-	"errors"
-	"log/slog"
-	"time"
-)
+// Off Linux there is no inotify: Run fails (inotify.Watch does), Load and
+// Validate work.
+const dirMask = 0
 
-// watcher is unavailable off Linux: Run fails, Load and Validate work.
-type watcher struct{}
-
-func newWatcher(string, string, *slog.Logger) (*watcher, error) {
-	return nil, errors.New("inotify is only available on Linux")
-}
-
-func (*watcher) sync() bool                       { return false }
-func (*watcher) drain(func(watchEvent)) error     { return nil }
-func (*watcher) wait(time.Duration) (bool, error) { return false, nil }
-func (*watcher) wake()                            {}
-func (*watcher) close()                           {}
+func entryEvent(uint32) (fileEvent, bool) { return 0, false }

@@ -182,7 +182,10 @@ func TestOverflowRelistsEverything(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "web.yaml")
 	writeFile(t, path, basePod)
-	src := NewSource(dir, node, nil)
+	src := NewSource(SourceOptions{
+		Dir:      dir,
+		NodeName: node,
+	})
 	sc := src.newScanner()
 	sc.scan(scanRelist)
 
@@ -296,8 +299,11 @@ func TestScanPersistedLastKnownGood(t *testing.T) {
 	dir, stateDir := t.TempDir(), t.TempDir()
 	path := filepath.Join(dir, "pods.yaml")
 	newSc := func(nodeName string) *scanner {
-		src := NewSource(dir, nodeName, nil)
-		src.StateDir = stateDir
+		src := NewSource(SourceOptions{
+			Dir:      dir,
+			NodeName: nodeName,
+			StateDir: stateDir,
+		})
 		return src.newScanner()
 	}
 	writeFile(t, path, basePod+"---\n"+named("db"))
@@ -364,8 +370,11 @@ func TestScanDuplicateWinnerPersisted(t *testing.T) {
 	dir, stateDir := t.TempDir(), t.TempDir()
 	a, b := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")
 	newSc := func() *scanner {
-		src := NewSource(dir, node, nil)
-		src.StateDir = stateDir
+		src := NewSource(SourceOptions{
+			Dir:      dir,
+			NodeName: node,
+			StateDir: stateDir,
+		})
 		return src.newScanner()
 	}
 	winner := func(s Snapshot) string {

@@ -4,78 +4,89 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"time"
+
+	"github.com/podvisor/podvisor/internal/inotify"
 )
 
 const (
-	// DefaultRelistPeriod is Source.RelistPeriod's default; kubelet relists
-	// its static pod directory every 20s too.
+	// DefaultRelistPeriod is SourceOptions.RelistPeriod's default; kubelet
+	// relists its static pod directory every 20s too.
 	DefaultRelistPeriod = 20 * time.Second
-	// DefaultDebounce is Source.Debounce's default: long enough to coalesce
-	// an editor's write-rename-chmod burst, or a delete and re-create, short
-	// enough not to be noticed.
+	// DefaultDebounce is SourceOptions.Debounce's default: long enough to
+	// coalesce an editor's write-rename-chmod burst, or a delete and
+	// re-create, short enough not to be noticed.
 	DefaultDebounce = 100 * time.Millisecond
-	// DefaultQuickDebounce is Source.QuickDebounce's default.
+	// DefaultQuickDebounce is SourceOptions.QuickDebounce's default.
 	DefaultQuickDebounce = 5 * time.Millisecond
 )
 
-// Source watches dir and sends a full Snapshot on out after every change and
-// every relist that finds one. The first scan is always sent, even when empty.
-//
-// It watches dir and its parent with inotify and reads a file only when its
-// writer closed it or it was renamed (or linked) into place; see the package
-// documentation for the exact rules, and for what a relist may read.
-type Source struct {
+// SourceOptions configures a Source. A zero field takes the default its
+// comment names.
+type SourceOptions struct {
+	// Dir is the manifest directory. It may be missing, appear later, be
+	// removed or be a symlink swapped atomically.
+	Dir string
+	// NodeName names the pods ("<name>-<node>") and goes into their UIDs.
+	NodeName string
+	// Log hears about skipped files, errors and the watch; nil discards.
+	Log *slog.Logger
 	// RelistPeriod is how often the directory is re-read without any event.
-	// Zero means DefaultRelistPeriod. Set it before Run.
+	// Zero means DefaultRelistPeriod.
 	RelistPeriod time.Duration
 	// Debounce is the delay between an event and the rescan it causes; events
 	// in between join the same rescan. Zero means DefaultDebounce.
 	Debounce time.Duration
 	// QuickDebounce replaces Debounce after a file was closed after writing
 	// or renamed in: its content is complete, so only a burst of such
-	// events is worth waiting for. Zero means DefaultQuickDebounce.
+	// events is worth waiting for. Zero means DefaultQuickDebounce; it is
+	// never longer than Debounce.
 	QuickDebounce time.Duration
 	// StateDir, when set, is where the last good content of every manifest
 	// is kept (StateFile(StateDir)), so that a restart with a broken file
-	// keeps its pods, and duplicates resolve as before the restart.
+	// keeps its pods, and duplicates resolve as before the restart. Empty
+	// keeps nothing.
 	StateDir string
-	// UnknownFields says what an unknown field does; the default is an
-	// error.
+	// UnknownFields says what an unknown field does; the zero value makes
+	// it an error.
 	UnknownFields UnknownFieldPolicy
 	// TrustedUID is a user trusted besides root to own the directory, its
 	// parents and the manifests; files of other users get a permission
 	// warning. Zero trusts root only.
 	TrustedUID int
-
-	dir      string
-	nodeName string
-	log      *slog.Logger
 }
 
-// NewSource returns a Source for the manifests in dir, naming pods for
-// nodeName. log may be nil.
-func NewSource(dir, nodeName string, log *slog.Logger) *Source {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+// Source watches a directory and sends a full Snapshot on out after every
+// change and every relist that finds one. The first scan is always sent,
+// even when empty.
+//
+// It watches the directory and its parent with inotify and reads a file
+// only when its writer closed it or it was renamed (or linked) into place;
+// see the package documentation for the exact rules, and for what a
+// relist may read.
+type Source struct {
+	opts SourceOptions // defaults applied
+	log  *slog.Logger
+}
+
+// NewSource returns a Source configured by opts, with its defaults applied.
+func NewSource(opts SourceOptions) *Source {
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Source{
-		RelistPeriod: DefaultRelistPeriod,
-		Debounce:     DefaultDebounce,
-		dir:          dir,
-		nodeName:     nodeName,
-		log:          log.With("dir", dir),
-	}
+	opts.RelistPeriod = cmpOr(opts.RelistPeriod, DefaultRelistPeriod)
+	opts.Debounce = cmpOr(opts.Debounce, DefaultDebounce)
+	opts.QuickDebounce = min(cmpOr(opts.QuickDebounce, DefaultQuickDebounce), opts.Debounce)
+	return &Source{opts: opts, log: opts.Log.With("dir", opts.Dir)}
 }
 
 // newScanner returns the scanner Run uses, with the persisted state loaded.
 func (s *Source) newScanner() *scanner {
-	sc := newScanner(s.dir, s.nodeName, s.log)
-	sc.opts = ParseOptions{UnknownFields: s.UnknownFields}
-	sc.trustedUID = s.TrustedUID
-	if s.StateDir != "" {
-		sc.statePath = StateFile(s.StateDir)
+	sc := newScanner(s.opts.Dir, s.opts.NodeName, s.log)
+	sc.opts = ParseOptions{UnknownFields: s.opts.UnknownFields}
+	sc.trustedUID = s.opts.TrustedUID
+	if s.opts.StateDir != "" {
+		sc.statePath = StateFile(s.opts.StateDir)
 	}
 	sc.loadState()
 	return sc
@@ -85,8 +96,26 @@ func (s *Source) newScanner() *scanner {
 type watchEvent struct {
 	overflow bool      // events were lost: relist everything
 	dir      bool      // the directory itself may have appeared, gone or been swapped
+	watched  bool      // the directory is watched anew: no event told what it holds
 	name     string    // an entry of the directory
 	kind     fileEvent // what happened to it
+}
+
+// translate turns a watch event into what the Source acts on.
+func translate(ev inotify.Event) (watchEvent, bool) {
+	switch ev.Op {
+	case inotify.Overflow:
+		return watchEvent{overflow: true}, true
+	case inotify.DirChanged:
+		return watchEvent{dir: true}, true
+	case inotify.DirWatched:
+		return watchEvent{dir: true, watched: true}, true
+	}
+	kind, ok := entryEvent(ev.Mask)
+	if !ok {
+		return watchEvent{}, false
+	}
+	return watchEvent{name: ev.Name, kind: kind}, true
 }
 
 // handle applies one event and reports whether a rescan is due.
@@ -96,8 +125,13 @@ func (s *Source) handle(sc *scanner, ev watchEvent) bool {
 		s.log.Warn("inotify queue overflowed; relisting the manifest directory")
 		sc.resetEvents()
 		return true
+	case ev.watched:
+		// A directory that appeared or replaced the old one: its files
+		// must be read in full, since no event announced them.
+		sc.resetEvents()
+		return true
 	case ev.dir:
-		return true // the next scan re-checks the watches first
+		return true
 	case ev.name != "":
 		return sc.fileEvent(ev.name, ev.kind)
 	}
@@ -108,26 +142,19 @@ func (s *Source) handle(sc *scanner, ev watchEvent) bool {
 // early only when the watcher cannot be created or fails for good. Run must
 // not be called twice at once on one Source; out is never closed.
 func (s *Source) Run(ctx context.Context, out chan<- Snapshot) error {
-	relistPeriod := cmpOr(s.RelistPeriod, DefaultRelistPeriod)
-	debounce := cmpOr(s.Debounce, DefaultDebounce)
+	relistPeriod, debounce, quickDebounce := s.opts.RelistPeriod, s.opts.Debounce, s.opts.QuickDebounce
 	sc := s.newScanner()
 	dir := sc.dir
-
-	w, err := newWatcher(dir, filepath.Dir(dir), s.log)
-	if err != nil {
-		return fmt.Errorf("watch manifest directory %s: %w", dir, err)
-	}
-	defer w.close()
-	stop := context.AfterFunc(ctx, w.wake)
-	defer stop()
 
 	var (
 		pending     bool
 		slowPending bool // the pending scan waits for a delete's debounce
 		debounceAt  time.Time
+		relistAt    time.Time // zero until the first scan
 	)
-	handle := func(ev watchEvent) {
-		if !s.handle(sc, ev) {
+	handle := func(iev inotify.Event) {
+		ev, ok := translate(iev)
+		if !ok || !s.handle(sc, ev) {
 			return
 		}
 		// A file closed after writing or renamed in is complete: read it
@@ -148,23 +175,17 @@ func (s *Source) Run(ctx context.Context, out chan<- Snapshot) error {
 		case slowPending:
 			// Joins the pending debounced scan.
 		default:
-			at := now.Add(min(debounce, cmpOr(s.QuickDebounce, DefaultQuickDebounce)))
+			at := now.Add(quickDebounce)
 			if !pending || at.Before(debounceAt) {
 				pending, debounceAt = true, at
 			}
 		}
 	}
-	// scan makes sure the watches match the directory (a new directory is
-	// watched before it is read, and read in full), takes in the events
-	// queued so far, so that a file whose writer is still busy is known to
-	// be, and then scans.
+	// scan runs with the watches matching the directory (a new directory
+	// is watched before it is read, and read in full) and the events queued
+	// so far taken in, so that a file whose writer is still busy is known
+	// to be: inotify.Watch sees to both before every step.
 	scan := func(mode scanMode) error {
-		if w.sync() {
-			sc.resetEvents()
-		}
-		if err := w.drain(handle); err != nil {
-			return fmt.Errorf("watch manifest directory %s: %w", dir, err)
-		}
 		first := sc.prev == nil
 		snap, changed := sc.scan(mode)
 		if !changed {
@@ -178,30 +199,13 @@ func (s *Source) Run(ctx context.Context, out chan<- Snapshot) error {
 			return ctx.Err()
 		}
 	}
-
-	if err := scan(scanRelist); err != nil {
-		return err
-	}
-	relistAt := time.Now().Add(relistPeriod)
-	for {
-		next := relistAt
-		if pending && debounceAt.Before(next) {
-			next = debounceAt
-		}
-		readable, err := w.wait(time.Until(next))
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if err != nil {
-			return fmt.Errorf("watch manifest directory %s: %w", dir, err)
-		}
-		if readable {
-			if err := w.drain(handle); err != nil {
-				return fmt.Errorf("watch manifest directory %s: %w", dir, err)
-			}
-		}
-		now := time.Now()
+	step := func(now time.Time) (time.Time, error) {
+		var err error
 		switch {
+		case relistAt.IsZero():
+			pending, slowPending = false, false
+			err = scan(scanRelist)
+			relistAt = time.Now().Add(relistPeriod)
 		case !now.Before(relistAt):
 			pending, slowPending = false, false
 			relistAt = now.Add(relistPeriod)
@@ -211,9 +215,20 @@ func (s *Source) Run(ctx context.Context, out chan<- Snapshot) error {
 			err = scan(scanEvents)
 		}
 		if err != nil {
-			return err
+			return time.Time{}, err
 		}
+		next := relistAt
+		if pending && debounceAt.Before(next) {
+			next = debounceAt
+		}
+		return next, nil
 	}
+
+	err := inotify.Watch(ctx, inotify.Options{Dir: dir, Mask: dirMask, Log: s.log}, handle, step)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("watch manifest directory %s: %w", dir, err)
 }
 
 func cmpOr(d, def time.Duration) time.Duration {

@@ -216,9 +216,13 @@ func TestScanUnreadableDirectoryKeepsPods(t *testing.T) {
 // so every change must arrive through inotify.
 func runSource(t *testing.T, dir string) (<-chan Snapshot, func() error) {
 	t.Helper()
-	src := NewSource(dir, node, slog.New(slog.DiscardHandler))
-	src.RelistPeriod = time.Hour
-	src.Debounce = 20 * time.Millisecond
+	src := NewSource(SourceOptions{
+		Dir:          dir,
+		NodeName:     node,
+		Log:          slog.New(slog.DiscardHandler),
+		RelistPeriod: time.Hour,
+		Debounce:     20 * time.Millisecond,
+	})
 	return startSource(t, src)
 }
 
@@ -393,9 +397,12 @@ func TestSourceRelist(t *testing.T) {
 	// Events are held back for an hour, so only the relist can find the
 	// change in time.
 	dir := t.TempDir()
-	src := NewSource(dir, node, nil)
-	src.RelistPeriod = 50 * time.Millisecond
-	src.Debounce = time.Hour // events never trigger a rescan in time
+	src := NewSource(SourceOptions{
+		Dir:          dir,
+		NodeName:     node,
+		RelistPeriod: 50 * time.Millisecond,
+		Debounce:     time.Hour, // events never trigger a rescan in time
+	})
 	out := make(chan Snapshot)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
@@ -414,4 +421,31 @@ func TestSourceRelist(t *testing.T) {
 func rescan(sc *scanner) (Snapshot, bool) {
 	sc.resetEvents()
 	return sc.scan(scanRelist)
+}
+
+func TestNewSourceDefaults(t *testing.T) {
+	tests := []struct {
+		name string
+		in   SourceOptions
+		want SourceOptions
+	}{
+		{"zero", SourceOptions{Dir: "/m"},
+			SourceOptions{Dir: "/m", RelistPeriod: DefaultRelistPeriod, Debounce: DefaultDebounce, QuickDebounce: DefaultQuickDebounce}},
+		{"set", SourceOptions{Dir: "/m", RelistPeriod: time.Minute, Debounce: time.Second, QuickDebounce: 50 * time.Millisecond},
+			SourceOptions{Dir: "/m", RelistPeriod: time.Minute, Debounce: time.Second, QuickDebounce: 50 * time.Millisecond}},
+		{"quick never slower than the debounce", SourceOptions{Dir: "/m", Debounce: 2 * time.Millisecond},
+			SourceOptions{Dir: "/m", RelistPeriod: DefaultRelistPeriod, Debounce: 2 * time.Millisecond, QuickDebounce: 2 * time.Millisecond}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := NewSource(tt.in).opts
+			if got.Log == nil {
+				t.Error("no logger: want one that discards")
+			}
+			got.Log = nil
+			if got != tt.want {
+				t.Errorf("options %+v, want %+v", got, tt.want)
+			}
+		})
+	}
 }

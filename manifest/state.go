@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 
+	"github.com/podvisor/podvisor/internal/atomicfile"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -118,9 +118,8 @@ func (s *scanner) loadState() {
 	s.log.Debug("loaded manifest state", "file", s.statePath, "files", len(ps.Files))
 }
 
-// persist writes the state file when its content changed: to a temporary
-// file that is synced and renamed over the old one, so a crash leaves the
-// old or the new state, never a torn one.
+// persist writes the state file when its content changed, atomically, so
+// a crash leaves the old or the new state, never a torn one.
 func (s *scanner) persist() {
 	if s.statePath == "" {
 		return
@@ -148,7 +147,8 @@ func (s *scanner) persist() {
 		return
 	}
 	if err == nil {
-		err = writeFileAtomic(s.statePath, data)
+		// Private: Secrets may be in it.
+		err = atomicfile.Write(s.statePath, data, 0o600)
 	}
 	if err != nil {
 		if msg := err.Error(); msg != s.loggedState {
@@ -158,42 +158,4 @@ func (s *scanner) persist() {
 		return
 	}
 	s.lastState, s.loggedState = data, ""
-}
-
-// writeFileAtomic replaces path with data: temporary file, fsync, rename,
-// fsync of the directory. The file is private: Secrets may be in it.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create state directory: %w", err)
-	}
-	f, err := os.CreateTemp(dir, ".state-*.json")
-	if err != nil {
-		return fmt.Errorf("create temporary state file: %w", err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // after a successful rename this finds nothing
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("sync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename state file: %w", err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync state directory: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync state directory: %w", err)
-	}
-	return nil
 }

@@ -45,10 +45,13 @@ func podOf(s Snapshot, k string) *Pod {
 // fastSource is a Source whose relist runs many times during a test, so the
 // test shows that relists do not break the rules either.
 func fastSource(dir string) *Source {
-	src := NewSource(dir, node, slog.New(slog.DiscardHandler))
-	src.RelistPeriod = 30 * time.Millisecond
-	src.Debounce = 10 * time.Millisecond
-	return src
+	return NewSource(SourceOptions{
+		Dir:          dir,
+		NodeName:     node,
+		Log:          slog.New(slog.DiscardHandler),
+		RelistPeriod: 30 * time.Millisecond,
+		Debounce:     10 * time.Millisecond,
+	})
 }
 
 func TestSourceSlowWriter(t *testing.T) {
@@ -168,9 +171,12 @@ func TestSourceSameMeaningRestartsNothing(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "web.yaml")
 	writeFile(t, path, basePod)
-	src := NewSource(dir, node, nil)
-	src.RelistPeriod = time.Hour
-	src.Debounce = 300 * time.Millisecond // the window a delete has to be undone in
+	src := NewSource(SourceOptions{
+		Dir:          dir,
+		NodeName:     node,
+		RelistPeriod: time.Hour,
+		Debounce:     300 * time.Millisecond, // the window a delete has to be undone in
+	})
 	out, _ := startSource(t, src)
 	first := waitFor(t, out, "first snapshot", hasPods("default/web-node-1"))
 	orig := first.Pods[0]
@@ -299,10 +305,13 @@ func TestSourcePermissionWarnings(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "web.yaml")
 	writeFile(t, path, basePod)
-	src := NewSource(dir, node, nil)
-	src.RelistPeriod = time.Hour
-	src.Debounce = 20 * time.Millisecond
-	src.TrustedUID = os.Geteuid()
+	src := NewSource(SourceOptions{
+		Dir:          dir,
+		NodeName:     node,
+		RelistPeriod: time.Hour,
+		Debounce:     20 * time.Millisecond,
+		TrustedUID:   os.Geteuid(),
+	})
 	out, _ := startSource(t, src)
 	first := waitFor(t, out, "first snapshot", hasPods("default/web-node-1"))
 	if len(first.Warnings) != 0 {
@@ -331,10 +340,13 @@ func TestSourcePersistsLastKnownGood(t *testing.T) {
 	path := filepath.Join(dir, "web.yaml")
 	writeFile(t, path, basePod)
 	newSrc := func() *Source {
-		src := NewSource(dir, node, nil)
-		src.RelistPeriod = time.Hour
-		src.Debounce = 20 * time.Millisecond
-		src.StateDir = stateDir
+		src := NewSource(SourceOptions{
+			Dir:          dir,
+			NodeName:     node,
+			RelistPeriod: time.Hour,
+			Debounce:     20 * time.Millisecond,
+			StateDir:     stateDir,
+		})
 		return src
 	}
 	out, stop := startSource(t, newSrc())

@@ -1,7 +1,3 @@
-// Package inotify decodes the records a read from an inotify file
-// descriptor returns. Both podvisor's watchers (the manifests directory and
-// the images directory) read raw inotify, because they act on close-write
-// and moved-to, which fsnotify does not expose portably.
 package inotify
 
 import (

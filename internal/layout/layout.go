@@ -9,9 +9,11 @@
 //   - State (survives reboots): <state>/pods/<uid>/{record.json,files,
 //     termination/<container-id>}, <state>/events.jsonl,
 //     <state>/manifests/state.json, <state>/cni/{cache,networks},
-//     <state>/node-name, <state>/podvisor.lock.
+//     <state>/node-name, <state>/podvisor.lock, and the embedded
+//     containerd's root <state>/containerd.
 //   - Run (gone at reboot): <run>/pods/<sandbox>/{net,ipc,shm},
-//     <run>/podvisor.sock.
+//     <run>/podvisor.sock, and the embedded containerd's socket, pid file
+//     and config in <run>/containerd.
 //   - Logs: <logs>/<namespace>_<name>_<uid>/<container>/<restart>.log, as
 //     kubelet lays out /var/log/pods.
 package layout
@@ -65,6 +67,14 @@ func (l Layout) NodeNameFile() string { return filepath.Join(l.StateDir, "node-n
 
 // LockFile is the state dir's lock.
 func (l Layout) LockFile() string { return filepath.Join(l.StateDir, "podvisor.lock") }
+
+// ContainerdRoot is the embedded containerd's root (content, snapshots,
+// metadata) and its log.
+func (l Layout) ContainerdRoot() string { return filepath.Join(l.StateDir, "containerd") }
+
+// ContainerdDir holds the embedded containerd's socket, pid file, config
+// and state.
+func (l Layout) ContainerdDir() string { return filepath.Join(l.RunDir, "containerd") }
 
 // Sandboxes is the directory holding one directory per sandbox.
 func (l Layout) Sandboxes() string { return filepath.Join(l.RunDir, "pods") }

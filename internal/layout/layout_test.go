@@ -13,6 +13,8 @@ func TestPaths(t *testing.T) {
 		l.CNIData():                  "/s/cni/networks",
 		l.NodeNameFile():             "/s/node-name",
 		l.LockFile():                 "/s/podvisor.lock",
+		l.ContainerdRoot():           "/s/containerd",
+		l.ContainerdDir():            "/r/containerd",
 		l.SandboxDir("sb"):           "/r/pods/sb",
 		l.Socket():                   "/r/podvisor.sock",
 		l.ContainerLog("ns", "web", "u1", "c", 2): "/l/ns_web_u1/c/2.log",

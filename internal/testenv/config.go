@@ -4,14 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/podvisor/podvisor/supervise"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/podvisor/podvisor/internal/embedded"
 )
 
 // cniBinDirs are where CNI plugins are looked for, in order.
@@ -45,37 +43,11 @@ func findContainerd() (path string, override bool, err error) {
 	return "", false, fmt.Errorf("find containerd: $%s=%s names no containerd executable", EnvContainerd, v)
 }
 
-// containerdVersion runs `containerd --version` and returns the version
-// field, e.g. "1.6.20~ds1" or "v2.1.4".
-func containerdVersion(bin string) (string, error) {
-	out, err := exec.Command(bin, "--version").Output()
-	if err != nil {
-		return "", fmt.Errorf("%s --version: %w", bin, err)
-	}
-	// "containerd github.com/containerd/containerd[/v2] <version> <revision>"
-	f := strings.Fields(string(out))
-	if len(f) < 3 {
-		return "", fmt.Errorf("%s --version: unexpected output %q", bin, out)
-	}
-	return f[2], nil
-}
-
-// majorVersion returns the major number of a containerd version, 1 when it
-// cannot tell.
-func majorVersion(v string) int {
-	major, _, _ := strings.Cut(strings.TrimPrefix(v, "v"), ".")
-	n, err := strconv.Atoi(major)
-	if err != nil {
-		return 1
-	}
-	return n
-}
-
 // containerdConfig renders config.toml with podvisor's own generator (the
 // one --embedded-containerd uses), keeping every path of the daemon inside
 // e.Dir.
 func containerdConfig(e *Env, major int) string {
-	return supervise.ContainerdConfig(e.Root, e.State, e.Address, filepath.Join(e.Dir, "opt"), major)
+	return embedded.Config(e.Root, e.State, e.Address, filepath.Join(e.Dir, "opt"), major)
 }
 
 // writeCNIConfig writes the network's conflist into CNIConfDir: a bridge

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/podvisor/podvisor/supervise"
 	"net"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/containerd/containerd/v2/client"
 
+	"github.com/podvisor/podvisor/internal/embedded"
 	"github.com/podvisor/podvisor/internal/image"
 )
 
@@ -144,7 +144,7 @@ func Start(dir string) (_ *Env, err error) {
 	if err != nil {
 		return nil, err
 	}
-	e.ContainerdVersion, err = containerdVersion(e.Containerd)
+	e.ContainerdVersion, err = embedded.Version(e.Containerd)
 	if err != nil {
 		return nil, err
 	}
@@ -152,9 +152,9 @@ func Start(dir string) (_ *Env, err error) {
 	if override {
 		// A containerd build dir carries its own shims; let the daemon
 		// find them before any installed ones.
-		e.daemonEnv = supervise.PrependPath(e.daemonEnv, filepath.Dir(e.Containerd))
+		e.daemonEnv = embedded.PrependPath(e.daemonEnv, filepath.Dir(e.Containerd))
 	}
-	if err := os.WriteFile(e.configPath, []byte(containerdConfig(e, majorVersion(e.ContainerdVersion))), 0o644); err != nil {
+	if err := os.WriteFile(e.configPath, []byte(containerdConfig(e, embedded.Major(e.ContainerdVersion))), 0o644); err != nil {
 		return nil, fmt.Errorf("write containerd config: %w", err)
 	}
 

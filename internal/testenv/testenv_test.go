@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/podvisor/podvisor/supervise"
 	"net"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/podvisor/podvisor/internal/embedded"
 )
 
 // syncBuffer is a bytes.Buffer safe for the concurrent writes of task IO.
@@ -350,8 +350,8 @@ func TestContainerdConfig(t *testing.T) {
 		{2, []string{`"io.containerd.grpc.v1.cri"`, `"io.containerd.cri.v1.images"`, `"io.containerd.cri.v1.runtime"`, "version = 2"}, nil, "v2.1.4"},
 	}
 	for _, tc := range tests {
-		if got := majorVersion(tc.versions); got != tc.major {
-			t.Errorf("majorVersion(%q) = %d, want %d", tc.versions, got, tc.major)
+		if got := embedded.Major(tc.versions); got != tc.major {
+			t.Errorf("Major(%q) = %d, want %d", tc.versions, got, tc.major)
 		}
 		cfg := containerdConfig(e, tc.major)
 		for _, w := range tc.want {
@@ -364,16 +364,5 @@ func TestContainerdConfig(t *testing.T) {
 				t.Errorf("config for %d.x has %s:\n%s", tc.major, w, cfg)
 			}
 		}
-	}
-}
-
-func TestPrependPath(t *testing.T) {
-	got := supervise.PrependPath([]string{"A=1", "PATH=/usr/bin:/bin"}, "/build/bin")
-	if !slices.Equal(got, []string{"A=1", "PATH=/build/bin:/usr/bin:/bin"}) {
-		t.Errorf("prependPath = %v", got)
-	}
-	got = supervise.PrependPath([]string{"A=1"}, "/build/bin")
-	if len(got) != 2 || !strings.HasPrefix(got[1], "PATH=/build/bin:") {
-		t.Errorf("prependPath without PATH = %v", got)
 	}
 }

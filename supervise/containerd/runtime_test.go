@@ -224,17 +224,3 @@ func TestRuntime(t *testing.T) {
 		t.Error("event stream did not end with its context")
 	}
 }
-
-func TestArchiveNames(t *testing.T) {
-	for _, tc := range []struct{ file, ref, want string }{
-		{"busybox.tar", "latest", "docker.io/library/busybox:latest"},
-		{"busybox.tar", "1.36", "docker.io/library/busybox:1.36"},
-		{"x.tar", "busybox", "docker.io/library/busybox:latest"},
-		{"x.tar", "registry.k8s.io/etcd:3.5.9-0", "registry.k8s.io/etcd:3.5.9-0"},
-		{"x.tar", "Bad Ref", ""},
-	} {
-		if got := archiveRefTranslator("/images/" + tc.file)(tc.ref); got != tc.want {
-			t.Errorf("%s %s → %q, want %q", tc.file, tc.ref, got, tc.want)
-		}
-	}
-}

@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 
 	apievents "github.com/containerd/containerd/api/events"
 	client "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/typeurl/v2"
-	"github.com/distribution/reference"
+	"github.com/podvisor/podvisor/internal/images"
 	"github.com/podvisor/podvisor/supervise"
 )
 
@@ -86,7 +84,7 @@ func (r *Runtime) Import(ctx context.Context, path string) ([]string, error) {
 	}
 	defer f.Close()
 	imgs, err := r.client.Import(ctx, f,
-		client.WithImageRefTranslator(archiveRefTranslator(path)),
+		client.WithImageRefTranslator(images.RefTranslator(path)),
 		client.WithSkipDigestRef(func(string) bool { return true }),
 	)
 	if err != nil {
@@ -105,38 +103,4 @@ func (r *Runtime) Import(ctx context.Context, path string) ([]string, error) {
 		return nil, fmt.Errorf("archive names no image (no io.containerd.image.name or org.opencontainers.image.ref.name annotation, no RepoTags)")
 	}
 	return names, nil
-}
-
-// archiveRefTranslator names an image of an OCI archive from its
-// org.opencontainers.image.ref.name as docker does: "busybox" and
-// "busybox:latest" become "docker.io/library/busybox:latest". A bare tag
-// (the OCI convention: "latest" or a version such as "1.36") is a tag of the repository named after
-// the archive file ("busybox.tar" → docker.io/library/busybox:1.36).
-func archiveRefTranslator(path string) func(string) string {
-	repo := strings.TrimSuffix(filepath.Base(path), ".tar")
-	return func(ref string) string {
-		if looksLikeTag(ref) && repo != "" {
-			if _, err := reference.ParseDockerRef(repo); err == nil {
-				ref = repo + ":" + ref
-			}
-		}
-		named, err := reference.ParseDockerRef(ref)
-		if err != nil {
-			return ""
-		}
-		return named.String()
-	}
-}
-
-// looksLikeTag tells a bare OCI ref.name tag ("latest", "v1.2", "3.5.9")
-// from a bare repository name ("busybox").
-func looksLikeTag(ref string) bool {
-	if ref == "" || strings.ContainsAny(ref, "/:@") {
-		return false
-	}
-	if ref == "latest" {
-		return true
-	}
-	c := ref[0]
-	return c >= '0' && c <= '9' || (c == 'v' && len(ref) > 1 && ref[1] >= '0' && ref[1] <= '9')
 }

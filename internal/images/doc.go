@@ -1,0 +1,29 @@
+// Package images keeps the images directory imported: every image archive
+// (*.tar: an OCI image layout or a `docker save` archive) in it is handed
+// to an Importer at start and again whenever it has been completely
+// written. It also names the images of an archive as docker would
+// (RefTranslator). The import itself (containerd) is the caller's: it sits
+// behind Importer.
+//
+// Contract:
+//
+//   - Run imports every archive in the directory first, with the directory
+//     already watched, and then closes Ready: callers that need the images
+//     wait for Ready, and an archive completed after it is never missed.
+//     Ready is closed even when the directory cannot be watched.
+//   - After that an archive is imported when inotify reports it complete:
+//     closed after writing (IN_CLOSE_WRITE) or renamed in (IN_MOVED_TO).
+//     A file still being written is not imported because of another
+//     archive's event; only a pass over the whole directory (at start, when
+//     the directory appears or is replaced, after an inotify overflow) may
+//     find one, and it is imported again once complete.
+//   - A missing directory is waited for (inotify.Watch watches its parent);
+//     dotfiles and names not ending in .tar are never archives.
+//   - An archive unchanged (size and modification time) since its last
+//     import is not imported again. A failed import is logged and retried
+//     with back-off (internal/backoff: 1 s doubling to 30 s, with jitter),
+//     and at once when the archive is written again.
+//   - OnImport is called after every pass that imported at least one
+//     archive, so that pods waiting for an image try again.
+//   - Run's state belongs to its goroutine; Run ends with its context.
+package images

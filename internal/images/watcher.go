@@ -1,0 +1,237 @@
+package images
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/podvisor/podvisor/internal/backoff"
+	"github.com/podvisor/podvisor/internal/inotify"
+)
+
+// DefaultRetryMax is the longest wait between two tries of a failed
+// import under the default back-off.
+const DefaultRetryMax = 30 * time.Second
+
+// Importer imports one image archive and returns the names of the images
+// it held. supervise implements it with containerd.
+type Importer interface {
+	Import(ctx context.Context, path string) ([]string, error)
+}
+
+// Options configures a Watcher.
+type Options struct {
+	// Dir is the images directory. Empty: there is none, Ready is closed at
+	// once and nothing is watched.
+	Dir string
+	// Importer does the imports; required.
+	Importer Importer
+	// Log hears what was imported and what failed; nil discards.
+	Log *slog.Logger
+	// OnImport, when set, is called after a pass that imported at least one
+	// archive.
+	OnImport func()
+	// Backoff returns a new back-off for each thing retried: failed
+	// imports, and a watch that cannot be set up. Nil means
+	// backoff.Retry(time.Now, DefaultRetryMax).
+	Backoff func() *backoff.Backoff
+}
+
+// version identifies a version of an archive.
+type version struct {
+	size  int64
+	mtime time.Time
+}
+
+// Watcher keeps an images directory imported; see the package
+// documentation.
+type Watcher struct {
+	opts  Options
+	log   *slog.Logger
+	ready chan struct{}
+
+	// Owned by Run's goroutine.
+	done    map[string]version // by file name: imported
+	failed  map[string]version // by file name: last import failed
+	pending map[string]bool    // announced complete since the last pass
+	full    bool               // every archive must be looked at
+	retry   *backoff.Backoff   // between passes retrying failures
+	retryAt time.Time          // when failures are tried again; zero: none
+}
+
+// New returns a Watcher configured by opts, with its defaults applied.
+func New(opts Options) *Watcher {
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Backoff == nil {
+		opts.Backoff = func() *backoff.Backoff { return backoff.Retry(time.Now, DefaultRetryMax) }
+	}
+	return &Watcher{
+		opts:    opts,
+		log:     opts.Log,
+		ready:   make(chan struct{}),
+		done:    map[string]version{},
+		failed:  map[string]version{},
+		pending: map[string]bool{},
+		full:    true,
+		retry:   opts.Backoff(),
+	}
+}
+
+// Ready is closed once the first pass over the directory is over: every
+// archive present at start has been imported or has failed to, and the
+// directory is watched, so an archive completed afterwards is seen.
+func (w *Watcher) Ready() <-chan struct{} { return w.ready }
+
+// Run imports the directory, closes Ready, and then imports archives as
+// they are completed until ctx ends (at once when there is no Dir). It is
+// called once.
+func (w *Watcher) Run(ctx context.Context) {
+	if w.opts.Dir == "" {
+		close(w.ready)
+		return
+	}
+	readied := false
+	ready := func() {
+		if !readied {
+			readied = true
+			close(w.ready)
+		}
+	}
+	opts := inotify.Options{Dir: w.opts.Dir, Mask: archiveEvents, Log: w.log}
+	// The first step, with the directory watched, is the first pass.
+	step := func(now time.Time) (time.Time, error) {
+		next := w.step(ctx, now)
+		ready()
+		return next, nil
+	}
+	_ = backoff.Loop(ctx, w.opts.Backoff(), func(ctx context.Context) error {
+		return inotify.Watch(ctx, opts, w.handle, step)
+	}, func(err error, wait time.Duration) {
+		w.log.Warn("cannot watch images dir; retrying", "dir", w.opts.Dir, "err", err, "retryIn", wait)
+		if !readied {
+			// Pods must not wait for the watch: import what is there.
+			w.pass(ctx, time.Now())
+			w.full = true // and look again once watching
+			ready()
+		}
+	})
+}
+
+// handle takes in one watch event.
+func (w *Watcher) handle(ev inotify.Event) {
+	switch ev.Op {
+	case inotify.Entry:
+		if isArchive(ev.Name) {
+			w.pending[ev.Name] = true
+		}
+	default:
+		// The directory appeared or was replaced, or events were lost.
+		w.full = true
+	}
+}
+
+// step imports what is due and returns when to be called again without
+// an event (the zero time: only after one).
+func (w *Watcher) step(ctx context.Context, now time.Time) time.Time {
+	due := !w.retryAt.IsZero() && !now.Before(w.retryAt)
+	if w.full || len(w.pending) > 0 || due {
+		w.pass(ctx, now)
+	}
+	return w.retryAt
+}
+
+// pass imports the archives that are due: announced complete, or every
+// one on a full pass, and failed ones when their retry is due; an archive
+// unchanged since it was imported, or since it failed before its retry
+// is due, is skipped.
+func (w *Watcher) pass(ctx context.Context, now time.Time) {
+	retryDue := !now.Before(w.retryAt)
+	nImported, nFailed := 0, 0
+	names, err := w.candidates()
+	var errs []error
+	if err != nil {
+		errs = append(errs, err)
+		nFailed++
+	}
+	for _, name := range names {
+		p := filepath.Join(w.opts.Dir, name)
+		fi, err := os.Stat(p)
+		if err != nil || !fi.Mode().IsRegular() {
+			delete(w.done, name)
+			delete(w.failed, name)
+			continue
+		}
+		v := version{size: fi.Size(), mtime: fi.ModTime()}
+		if w.done[name] == v {
+			continue
+		}
+		if f, ok := w.failed[name]; ok && f == v && !retryDue {
+			continue
+		}
+		imgs, err := w.opts.Importer.Import(ctx, p)
+		if ctx.Err() != nil {
+			return // stopping: nothing more is due
+		}
+		if err != nil {
+			w.failed[name] = v
+			nFailed++
+			errs = append(errs, fmt.Errorf("%s: %w", p, err))
+			continue
+		}
+		delete(w.failed, name)
+		w.done[name] = v
+		nImported++
+		w.log.Info("imported image archive", "file", p, "images", imgs)
+	}
+	switch {
+	case nFailed > 0:
+		w.retryAt = time.Now().Add(w.retry.Next())
+	case len(w.failed) == 0 && !w.full:
+		w.retry.Reset()
+		w.retryAt = time.Time{}
+	}
+	if err := errors.Join(errs...); err != nil {
+		w.log.Error("import images", "dir", w.opts.Dir, "err", err)
+	}
+	if nImported > 0 && w.opts.OnImport != nil {
+		w.opts.OnImport()
+	}
+}
+
+// candidates returns the names a pass looks at, and forgets what it
+// knew of archives a full pass no longer finds.
+func (w *Watcher) candidates() ([]string, error) {
+	names := slices.Collect(maps.Keys(w.pending))
+	names = append(names, slices.Collect(maps.Keys(w.failed))...)
+	full := w.full
+	w.full, w.pending = false, map[string]bool{}
+	if !full {
+		slices.Sort(names)
+		return slices.Compact(names), nil
+	}
+	entries, err := os.ReadDir(w.opts.Dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		// Keep what is known and try again: the directory may be
+		// readable later.
+		w.full = true
+		return nil, fmt.Errorf("read images dir: %w", err)
+	}
+	names = names[:0]
+	for _, e := range entries {
+		if isArchive(e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	for _, m := range []map[string]version{w.done, w.failed} {
+		maps.DeleteFunc(m, func(name string, _ version) bool { return !slices.Contains(names, name) })
+	}
+	return names, nil
+}

@@ -1,0 +1,283 @@
+package images
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/podvisor/podvisor/internal/backoff"
+)
+
+// fakeImporter records every import with the content the archive had at
+// that moment, and fails an archive as many times as fail says.
+type fakeImporter struct {
+	mu      sync.Mutex
+	imports []imported
+	fail    map[string]int
+	signal  chan struct{}
+}
+
+type imported struct {
+	name, content string
+	err           bool
+}
+
+func newFake() *fakeImporter {
+	return &fakeImporter{fail: map[string]int{}, signal: make(chan struct{}, 1)}
+}
+
+func (f *fakeImporter) Import(ctx context.Context, path string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	name := filepath.Base(path)
+	f.mu.Lock()
+	failing := f.fail[name] > 0
+	if failing {
+		f.fail[name]--
+	}
+	f.imports = append(f.imports, imported{name, string(data), failing})
+	f.mu.Unlock()
+	select {
+	case f.signal <- struct{}{}:
+	default:
+	}
+	if failing {
+		return nil, errors.New("boom")
+	}
+	return []string{"docker.io/library/" + name}, nil
+}
+
+// of returns the recorded imports of name.
+func (f *fakeImporter) of(name string) []imported {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []imported
+	for _, i := range f.imports {
+		if i.name == name {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// names returns every name imported successfully, in order.
+func (f *fakeImporter) names() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, i := range f.imports {
+		if !i.err {
+			out = append(out, i.name)
+		}
+	}
+	return out
+}
+
+// waitFor waits until cond holds, woken by every import.
+func (f *fakeImporter) waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(5 * time.Second)
+	for !cond() {
+		select {
+		case <-f.signal:
+		case <-deadline:
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			t.Fatalf("timed out waiting for %s; imports %+v", what, f.imports)
+		}
+	}
+}
+
+// importedWith reports whether name was imported with exactly content.
+func (f *fakeImporter) importedWith(name, content string) func() bool {
+	return func() bool {
+		return slices.ContainsFunc(f.of(name), func(i imported) bool { return !i.err && i.content == content })
+	}
+}
+
+// fastRetry retries within milliseconds, so a test sees several retries.
+func fastRetry() *backoff.Backoff {
+	return &backoff.Backoff{Initial: 10 * time.Millisecond, Max: 40 * time.Millisecond}
+}
+
+// startWatcher runs a Watcher on dir until the test ends, waits for
+// Ready, and checks that Run returns once its context ends.
+func startWatcher(t *testing.T, dir string, f *fakeImporter, onImport func()) *Watcher {
+	t.Helper()
+	w := New(Options{Dir: dir, Importer: f, OnImport: onImport, Backoff: fastRetry})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Error("Run did not return after its context ended")
+		}
+	})
+	select {
+	case <-w.Ready():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Ready not closed")
+	}
+	return w
+}
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWatcherFirstPass(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{"a.tar": "a", "b.tar": "b", ".hidden.tar": "h", "notes.txt": "n"} {
+		write(t, filepath.Join(dir, name), content)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "dir.tar"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := newFake()
+	var mu sync.Mutex
+	calls := 0
+	startWatcher(t, dir, f, func() { mu.Lock(); calls++; mu.Unlock() })
+	// Ready means the first pass is over: no waiting here.
+	if got := f.names(); !slices.Equal(got, []string{"a.tar", "b.tar"}) {
+		t.Errorf("imported %v at Ready, want [a.tar b.tar]", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 1 {
+		t.Errorf("OnImport called %d times after the first pass, want 1", calls)
+	}
+}
+
+func TestWatcherCompletedArchives(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	write(t, filepath.Join(dir, "a.tar"), "a")
+	f := newFake()
+	var mu sync.Mutex
+	calls := 0
+	startWatcher(t, dir, f, func() { mu.Lock(); calls++; mu.Unlock() })
+
+	t.Run("close-write", func(t *testing.T) {
+		write(t, filepath.Join(dir, "c.tar"), "c")
+		f.waitFor(t, "c.tar imported", f.importedWith("c.tar", "c"))
+	})
+	t.Run("rename-in", func(t *testing.T) {
+		write(t, filepath.Join(outside, "d.tar"), "d")
+		if err := os.Rename(filepath.Join(outside, "d.tar"), filepath.Join(dir, "d.tar")); err != nil {
+			t.Fatal(err)
+		}
+		f.waitFor(t, "d.tar imported", f.importedWith("d.tar", "d"))
+	})
+	t.Run("half-written", func(t *testing.T) {
+		h, err := os.Create(filepath.Join(dir, "e.tar"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		if _, err := h.WriteString("first half,"); err != nil {
+			t.Fatal(err)
+		}
+		// Another archive completed meanwhile does not import this one.
+		write(t, filepath.Join(dir, "f.tar"), "f")
+		f.waitFor(t, "f.tar imported", f.importedWith("f.tar", "f"))
+		if got := f.of("e.tar"); len(got) != 0 {
+			t.Fatalf("an archive still being written was imported: %+v", got)
+		}
+		if _, err := h.WriteString("second half"); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Close(); err != nil {
+			t.Fatal(err)
+		}
+		f.waitFor(t, "e.tar imported once closed", f.importedWith("e.tar", "first half,second half"))
+		if got := f.of("e.tar"); len(got) != 1 {
+			t.Errorf("e.tar imported %d times, want once: %+v", len(got), got)
+		}
+	})
+	t.Run("unchanged", func(t *testing.T) {
+		// Renamed out and back in: same size and mtime, not imported again.
+		if err := os.Rename(filepath.Join(dir, "a.tar"), filepath.Join(outside, "a.tar")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(filepath.Join(outside, "a.tar"), filepath.Join(dir, "a.tar")); err != nil {
+			t.Fatal(err)
+		}
+		// Events are taken in order: once the sentinel is imported, a.tar's
+		// rename has been seen.
+		write(t, filepath.Join(dir, "sentinel.tar"), "s")
+		f.waitFor(t, "sentinel.tar imported", f.importedWith("sentinel.tar", "s"))
+		if got := f.of("a.tar"); len(got) != 1 {
+			t.Errorf("an unchanged archive was imported %d times, want once: %+v", len(got), got)
+		}
+		// Written again, it is.
+		write(t, filepath.Join(dir, "a.tar"), "a2")
+		f.waitFor(t, "a.tar imported again once rewritten", f.importedWith("a.tar", "a2"))
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 7 {
+		t.Errorf("OnImport called %d times, want once per pass that imported (7)", calls)
+	}
+}
+
+func TestWatcherRetriesFailedImports(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "bad.tar"), "x")
+	f := newFake()
+	f.fail["bad.tar"] = 3
+	f.fail["later.tar"] = 2
+	startWatcher(t, dir, f, nil)
+	// Failed in the first pass: Ready does not wait for the retries.
+	if got := f.of("bad.tar"); len(got) != 1 || !got[0].err {
+		t.Fatalf("imports of bad.tar at Ready: %+v, want one failure", got)
+	}
+	f.waitFor(t, "bad.tar imported after three failures", f.importedWith("bad.tar", "x"))
+	if got := f.of("bad.tar"); len(got) != 4 {
+		t.Errorf("bad.tar tried %d times, want 4 (three failures, then success): %+v", len(got), got)
+	}
+
+	write(t, filepath.Join(dir, "later.tar"), "y")
+	f.waitFor(t, "later.tar imported after two failures", f.importedWith("later.tar", "y"))
+	// Once imported, neither is tried again.
+	write(t, filepath.Join(dir, "sentinel.tar"), "s")
+	f.waitFor(t, "sentinel.tar imported", f.importedWith("sentinel.tar", "s"))
+	if got := len(f.of("bad.tar")) + len(f.of("later.tar")); got != 7 {
+		t.Errorf("%d imports of bad.tar and later.tar, want 7", got)
+	}
+}
+
+func TestWatcherWaitsForDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "images")
+	f := newFake()
+	startWatcher(t, dir, f, nil)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "a.tar"), "a")
+	f.waitFor(t, "a.tar imported in a directory created later", f.importedWith("a.tar", "a"))
+}
+
+func TestWatcherNoDirectory(t *testing.T) {
+	w := New(Options{Importer: newFake()})
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(t.Context()) }()
+	for what, ch := range map[string]<-chan struct{}{"Ready": w.Ready(), "Run": done} {
+		select {
+		case <-ch:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("without a directory, %s did not end at once", what)
+		}
+	}
+}
