@@ -373,4 +373,3 @@ func (w *podWorker) mountsPod(pod *v1.Pod) mounts.Pod {
 func (w *podWorker) logPath(pod *v1.Pod, name string, restartCount int32) string {
 	return w.s.layout.ContainerLog(pod.Namespace, pod.Name, string(pod.UID), name, restartCount)
 }
-

@@ -3,12 +3,9 @@ package containerd
 import (
 	"context"
 	"fmt"
-	"os"
 
 	apievents "github.com/containerd/containerd/api/events"
-	client "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/typeurl/v2"
-	"github.com/podvisor/podvisor/internal/images"
 	"github.com/podvisor/podvisor/supervise"
 )
 
@@ -73,34 +70,4 @@ func decode(any typeurl.Any) (supervise.RuntimeEvent, bool) {
 		return supervise.RuntimeEvent{Type: supervise.EventOOM, ContainerID: e.ContainerID}, true
 	}
 	return supervise.RuntimeEvent{}, false
-}
-
-// Import imports one OCI-layout or docker-save archive, names its images as
-// docker does, and unpacks them for the snapshotter.
-func (r *Runtime) Import(ctx context.Context, path string) ([]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	imgs, err := r.client.Import(ctx, f,
-		client.WithImageRefTranslator(images.RefTranslator(path)),
-		client.WithSkipDigestRef(func(string) bool { return true }),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("import: %w", err)
-	}
-	var names []string
-	for _, i := range imgs {
-		img := client.NewImage(r.client, i)
-		if err := img.Unpack(ctx, r.opts.Snapshotter); err != nil {
-			return names, fmt.Errorf("unpack %s: %w", i.Name, err)
-		}
-		r.markUnpacked(img.Target().Digest.String(), true)
-		names = append(names, i.Name)
-	}
-	if len(names) == 0 {
-		return nil, fmt.Errorf("archive names no image (no io.containerd.image.name or org.opencontainers.image.ref.name annotation, no RepoTags)")
-	}
-	return names, nil
 }
