@@ -58,13 +58,13 @@ func TestRuntime(t *testing.T) {
 	defer cancel()
 
 	// Import: the busybox archive, and one whose image stops on SIGUSR1,
-	// named by its file ("stopper.tar" with the bare tag "1.0").
+	// stopper:1.0.
 	names, err := rt.Import(ctx, env.ImageArchive)
 	if err != nil || !slices.Contains(names, env.ImageRef) {
 		t.Fatalf("import busybox = %v, %v", names, err)
 	}
 	stopper := filepath.Join(dir, "stopper.tar")
-	if err := image.Build(stopper, image.Options{Ref: "1.0", StopSignal: "SIGUSR1"}); err != nil {
+	if err := image.Build(stopper, image.Options{Ref: "stopper:1.0", StopSignal: "SIGUSR1"}); err != nil {
 		t.Fatal(err)
 	}
 	if names, err := rt.Import(ctx, stopper); err != nil || !slices.Contains(names, "docker.io/library/stopper:1.0") {
