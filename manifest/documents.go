@@ -1,0 +1,218 @@
+package manifest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	yaml3 "go.yaml.in/yaml/v3"
+	"sigs.k8s.io/yaml"
+)
+
+// parseNode parses one document into a YAML node tree with file lines. It
+// returns nil for an empty document.
+func parseNode(path string, d rawDoc) (*yaml3.Node, *FileError) {
+	dec := yaml3.NewDecoder(bytes.NewReader(d.data))
+	var doc yaml3.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		// Prefer the message of the parser that decodes the pod: it is what
+		// kubectl would say, and yaml/v3 reports some scanner errors one line
+		// early.
+		if _, err2 := yaml.YAMLToJSONStrict(d.data); err2 != nil {
+			err = err2
+		}
+		return nil, yamlError(path, d, err)
+	}
+	var extra yaml3.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return nil, yamlError(path, d, err)
+		}
+		return nil, &FileError{Path: path, Line: d.line + extra.Line - 1,
+			Reason: `a second document starts here; put "---" alone on the line between documents`}
+	}
+	shiftLines(&doc, d.line-1)
+	root := &doc
+	if doc.Kind == yaml3.DocumentNode {
+		if len(doc.Content) == 0 {
+			return nil, nil
+		}
+		root = doc.Content[0]
+	}
+	if root.Kind == yaml3.ScalarNode && root.Tag == "!!null" {
+		return nil, nil
+	}
+	return root, nil
+}
+
+func yamlError(path string, d rawDoc, err error) *FileError {
+	line, reason := yamlErrorLine(err.Error())
+	if line > 0 {
+		line += d.line - 1
+	} else {
+		line = d.line
+	}
+	return &FileError{Path: path, Line: line, Reason: reason}
+}
+
+// target is one object inside a document: the document itself, or an item
+// of a List.
+type target struct {
+	prefix string // field path of the object in the document: "" or "items[3]"
+	kind   string // Pod, ConfigMap or Secret
+	node   *yaml3.Node
+	raw    json.RawMessage
+}
+
+// full prefixes a field path relative to the target with the target's path
+// in the document.
+func (t target) full(field string) string {
+	if t.prefix == "" {
+		return field
+	}
+	if field == "" {
+		return t.prefix
+	}
+	if strings.HasPrefix(field, "[") {
+		return t.prefix + field
+	}
+	return t.prefix + "." + field
+}
+
+// documentKinds are the kinds a document (or a List item) may have.
+var documentKinds = []string{"Pod", "ConfigMap", "Secret"}
+
+// parseDocument checks apiVersion and kind and parses the Pod, ConfigMap or
+// Secret, or each item of a List (of any of them) or PodList.
+func parseDocument(path string, d rawDoc, root *yaml3.Node, docIndex int, nodeName string, now time.Time, opts ParseOptions) docResult {
+	res := docResult{index: docIndex, line: d.line}
+	fail := func(field string, line int, reason string) docResult {
+		res.errs = append(res.errs, &FileError{Path: path, Line: line, Field: field, Reason: reason})
+		return res
+	}
+	if root.Kind != yaml3.MappingNode {
+		return fail("", root.Line, "document is not a mapping; expected a v1 Pod, ConfigMap or Secret")
+	}
+	apiVersion, kind := scalarField(root, "apiVersion"), scalarField(root, "kind")
+	if apiVersion != "v1" {
+		return fail("apiVersion", lineOf(root, "apiVersion"), fmt.Sprintf("must be \"v1\", got %q", apiVersion))
+	}
+	isList := false
+	switch kind {
+	case "Pod", "ConfigMap", "Secret":
+	case "List", "PodList":
+		isList = true
+	default:
+		return fail("kind", lineOf(root, "kind"), fmt.Sprintf("must be Pod, ConfigMap or Secret (or a List of them, or a PodList), got %q", kind))
+	}
+
+	// sigs.k8s.io/yaml gives YAML the meaning kubectl gives it (YAML 1.1
+	// scalars, duplicate keys are errors); the tree above is only for lines.
+	j, err := yaml.YAMLToJSONStrict(d.data)
+	if err != nil {
+		res.errs = append(res.errs, yamlError(path, d, err))
+		return res
+	}
+
+	var (
+		targets  []target
+		listWarn []*FileError // unknown List fields under UnknownFieldsWarn
+	)
+	if !isList {
+		targets = []target{{kind: kind, node: root, raw: j}}
+	} else {
+		for i := 0; i+1 < len(root.Content); i += 2 {
+			switch k := root.Content[i]; k.Value {
+			case "apiVersion", "kind", "metadata", "items":
+			default:
+				fe := &FileError{Path: path, Line: k.Line, Field: k.Value, Reason: "unknown field"}
+				if opts.UnknownFields == UnknownFieldsWarn {
+					fe.Reason, fe.Err = "unknown field, ignored", ErrIgnored
+					listWarn = append(listWarn, fe)
+					continue
+				}
+				res.errs = append(res.errs, fe)
+			}
+		}
+		var list struct {
+			Items []json.RawMessage `json:"items"`
+		}
+		_, items := mappingValue(root, "items")
+		items = resolveAlias(items)
+		if err := json.Unmarshal(j, &list); err != nil || (len(list.Items) > 0 && (items == nil || items.Kind != yaml3.SequenceNode || len(items.Content) != len(list.Items))) {
+			res.errs = append(res.errs, &FileError{Path: path, Line: lineOf(root, "items"), Field: "items", Reason: "must be a list of Pods, ConfigMaps or Secrets"})
+		}
+		if len(res.errs) > 0 {
+			return res
+		}
+		for i, raw := range list.Items {
+			prefix := "items[" + strconv.Itoa(i) + "]"
+			node := resolveAlias(items.Content[i])
+			iv, ik := scalarField(node, "apiVersion"), scalarField(node, "kind")
+			switch {
+			case kind == "PodList" && (iv != "" || ik != "") && (iv != "v1" || ik != "Pod"):
+				res.errs = append(res.errs, &FileError{Path: path, Line: node.Line, Field: prefix,
+					Reason: fmt.Sprintf("PodList items must be v1 Pods, got apiVersion %q kind %q", iv, ik)})
+				continue
+			case kind == "PodList":
+				ik = "Pod"
+			case iv != "v1" || !slices.Contains(documentKinds, ik):
+				res.errs = append(res.errs, &FileError{Path: path, Line: node.Line, Field: prefix,
+					Reason: fmt.Sprintf("list items must be v1 Pods, ConfigMaps or Secrets, got apiVersion %q kind %q", iv, ik)})
+				continue
+			}
+			targets = append(targets, target{prefix: prefix, kind: ik, node: node, raw: raw})
+		}
+		if len(res.errs) > 0 {
+			return res
+		}
+	}
+
+	for _, t := range targets {
+		switch t.kind {
+		case "Pod":
+			p, perrs := parsePod(path, root, t, docIndex, nodeName, now, opts)
+			if p != nil {
+				for _, w := range listWarn {
+					p.Warnings = append(p.Warnings, w.Field+": "+w.Reason)
+					p.warns = append(p.warns, w)
+				}
+				res.pods = append(res.pods, p)
+			}
+			res.errs = append(res.errs, perrs...)
+		default:
+			o, oerrs := parseObject(path, root, t, docIndex, opts)
+			if o != nil {
+				res.objs = append(res.objs, o)
+				res.warns = append(res.warns, o.warns...)
+			}
+			res.errs = append(res.errs, oerrs...)
+		}
+	}
+	if len(res.pods) == 0 {
+		res.warns = append(res.warns, listWarn...)
+	}
+	if len(res.errs) > 0 {
+		res.pods, res.objs, res.warns = nil, nil, nil
+	}
+	return res
+}
+
+// scalarField returns the value of a scalar key of a mapping, or "".
+func scalarField(n *yaml3.Node, key string) string {
+	_, v := mappingValue(n, key)
+	v = resolveAlias(v)
+	if v == nil || v.Kind != yaml3.ScalarNode {
+		return ""
+	}
+	return v.Value
+}

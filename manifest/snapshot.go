@@ -1,0 +1,153 @@
+package manifest
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// build assembles the snapshot from the file states: duplicates resolved,
+// references checked, permissions checked.
+func (s *scanner) build(dirErr *FileError, manifests []entry) Snapshot {
+	var (
+		cands []candidate
+		errs  []*FileError
+		warns []*FileError
+	)
+	if dirErr != nil {
+		errs = append(errs, dirErr)
+	}
+	for _, path := range slices.Sorted(maps.Keys(s.state)) {
+		st := s.state[path]
+		pods, objs := st.pods, st.objs
+		switch {
+		case dirErr != nil:
+			pods, objs = keepAll(st.lkg, dirErr)
+		case st.ioErr != nil:
+			pods, objs = keepAll(st.lkg, st.ioErr)
+			errs = append(errs, st.ioErr)
+		default:
+			errs = append(errs, st.errs...)
+			warns = append(warns, st.warns...)
+		}
+		for _, p := range pods {
+			cands = append(cands, candidate{id: "Pod " + p.Key(), path: p.Path, doc: p.Doc, line: p.line, pod: p})
+		}
+		for _, o := range objs {
+			cands = append(cands, candidate{id: o.id(), path: o.path, doc: o.doc, line: o.line, obj: o})
+		}
+	}
+
+	winners, dupErrs := s.resolve(cands)
+	errs = append(errs, dupErrs...)
+	snap := Snapshot{}
+	have := map[string]bool{}
+	for _, c := range winners {
+		have[c.id] = true
+	}
+	for _, c := range winners {
+		switch {
+		case c.obj != nil && c.obj.cm != nil:
+			if snap.ConfigMaps == nil {
+				snap.ConfigMaps = map[string]*v1.ConfigMap{}
+			}
+			snap.ConfigMaps[c.obj.key] = c.obj.cm
+		case c.obj != nil:
+			if snap.Secrets == nil {
+				snap.Secrets = map[string]*v1.Secret{}
+			}
+			snap.Secrets[c.obj.key] = c.obj.secret
+		default:
+			if missing := missingReferences(c.pod, func(id string) bool { return have[id] }); len(missing) > 0 {
+				errs = append(errs, missing...)
+				continue
+			}
+			snap.Pods = append(snap.Pods, c.pod)
+		}
+	}
+	warns = append(warns, s.permissions(manifests)...)
+
+	slices.SortFunc(snap.Pods, func(a, b *Pod) int { return strings.Compare(a.Key(), b.Key()) })
+	sortErrors(errs)
+	sortErrors(warns)
+	snap.Errors, snap.Warnings = errs, warns
+	return snap
+}
+
+func sortErrors(errs []*FileError) {
+	slices.SortStableFunc(errs, func(a, b *FileError) int {
+		return cmp.Or(strings.Compare(a.Path, b.Path), cmp.Compare(a.Line, b.Line))
+	})
+}
+
+// sameSet compares what a consumer acts on: the pods' UIDs and whether each
+// is a kept last-good pod, the errors and the warnings.
+func sameSet(a, b Snapshot) bool {
+	if len(a.Pods) != len(b.Pods) || len(a.Errors) != len(b.Errors) || len(a.Warnings) != len(b.Warnings) {
+		return false
+	}
+	for i := range a.Pods {
+		if a.Pods[i].Hash != b.Pods[i].Hash || (a.Pods[i].Err == nil) != (b.Pods[i].Err == nil) {
+			return false
+		}
+	}
+	for i := range a.Errors {
+		if a.Errors[i].Error() != b.Errors[i].Error() {
+			return false
+		}
+	}
+	for i := range a.Warnings {
+		if a.Warnings[i].Error() != b.Warnings[i].Error() {
+			return false
+		}
+	}
+	return true
+}
+
+// objectsSig is a digest of the ConfigMaps and Secrets of a snapshot, to
+// tell a change; unchanged objects keep their pointers.
+func objectsSig(snap Snapshot) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(snap.ConfigMaps)) {
+		fmt.Fprintf(&b, "cm %s %p\n", k, snap.ConfigMaps[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(snap.Secrets)) {
+		fmt.Fprintf(&b, "secret %s %p\n", k, snap.Secrets[k])
+	}
+	return b.String()
+}
+
+// logNew logs errors and warnings that the previous scan did not have, so a
+// relist does not repeat them.
+func (s *scanner) logNew(snap Snapshot) {
+	errsNow := make(map[string]bool, len(snap.Errors))
+	for _, e := range snap.Errors {
+		msg := e.Error()
+		errsNow[msg] = true
+		if !s.loggedErrs[msg] {
+			s.log.Warn("manifest error", "file", e.Path, "error", msg)
+		}
+	}
+	s.loggedErrs = errsNow
+
+	warnsNow := map[string]bool{}
+	logWarn := func(key string, args ...any) {
+		warnsNow[key] = true
+		if !s.loggedWarns[key] {
+			s.log.Warn("manifest warning", args...)
+		}
+	}
+	for _, p := range snap.Pods {
+		for _, w := range p.Warnings {
+			logWarn(p.Hash+" "+w, "file", p.Path, "pod", p.Key(), "warning", w)
+		}
+	}
+	for _, w := range snap.Warnings {
+		logWarn(w.Error(), "file", w.Path, "warning", w.Error())
+	}
+	s.loggedWarns = warnsNow
+}
