@@ -53,7 +53,7 @@ test-e2e:
 	$(GO) test -count=1 -v ./internal/e2e
 
 test-containerd2: containerd2
-	PODVISOR_TEST_CONTAINERD=$(CONTAINERD2_DIR) $(GO) test -count=1 ./internal/e2e
+	PODVISOR_TEST_CONTAINERD=$(CONTAINERD2_DIR) $(GO) test -count=1 ./internal/e2e ./supervise/containerd
 
 # containerd 2.x and its own shim, built from the Go module (static).
 containerd2: $(CONTAINERD2_DIR)/containerd

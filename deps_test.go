@@ -1,0 +1,63 @@
+package main
+
+import (
+	"go/build"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/podvisor/podvisor/"
+
+// TestPackageDependencies holds the design's layering: the leaf packages
+// (cni, mounts, probes, manifest, status) and the shared internal leaves
+// import nothing of podvisor but internal leaves (status the manifest
+// types); nothing below main imports the API server; supervise reaches
+// containerd only through the Runtime that supervise/containerd implements.
+func TestPackageDependencies(t *testing.T) {
+	tooling := map[string]bool{"internal/testenv": true, "internal/e2e": true, "internal/bench": true, "internal/mkimage": true, "internal/image": true}
+	leaves := map[string]bool{"cni": true, "mounts": true, "probes": true, "manifest": true, "status": true}
+	allowed := func(pkg, dep string) bool {
+		internalLeaf := strings.HasPrefix(dep, "internal/") && !tooling[dep]
+		switch {
+		case tooling[pkg] || pkg == "" || strings.HasPrefix(pkg, "cmd/"):
+			return true
+		case leaves[pkg] || (strings.HasPrefix(pkg, "internal/") && !tooling[pkg]):
+			return internalLeaf || (pkg == "status" && dep == "manifest")
+		case pkg == "api":
+			return internalLeaf || dep == "status"
+		case pkg == "supervise":
+			return dep != "api" && dep != "supervise/containerd" && !tooling[dep]
+		case pkg == "supervise/containerd":
+			return dep != "api" && !tooling[dep]
+		}
+		return !tooling[dep]
+	}
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if strings.HasPrefix(d.Name(), ".") && path != "." || d.Name() == "testdata" || d.Name() == "bin" {
+			return filepath.SkipDir
+		}
+		p, err := build.ImportDir(path, 0)
+		if err != nil {
+			return nil // no Go files here
+		}
+		pkg := filepath.ToSlash(path)
+		if pkg == "." {
+			pkg = ""
+		}
+		for _, imp := range p.Imports {
+			dep, ok := strings.CutPrefix(imp, module)
+			if ok && !allowed(pkg, dep) {
+				t.Errorf("%s imports %s, which the layering forbids", path, dep)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
