@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/podvisor/podvisor/internal/cgroupfs"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -163,28 +164,11 @@ type cgroups struct {
 	v2   bool   // unified hierarchy with controllers
 }
 
-func detectCgroups(root string) cgroups {
-	if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err == nil {
-		return cgroups{root: root, v2: true}
-	}
-	return cgroups{root: root}
-}
+func detectCgroups(root string) cgroups { return cgroups{root: root, v2: cgroupfs.IsV2(root)} }
 
 // dirs lists the directories of relative cgroup path rel in every mounted
 // hierarchy (for removal).
-func (c cgroups) dirs(rel string) []string {
-	if c.v2 {
-		return []string{filepath.Join(c.root, rel)}
-	}
-	entries, _ := os.ReadDir(c.root)
-	var out []string
-	for _, e := range entries {
-		if e.IsDir() {
-			out = append(out, filepath.Join(c.root, e.Name(), rel))
-		}
-	}
-	return out
-}
+func (c cgroups) dirs(rel string) []string { return cgroupfs.Dirs(c.root, rel) }
 
 // apply creates cgroup rel and writes r into it. On v2 it first enables the
 // cpu and memory controllers along the path.
@@ -232,26 +216,7 @@ func (c cgroups) remove(rel string) error {
 	return errors.Join(errs...)
 }
 
-func removeCgroupTree(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("read cgroup %s: %w", dir, err)
-	}
-	for _, e := range entries {
-		if e.IsDir() {
-			if err := removeCgroupTree(filepath.Join(dir, e.Name())); err != nil {
-				return err
-			}
-		}
-	}
-	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove cgroup %s: %w", dir, err)
-	}
-	return nil
-}
+func removeCgroupTree(dir string) error { return cgroupfs.RemoveTree(dir) }
 
 // oomKills returns how many processes the kernel's OOM killer killed in
 // cgroup rel (memory.oom_control's oom_kill on v1, memory.events' on v2),

@@ -22,6 +22,7 @@ import (
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/podvisor/podvisor/api"
+	"github.com/podvisor/podvisor/internal/cgroupfs"
 	"github.com/podvisor/podvisor/internal/testenv"
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
@@ -267,7 +268,7 @@ func (d *daemon) cleanup() {
 		parents = append(parents, p)
 	}
 	for _, p := range parents {
-		removeEmptyTree(p)
+		cgroupfs.RemoveTree(p)
 	}
 	if b, _ := os.ReadFile(d.logFile); bytes.Contains(b, []byte("DATA RACE")) || bytes.Contains(b, []byte("panic:")) {
 		d.t.Errorf("podvisor reported a data race or panicked:\n%s", b)
@@ -472,18 +473,6 @@ func statusPods(d *daemon) ([]string, error) {
 func dirExists(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.IsDir()
-}
-
-// removeEmptyTree removes a cgroup directory and its children, deepest
-// first (cgroupfs refuses to remove a cgroup that still has processes).
-func removeEmptyTree(dir string) {
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		if e.IsDir() {
-			removeEmptyTree(filepath.Join(dir, e.Name()))
-		}
-	}
-	os.Remove(dir)
 }
 
 // waitHTTP polls url until its body is want.

@@ -75,26 +75,3 @@ func TestPrependPath(t *testing.T) {
 		t.Errorf("PrependPath without PATH = %v", got)
 	}
 }
-
-func TestCgroupDirs(t *testing.T) {
-	v2 := t.TempDir()
-	if err := os.WriteFile(filepath.Join(v2, "cgroup.controllers"), []byte("cpu memory\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if got := cgroupDirs(v2, "podvisor-containerd"); !slices.Equal(got, []string{filepath.Join(v2, "podvisor-containerd")}) {
-		t.Errorf("v2 dirs = %v", got)
-	}
-	v1 := t.TempDir()
-	for _, c := range []string{"cpu,cpuacct", "memory"} {
-		if err := os.Mkdir(filepath.Join(v1, c), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Symlink("cpu,cpuacct", filepath.Join(v1, "cpu")); err != nil {
-		t.Fatal(err)
-	}
-	want := []string{filepath.Join(v1, "cpu,cpuacct", "pc"), filepath.Join(v1, "memory", "pc")}
-	if got := cgroupDirs(v1, "pc"); !slices.Equal(got, want) {
-		t.Errorf("v1 dirs = %v, want %v (symlinked aliases skipped)", got, want)
-	}
-}
