@@ -103,17 +103,24 @@ func (s *Supervisor) recordFromLabels(ctrs []ContainerInfo) *podRecord {
 	if sandboxID != "" {
 		r.Sandbox = s.sandboxes.Find(sandboxID)
 	}
-	// Without its spec the pod cannot be stopped gracefully container by
-	// container; a placeholder spec lets the worker stop and remove it.
-	r.Pod = &v1.Pod{}
-	r.Pod.UID, r.Pod.Namespace, r.Pod.Name = r.UID, r.Namespace, r.Name
+	r.Pod = placeholderPod(r)
+	return r
+}
+
+// placeholderPod is a spec for a pod known only by its record (labels, or
+// a record whose spec is lost): without it the pod cannot be stopped
+// gracefully container by container; with it the worker stops and removes
+// it.
+func placeholderPod(r *podRecord) *v1.Pod {
+	p := &v1.Pod{}
+	p.UID, p.Namespace, p.Name = r.UID, r.Namespace, r.Name
 	for name := range r.Init {
-		r.Pod.Spec.InitContainers = append(r.Pod.Spec.InitContainers, v1.Container{Name: name})
+		p.Spec.InitContainers = append(p.Spec.InitContainers, v1.Container{Name: name})
 	}
 	for name := range r.Apps {
-		r.Pod.Spec.Containers = append(r.Pod.Spec.Containers, v1.Container{Name: name})
+		p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: name})
 	}
-	return r
+	return p
 }
 
 // sweep removes sandboxes and pod cgroups that no pod record names: left by

@@ -1,11 +1,15 @@
-// Package supervise keeps the desired pods running. It is the only package
-// that talks to containerd.
+// Package supervise keeps the desired pods running. It talks to the
+// container runtime only through its Runtime interface (implemented on
+// containerd by package supervise/containerd), to the network through
+// Network, and reports through StatusSink.
 //
 // A Supervisor receives full desired-set snapshots from manifest.Source and
-// owns one pod worker per pod UID. Each worker runs in its own goroutine and
-// drives its pod through these states:
+// owns one pod worker per pod UID. Each worker runs in its own goroutine: a
+// loop that takes messages from a typed inbox (the desired spec, a stop
+// request, OOM kills, wake-ups), observes its containers, and then plans
+// and executes until a plan has nothing to do:
 //
-//	          first sync
+//	          first step
 //	(new) ──────────────▶ sandbox ready ──▶ init containers ──▶ app containers
 //	                         │  ▲                (in order)       (restart policy,
 //	                         │  └── sandbox lost (reboot): kill      back-off)
@@ -14,19 +18,26 @@
 //	                   terminating ◀────────── manifest removed or replaced
 //	                         │ stop signal, grace period, SIGKILL
 //	                         ▼
-//	                   cleaned up: tasks, containers, snapshots, CNI, netns,
-//	                   IPC namespace, /dev/shm, cgroup, volumes, state
+//	                   cleaned up: containers, CNI, namespaces, /dev/shm,
+//	                   cgroup, volumes, logs, record
+//
+// Contract:
+//
+//   - planPod is pure: from the spec, the record, what the runtime reports,
+//     the back-off clocks and the time, it returns actions. The executor is
+//     the only part that does I/O; projectStatus is pure too.
+//   - A container's ID is recorded before it is created, and its exit is on
+//     disk before it is removed, so a podvisor killed at any point neither
+//     leaks a container nor reports a run twice.
+//   - A runtime that cannot tell a container's state is no exit: no
+//     decision is taken on it until it can.
+//   - Stopping the Supervisor (its context ends) never stops a pod: a later
+//     Supervisor adopts the running containers from their labels and the
+//     per-pod records in the state dir.
+//   - Exits arrive from the runtime's event stream and wake the owning
+//     worker at once; a periodic relist wakes every worker as a safety net
+//     and never creates a second container.
 //
 // A pod's network and IPC namespaces are files bind-mounted under the run
-// dir (no pause process or image); its /dev/shm is a tmpfs beside them. All
-// containers of a pod share one containerd shim (the runc shim's group
-// annotation) and one parent cgroup. Container output goes to CRI-format
-// files written by podvisor's own binary acting as the shim's log driver, so
-// logs keep flowing while podvisor is down.
-//
-// Exits arrive from containerd's event stream and wake the owning worker at
-// once; a periodic relist wakes every worker as a safety net. Stopping the
-// Supervisor (its context ends) never stops a pod: a later Supervisor adopts
-// the running tasks from containerd's labels and the per-pod records in the
-// state dir.
+// dir (no pause process or image); its /dev/shm is a tmpfs beside them.
 package supervise

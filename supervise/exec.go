@@ -71,11 +71,11 @@ func (w *podWorker) execute(ctx context.Context, pod *v1.Pod, actions []action) 
 		case replaceSandbox:
 			w.replaceSandbox(ctx, pod)
 		case createSandbox:
-			err = w.sandboxStep(pod, w.createSandbox(pod))
+			err = w.sandboxStep(ctx, pod, w.createSandbox(pod))
 		case attachNetwork:
-			err = w.sandboxStep(pod, w.attachNetwork(ctx, pod))
+			err = w.sandboxStep(ctx, pod, w.attachNetwork(ctx, pod))
 		case prepareSandbox:
-			err = w.sandboxStep(pod, w.prepareSandbox(pod))
+			err = w.sandboxStep(ctx, pod, w.prepareSandbox(pod))
 		case startContainer:
 			err = w.start(ctx, pod, a)
 		case cleanupPod:
@@ -137,13 +137,30 @@ func (w *podWorker) recordExit(pod *v1.Pod, a recordExit) error {
 	if a.Ref.Type == containerTypeInit && a.ExitCode == 0 {
 		cr.Done = true
 	}
-	return w.save()
+	return nil // removeContainer, next in the plan, saves before it removes
+}
+
+// unknown marks a container whose action failed as one the runtime cannot
+// tell about for the rest of the step: the planner takes no decision on it
+// and the step is tried again soon.
+func (w *podWorker) unknown(id string, err error) {
+	w.obs[id] = observation{Err: err}
+	w.failed = true
 }
 
 // removeContainer removes an ended run's container; its log file stays.
+// The record that holds the run's exit is on disk first. A failure keeps
+// the container (and its ID) for a later step without holding up the
+// pod's other containers.
 func (w *podWorker) removeContainer(ctx context.Context, a removeContainer) error {
+	if err := w.save(); err != nil {
+		w.unknown(a.ID, err)
+		return nil
+	}
 	if err := w.s.rt.Remove(ctx, a.ID); err != nil {
-		return fmt.Errorf("remove exited container %s: %w", a.Ref.Name, err)
+		w.log.Warn("remove exited container", "container", a.Ref.Name, "err", err)
+		w.unknown(a.ID, err)
+		return nil
 	}
 	w.s.untrack(a.ID)
 	os.RemoveAll(w.s.layout.TerminationDir(string(w.uid), a.ID))
@@ -154,7 +171,9 @@ func (w *podWorker) removeContainer(ctx context.Context, a removeContainer) erro
 	return nil
 }
 
-// kill stops the targets at once, then looks at them again.
+// kill stops the targets at once, then looks at them again. During a stop
+// a failure ends the step (retried soon, with the grace period again);
+// otherwise the container that failed is left for a later step.
 func (w *podWorker) kill(ctx context.Context, a killContainers) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(a.Targets))
@@ -166,8 +185,15 @@ func (w *podWorker) kill(ctx context.Context, a killContainers) error {
 		}()
 	}
 	wg.Wait()
-	for _, t := range a.Targets {
+	for i, t := range a.Targets {
 		w.observeOne(ctx, t.Ref, t.ID)
+		if errs[i] != nil && !w.stopping {
+			w.log.Warn("kill container", "container", t.Ref.Name, "err", errs[i])
+			w.unknown(t.ID, errs[i])
+		}
+	}
+	if !w.stopping {
+		return nil
 	}
 	return errors.Join(errs...)
 }
@@ -211,12 +237,12 @@ func (w *podWorker) removeSandbox(ctx context.Context, pod *v1.Pod) error {
 }
 
 // sandboxStep reports a failed sandbox step once and arms its retry.
-func (w *podWorker) sandboxStep(pod *v1.Pod, err error) error {
-	if err == nil {
-		return nil
+func (w *podWorker) sandboxStep(ctx context.Context, pod *v1.Pod, err error) error {
+	if err == nil || ctx.Err() != nil {
+		return err
 	}
 	if w.sandboxRetry.bo == nil {
-		w.sandboxRetry.bo = w.s.newRetry()
+		w.sandboxRetry.bo = w.s.newSyncRetry()
 	}
 	w.sandboxRetry.at = w.s.clock.Now().Add(w.sandboxRetry.bo.Next())
 	w.event(pod, "", v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
@@ -315,6 +341,7 @@ func (w *podWorker) cleanup(ctx context.Context, pod *v1.Pod) error {
 	if err := os.RemoveAll(w.s.layout.PodLogs(pod.Namespace, pod.Name, string(pod.UID))); err != nil {
 		leaks = append(leaks, fmt.Errorf("remove pod logs: %w", err))
 	}
+	w.dropped = true // the record must not be written back
 	if err := removeRecord(w.s.layout, w.uid); err != nil {
 		return err
 	}

@@ -108,6 +108,9 @@ func (r *fakeRuntime) call(name, id string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls = append(r.calls, name+" "+id)
+	if err := r.fail[name+" "+id]; err != nil {
+		return err
+	}
 	return r.fail[name]
 }
 

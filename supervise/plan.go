@@ -255,21 +255,35 @@ func planExits(p *plan, in planInput) bool {
 }
 
 // planStop stops app containers first, all at once, then init containers
-// (kubelet's order), each with the pod's grace period; then cleans up.
+// (kubelet's order), each with the pod's grace period; then cleans up. A
+// container the runtime cannot tell about is left to the clean-up, which
+// kills and removes every container carrying the pod's label.
 func planStop(p *plan, in planInput) {
 	for _, typ := range []string{containerTypeApp, containerTypeInit} {
-		var ts []killTarget
-		in.Rec.each(in.Pod, func(ref ctrRef, _ *v1.Container, cr *containerRecord) {
-			if ref.Type == typ && cr.ID != "" {
-				ts = append(ts, killTarget{Ref: ref, ID: cr.ID})
-			}
-		})
+		ts := killTargets(in, func(ref ctrRef) bool { return ref.Type == typ })
 		if len(ts) > 0 {
 			p.add(killContainers{Targets: ts, Grace: gracePeriod(in.Pod), Reason: "Killing"})
 			return
 		}
 	}
 	p.add(cleanupPod{})
+}
+
+// killTargets lists the containers with a run that match, leaving out
+// those the runtime could not tell about (their kill failed, or their state
+// could not be read).
+func killTargets(in planInput, match func(ctrRef) bool) []killTarget {
+	var ts []killTarget
+	in.Rec.each(in.Pod, func(ref ctrRef, _ *v1.Container, cr *containerRecord) {
+		if cr.ID == "" || !match(ref) {
+			return
+		}
+		if o, ok := in.Obs[cr.ID]; ok && o.Err != nil {
+			return
+		}
+		ts = append(ts, killTarget{Ref: ref, ID: cr.ID})
+	})
+	return ts
 }
 
 // gracePeriod is the pod's termination grace period, at least kubelet's
@@ -289,13 +303,7 @@ func planSandbox(p *plan, in planInput) bool {
 	if sb != nil && !in.Sandbox.Alive {
 		// Lost (reboot, cleared run dir): its containers go, and a new
 		// sandbox runs the init containers again, as kubelet does.
-		var ts []killTarget
-		in.Rec.each(in.Pod, func(ref ctrRef, _ *v1.Container, cr *containerRecord) {
-			if cr.ID != "" {
-				ts = append(ts, killTarget{Ref: ref, ID: cr.ID})
-			}
-		})
-		if len(ts) > 0 {
+		if ts := killTargets(in, func(ctrRef) bool { return true }); len(ts) > 0 {
 			p.add(killContainers{Targets: ts, Reason: "SandboxChanged"})
 		} else {
 			p.add(replaceSandbox{})

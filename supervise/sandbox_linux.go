@@ -124,25 +124,33 @@ func (h hostSandboxes) Find(id string) *sandboxRecord {
 	return sb
 }
 
-// Remove removes the namespaces, /dev/shm and the sandbox's directory. It
-// works from the ID alone, for sandboxes no record names.
+// Remove removes the namespaces, /dev/shm and the sandbox's directory:
+// those the record names, and those under the run dir for its ID (for
+// sandboxes no record names, and a run dir that moved).
 func (h hostSandboxes) Remove(sb *sandboxRecord) error {
-	dir := h.layout.SandboxDir(sb.ID)
 	var errs []error
-	if err := cni.RemoveNetNS(filepath.Join(dir, "net")); err != nil {
-		errs = append(errs, err)
+	dirs := []string{h.layout.SandboxDir(sb.ID)}
+	for _, p := range []string{sb.NetNS, sb.IPCNS, sb.Shm} {
+		if p != "" && filepath.Dir(p) != dirs[0] {
+			dirs = append(dirs, filepath.Dir(p))
+		}
 	}
-	if err := nsfs.Remove(filepath.Join(dir, "ipc")); err != nil {
-		errs = append(errs, err)
-	}
-	shm := filepath.Join(dir, "shm")
-	if err := unix.Unmount(shm, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
-		errs = append(errs, fmt.Errorf("unmount /dev/shm: %w", err))
-	}
-	if isMountPoint(shm) {
-		errs = append(errs, fmt.Errorf("/dev/shm of sandbox %s is still mounted", sb.ID))
-	} else if err := os.RemoveAll(dir); err != nil {
-		errs = append(errs, fmt.Errorf("remove sandbox dir: %w", err))
+	for _, dir := range dirs {
+		if err := cni.RemoveNetNS(filepath.Join(dir, "net")); err != nil {
+			errs = append(errs, err)
+		}
+		if err := nsfs.Remove(filepath.Join(dir, "ipc")); err != nil {
+			errs = append(errs, err)
+		}
+		shm := filepath.Join(dir, "shm")
+		if err := unix.Unmount(shm, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			errs = append(errs, fmt.Errorf("unmount /dev/shm: %w", err))
+		}
+		if isMountPoint(shm) {
+			errs = append(errs, fmt.Errorf("/dev/shm of sandbox %s is still mounted", sb.ID))
+		} else if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, fmt.Errorf("remove sandbox dir: %w", err))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -97,6 +97,19 @@ func TestHostSandboxes(t *testing.T) {
 	if err := h.Remove(sb); err != nil {
 		t.Errorf("second remove: %v", err)
 	}
+	// A sandbox made under another run dir is removed from its recorded
+	// paths.
+	other := hostSandboxes{layout: layout.Layout{RunDir: t.TempDir()}}
+	moved, err := other.Create(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Remove(moved); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(other.layout.SandboxDir(moved.ID)); !os.IsNotExist(err) {
+		t.Errorf("moved sandbox left: %v", err)
+	}
 	host, err := h.Create(&v1.Pod{Spec: v1.PodSpec{HostNetwork: true, HostIPC: true}})
 	if err != nil || host.NetNS != "" || host.IPCNS != "" || !h.Alive(host) {
 		t.Fatalf("host sandbox %+v, %v", host, err)

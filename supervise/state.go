@@ -154,6 +154,9 @@ func loadRecords(l layout.Layout) (map[types.UID]*podRecord, []error) {
 			errs = append(errs, fmt.Errorf("decode pod record %s: %v", p, err))
 			continue
 		}
+		if r.Pod == nil {
+			r.Pod = placeholderPod(&r)
+		}
 		out[r.UID] = &r
 	}
 	return out, errs

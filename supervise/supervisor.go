@@ -170,6 +170,14 @@ func (s *Supervisor) newRetry() *backoff.Backoff {
 	return &backoff.Backoff{Initial: 10 * time.Second, Max: 300 * time.Second, Jitter: 0.1, ResetAfter: 600 * time.Second, Now: s.clock.Now}
 }
 
+// newSyncRetry is the back-off of a failing sandbox step: kubelet retries
+// a pod whose sync failed after its pod worker back-off, 10 s with up to
+// 50 % jitter, without growing (pkg/kubelet/pod_workers.go), so a CNI
+// config that appears late is picked up within seconds.
+func (s *Supervisor) newSyncRetry() *backoff.Backoff {
+	return &backoff.Backoff{Initial: 10 * time.Second, Max: 10 * time.Second, Jitter: 0.5, Now: s.clock.Now}
+}
+
 // ImagesImported tells the supervisor that new images arrived: pods
 // waiting out a failed pull retry at once.
 func (s *Supervisor) ImagesImported() {

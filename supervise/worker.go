@@ -59,6 +59,8 @@ type podWorker struct {
 	warned       map[string]bool // one-time warning events already emitted
 	preparedFor  string          // the sandbox whose cgroup and files are set up
 	steps        int             // steps taken, to tell this step's failures from older ones
+	failed       bool            // an action failed in this step: step again soon
+	dropped      bool            // the record is being removed: never write it again
 }
 
 // retryClock is the back-off of a failing step and when it may run again.
@@ -171,6 +173,7 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 	}
 	w.rec.ensureContainers(pod)
 	w.steps++
+	w.failed = false
 	w.observe(ctx, pod)
 
 	var wake time.Time
@@ -184,6 +187,9 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 		if len(p.Actions) == 0 {
 			w.applyBackOffs(pod, p.BackOffs)
 			wake = p.Wake
+			if w.failed {
+				wake = earliest(wake, w.s.clock.Now().Add(errorRetry))
+			}
 			break
 		}
 		finished, err := w.execute(ctx, pod, p.Actions)
@@ -198,7 +204,7 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 				return time.Time{}, false
 			}
 			w.log.Warn("pod step failed; retrying", "err", err)
-			wake = w.s.clock.Now().Add(errorRetry)
+			wake = earliest(p.Wake, w.s.clock.Now().Add(errorRetry))
 			break
 		}
 	}
@@ -246,8 +252,19 @@ func (w *podWorker) planInput(pod *v1.Pod) planInput {
 	return in
 }
 
+// earliest returns the earlier of two wake-up times; zero is never.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
 // save writes the record if it changed.
 func (w *podWorker) save() error {
+	if w.dropped {
+		return nil
+	}
 	var err error
 	if w.saved, err = saveRecord(w.s.layout, w.rec, w.saved); err != nil {
 		w.log.Error("persist pod state", "err", err)

@@ -46,7 +46,7 @@ type Runtime struct {
 
 	mu       sync.Mutex
 	unpacked map[string]bool         // image digests known to be unpacked
-	images   map[string]client.Image // by ref, as last ensured
+	images   map[string]client.Image // by image ID (repo digest), as ensured
 }
 
 var _ supervise.Runtime = (*Runtime)(nil)
@@ -119,10 +119,10 @@ func (r *Runtime) EnsureImage(ctx context.Context, c *v1.Container) (supervise.I
 		}
 		r.markUnpacked(digest, true)
 	}
-	r.mu.Lock()
-	r.images[ref] = img
-	r.mu.Unlock()
 	res.ID = repoDigest(ref, digest)
+	r.mu.Lock()
+	r.images[res.ID] = img
+	r.mu.Unlock()
 	return res, nil
 }
 
@@ -142,14 +142,23 @@ func (r *Runtime) markUnpacked(digest string, ok bool) {
 	}
 }
 
-func (r *Runtime) image(ctx context.Context, ref string) (client.Image, error) {
+// image returns the very image EnsureImage found, by its ID: a re-import
+// of the same name in between must not change what the container runs.
+func (r *Runtime) image(ctx context.Context, im supervise.Image) (client.Image, error) {
 	r.mu.Lock()
-	img := r.images[ref]
+	img := r.images[im.ID]
 	r.mu.Unlock()
 	if img != nil {
 		return img, nil
 	}
-	return r.client.GetImage(ctx, ref)
+	img, err := r.client.GetImage(ctx, im.Ref)
+	if err != nil {
+		return nil, err
+	}
+	if id := repoDigest(im.Ref, img.Target().Digest.String()); id != im.ID {
+		return nil, fmt.Errorf("image %s changed to %s since it was checked", im.ID, id)
+	}
+	return img, nil
 }
 
 func repoDigest(ref, digest string) string {
@@ -163,7 +172,7 @@ func repoDigest(ref, digest string) string {
 // Create creates the containerd container (spec and snapshot) without
 // starting it. The image's stop signal is fixed in a label.
 func (r *Runtime) Create(ctx context.Context, cfg supervise.ContainerConfig) error {
-	img, err := r.image(ctx, cfg.Image.Ref)
+	img, err := r.image(ctx, cfg.Image)
 	if err != nil {
 		return fmt.Errorf("image %s: %w", cfg.Image.Ref, err)
 	}
@@ -308,12 +317,7 @@ func (r *Runtime) Stop(ctx context.Context, id string, grace time.Duration) erro
 		return fmt.Errorf("wait task %s: %w", id, err)
 	}
 	if grace > 0 {
-		sig := syscall.SIGTERM
-		if labels, err := ctr.Labels(ctx); err == nil {
-			if s, err := signal.ParseSignal(labels[supervise.LabelStopSignal]); err == nil {
-				sig = s
-			}
-		}
+		sig := r.stopSignal(ctx, ctr)
 		if err := task.Kill(ctx, sig); err != nil && !errdefs.IsNotFound(err) {
 			return fmt.Errorf("signal task %s: %w", id, err)
 		}
@@ -340,6 +344,27 @@ func (r *Runtime) Stop(ctx context.Context, id string, grace time.Duration) erro
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// stopSignal is the signal recorded on the container when it was created;
+// for a container made by an older podvisor without that label, its
+// image's STOPSIGNAL as it is now; else SIGTERM.
+func (r *Runtime) stopSignal(ctx context.Context, ctr client.Container) syscall.Signal {
+	labels, err := ctr.Labels(ctx)
+	if err == nil {
+		if s, err := signal.ParseSignal(labels[supervise.LabelStopSignal]); err == nil {
+			return s
+		}
+	}
+	img, err := ctr.Image(ctx)
+	if err != nil {
+		return syscall.SIGTERM
+	}
+	ic, err := img.Spec(ctx)
+	if err != nil {
+		return syscall.SIGTERM
+	}
+	return stopSignal(ic.Config.StopSignal)
 }
 
 // Remove deletes the container's task, the container and its snapshot.

@@ -193,7 +193,29 @@ func TestRuntime(t *testing.T) {
 		t.Errorf("killed after %v: %+v", time.Since(start), st)
 	}
 
-	for _, id := range []string{"one", "two"} {
+	// A container made before stop signals were labels is stopped with its
+	// image's STOPSIGNAL.
+	if err := rt.Create(ctx, cfg("three", script, img)); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Start(ctx, "three", filepath.Join(dir, "logs", "three", "0.log")); err != nil {
+		t.Fatal(err)
+	}
+	three, err := c.LoadContainer(ctx, "three")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := three.SetLabels(ctx, map[string]string{supervise.LabelStopSignal: ""}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Stop(ctx, "three", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := rt.State(ctx, "three"); st.ExitCode != 3 {
+		t.Errorf("unlabelled container stopped with exit %d, want 3 (its image's SIGUSR1 trapped)", st.ExitCode)
+	}
+
+	for _, id := range []string{"one", "two", "three"} {
 		if err := rt.Remove(ctx, id); err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,152 @@
+package supervise
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// One container that cannot be removed does not hold up the others: their
+// exits are recorded and they restart.
+func TestWorkerRemoveFailureIsPerContainer(t *testing.T) {
+	e := newEnv(t)
+	p := testPod("web", v1.RestartPolicyAlways, nil, "a", "b")
+	w := e.worker(p)
+	e.step(w)
+	a, b := e.rt.running()["a"], e.rt.running()["b"]
+	e.rt.setFail("Remove "+a, errTest)
+	e.rt.exit(a, 1)
+	e.rt.exit(b, 1)
+	wake := e.step(w)
+	if w.rec.Apps["b"].RestartCount != 1 || e.rt.running()["b"] == "" {
+		t.Fatalf("b was held up by a: %+v", w.rec.Apps["b"])
+	}
+	if w.rec.Apps["a"].ID != a || w.rec.Apps["a"].Terminated == nil {
+		t.Fatalf("a's exit not recorded or its ID forgotten: %+v", w.rec.Apps["a"])
+	}
+	if want := e.clock.Now().Add(errorRetry); !wake.Equal(want) {
+		t.Errorf("wake %v, want a retry at %v", wake, want)
+	}
+	e.rt.setFail("Remove "+a, nil)
+	e.step(w)
+	if w.rec.Apps["a"].RestartCount != 1 || e.rt.running()["a"] == "" {
+		t.Fatalf("a not restarted once removable: %+v", w.rec.Apps["a"])
+	}
+}
+
+// An exit that cannot be written to the record keeps its container: the
+// container is the only proof of the exit until the record holds it.
+func TestWorkerExitNotSavedKeepsContainer(t *testing.T) {
+	e := newEnv(t)
+	p := testPod("web", v1.RestartPolicyNever, []string{"i"}, "a")
+	w := e.worker(p)
+	e.step(w)
+	id := e.rt.running()["i"]
+	rec := e.s.layout.RecordFile(string(p.UID))
+	os.Remove(rec)
+	os.MkdirAll(filepath.Join(rec, "x"), 0o755) // no rename can replace it
+	e.rt.exit(id, 0)
+	for range 2 {
+		e.step(w)
+		if _, ok := e.rt.ctrs[id]; !ok {
+			t.Fatal("the container went before its exit was saved")
+		}
+	}
+	os.RemoveAll(rec)
+	e.step(w)
+	if _, ok := e.rt.ctrs[id]; ok {
+		t.Fatal("the container stays after its exit was saved")
+	}
+	var onDisk podRecord
+	b, _ := os.ReadFile(rec)
+	if json.Unmarshal(b, &onDisk) != nil || !onDisk.Init["i"].Done {
+		t.Fatalf("record on disk: %s", b)
+	}
+}
+
+// A failing sandbox step is retried as kubelet retries a failed sync:
+// about every 10 s, not on a growing back-off (CNI config often comes
+// late during a kubeadm bootstrap).
+func TestWorkerSandboxRetryDoesNotGrow(t *testing.T) {
+	e := newEnv(t)
+	p := testPod("web", v1.RestartPolicyAlways, nil, "a")
+	w := e.worker(p)
+	e.net.addErr = errTest
+	for i := range 8 {
+		wake := e.step(w)
+		if d := wake.Sub(e.clock.Now()); d < 10*time.Second || d > 15*time.Second {
+			t.Fatalf("retry %d after %v, want 10–15 s", i, d)
+		}
+		e.clock.Step(wake.Sub(e.clock.Now()))
+	}
+	// A stopping supervisor's cancelled step is no sandbox failure.
+	events := len(e.st.events)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	w.step(ctx)
+	if len(e.st.events) != events {
+		t.Errorf("a cancelled step reported %v", e.st.events[events:])
+	}
+}
+
+// A pod whose containers' state cannot be read still stops: the clean-up
+// kills and removes every container with its label.
+func TestWorkerStopsWhileStateFails(t *testing.T) {
+	e := newEnv(t)
+	p := testPod("web", v1.RestartPolicyAlways, nil, "a")
+	w := e.worker(p)
+	e.step(w)
+	e.rt.setFail("State", errTest)
+	w.inbox.send(stopMsg{})
+	w.receive(w.inbox.take())
+	if _, finished := w.step(context.Background()); !finished {
+		t.Fatal("the pod did not stop")
+	}
+	if len(e.rt.ctrs) != 0 || e.rt.count("Stop") > 3 {
+		t.Errorf("containers %v, %d stops", e.rt.ctrs, e.rt.count("Stop"))
+	}
+}
+
+// A lost sandbox is replaced even when killing a container in it fails.
+func TestWorkerLostSandboxKillFailure(t *testing.T) {
+	e := newEnv(t)
+	p := testPod("web", v1.RestartPolicyAlways, nil, "a")
+	w := e.worker(p)
+	e.step(w)
+	old := w.rec.Sandbox.ID
+	e.sbx.lose()
+	e.rt.setFail("Stop", errTest)
+	e.step(w)
+	if w.rec.Sandbox == nil || w.rec.Sandbox.ID == old {
+		t.Fatalf("sandbox not replaced: %+v", w.rec.Sandbox)
+	}
+}
+
+// A record without a spec (hand-edited, or an older format) is stopped
+// from a placeholder spec, not a crash.
+func TestRecordWithoutSpecIsStopped(t *testing.T) {
+	e := newEnv(t)
+	p := testPod("web", v1.RestartPolicyAlways, nil, "a")
+	w := e.worker(p)
+	e.step(w)
+	b, _ := os.ReadFile(e.s.layout.RecordFile(string(p.UID)))
+	var raw map[string]any
+	json.Unmarshal(b, &raw)
+	delete(raw, "pod")
+	b, _ = json.Marshal(raw)
+	os.WriteFile(e.s.layout.RecordFile(string(p.UID)), b, 0o600)
+	recs, errs := loadRecords(e.s.layout)
+	if len(errs) > 0 || recs[p.UID].Pod == nil {
+		t.Fatalf("records %v, %v", recs, errs)
+	}
+	w2 := newPodWorker(e.s, p.UID, nil, recs[p.UID])
+	w2.stopping = true
+	if _, finished := w2.step(context.Background()); !finished || len(e.rt.ctrs) != 0 {
+		t.Fatalf("finished %v, containers %v", finished, e.rt.ctrs)
+	}
+}
