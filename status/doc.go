@@ -14,9 +14,12 @@
 //     version in version order, coalesced per pod, and never makes SetPod or
 //     DeletePod wait for a reader.
 //   - Events are told once, as an Event to a Recorder; the Store is one
-//     (dedup by object, fieldPath, type, reason and message, a ring of
-//     MaxEvents, a journal that survives restarts, rewritten atomically) and
-//     Recorders fans out.
+//     and Recorders fans out. The Store dedups by object, fieldPath, type,
+//     reason and message, aggregates similar events (same object, type and
+//     reason) as client-go's EventCorrelator does, keeps at most
+//     MaxEventsPerObject per object and MaxEvents in all, so that one object
+//     never evicts another's events, and journals them to survive restarts:
+//     rewritten atomically, and a torn or corrupt line loses only itself.
 //   - Phase, Conditions and QOSClass are pure functions that follow kubelet's
 //     rules (pkg/kubelet/kubelet_pods.go getPhase, pkg/kubelet/status/generate.go,
 //     pkg/apis/core/v1/helper/qos/qos.go), so tools that read kubelet's pod

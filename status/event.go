@@ -11,8 +11,13 @@ import (
 )
 
 const (
-	// MaxEvents is how many events a Store keeps; older ones are dropped.
+	// MaxEvents is how many events a Store keeps in all. Over it, the
+	// object with the most events loses its oldest one.
 	MaxEvents = 1000
+	// MaxEventsPerObject is how many events a Store keeps about one object
+	// (a pod, or the node); its oldest ones are dropped first. So one object
+	// never evicts the events of others.
+	MaxEventsPerObject = 100
 
 	// EventSourceComponent is the source component of recorded events, the
 	// place where kubelet puts "kubelet".
@@ -88,9 +93,14 @@ var _ Recorder = (*Store)(nil)
 //
 // An event identical to a recorded one (same object UID, fieldPath, type,
 // reason and message) bumps that event's Count and LastTimestamp and becomes
-// the most recent one, instead of adding a new event. The Store keeps the
-// MaxEvents most recent events and journals each change when a journal is
-// open. Every event is also logged, at Info for Normal and Warn for other
+// the most recent one, instead of adding a new event. Similar events (same
+// object, type and reason, other messages) are aggregated as client-go's
+// EventCorrelator does: from the tenth different message, each within ten
+// minutes of the one before, they fold into one event whose Message is
+// "(combined from similar events): " and the latest message, and whose
+// Count and LastTimestamp grow. The Store keeps at most MaxEventsPerObject
+// events per object and MaxEvents in all, and journals each change when a
+// journal is open. Every event is also logged, at Info for Normal and Warn for other
 // types, with pod (or node) and reason attributes.
 func (s *Store) Record(e Event) {
 	host := e.Node
@@ -149,30 +159,6 @@ func (s *Store) record(ref v1.ObjectReference, host, eventType, reason, message 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := metav1.NewTime(s.now())
-
-	for i := len(s.events) - 1; i >= 0; i-- {
-		e := &s.events[i]
-		if e.InvolvedObject.UID == ref.UID && e.InvolvedObject.Namespace == ref.Namespace &&
-			e.InvolvedObject.Name == ref.Name && e.InvolvedObject.FieldPath == ref.FieldPath &&
-			e.Type == eventType && e.Reason == reason && e.Message == message {
-			ev := *e
-			ev.Count++
-			ev.LastTimestamp = now
-			// Move it to the end: Events stays ordered by last occurrence and
-			// a recurring event is not the first to age out.
-			s.events = append(slices.Delete(s.events, i, i+1), ev)
-			s.journalLocked(&ev)
-			return
-		}
-	}
-
-	// Names follow client-go's recorder, "<object>.<hex unix nanos>", made
-	// unique even when the clock does not move between two events.
-	nano := now.UnixNano()
-	if nano <= s.lastNano {
-		nano = s.lastNano + 1
-	}
-	s.lastNano = nano
 	namespace := ref.Namespace
 	if namespace == "" {
 		namespace = metav1.NamespaceDefault
@@ -180,7 +166,6 @@ func (s *Store) record(ref v1.ObjectReference, host, eventType, reason, message 
 	ev := v1.Event{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Event"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:              fmt.Sprintf("%s.%x", ref.Name, nano),
 			Namespace:         namespace,
 			CreationTimestamp: now,
 		},
@@ -195,11 +180,80 @@ func (s *Store) record(ref v1.ObjectReference, host, eventType, reason, message 
 		ReportingController: EventReportingController,
 		ReportingInstance:   host,
 	}
-	if len(s.events) >= MaxEvents {
-		s.events = slices.Delete(s.events, 0, len(s.events)-MaxEvents+1)
+
+	var i int
+	if s.similar.fold(aggregateKeyOf(&ev), message, now.Time) {
+		ev.Message = aggregatePrefix + message
+		i = s.findAggregateLocked(&ev)
+	} else {
+		i = s.findLocked(&ev)
 	}
+	if i >= 0 {
+		// As the apiserver keeps it after client-go's patch: the first
+		// event, with the new count, last time and message.
+		old := s.events[i]
+		old.Count++
+		old.LastTimestamp = now
+		old.Message = ev.Message
+		// Move it to the end: Events stays ordered by last occurrence and
+		// a recurring event is not the first to age out.
+		s.events = append(slices.Delete(s.events, i, i+1), old)
+		s.journalLocked(&old)
+		return
+	}
+
+	// Names follow client-go's recorder, "<object>.<hex unix nanos>", made
+	// unique even when the clock does not move between two events.
+	nano := now.UnixNano()
+	if nano <= s.lastNano {
+		nano = s.lastNano + 1
+	}
+	s.lastNano = nano
+	ev.Name = fmt.Sprintf("%s.%x", ref.Name, nano)
 	s.events = append(s.events, ev)
+	if len(s.events) > MaxEvents || s.countLocked(objectKeyOf(&ev)) > MaxEventsPerObject {
+		s.events = trim(s.events, MaxEventsPerObject, MaxEvents)
+	}
 	s.journalLocked(&ev)
+}
+
+// countLocked returns how many events are about object k.
+func (s *Store) countLocked(k objectKey) int {
+	n := 0
+	for i := range s.events {
+		if objectKeyOf(&s.events[i]) == k {
+			n++
+		}
+	}
+	return n
+}
+
+// findLocked returns the index of the most recent event identical to e
+// (same object, fieldPath, type, reason and message), or -1.
+func (s *Store) findLocked(e *v1.Event) int {
+	ref := &e.InvolvedObject
+	for i := len(s.events) - 1; i >= 0; i-- {
+		o := &s.events[i]
+		if o.InvolvedObject.UID == ref.UID && o.InvolvedObject.Namespace == ref.Namespace &&
+			o.InvolvedObject.Name == ref.Name && o.InvolvedObject.FieldPath == ref.FieldPath &&
+			o.Type == e.Type && o.Reason == e.Reason && o.Message == e.Message {
+			return i
+		}
+	}
+	return -1
+}
+
+// findAggregateLocked returns the index of the aggregate event of e's
+// similar events, or -1.
+func (s *Store) findAggregateLocked(e *v1.Event) int {
+	k := aggregateKeyOf(e)
+	for i := len(s.events) - 1; i >= 0; i-- {
+		o := &s.events[i]
+		if isAggregate(o) && aggregateKeyOf(o) == k {
+			return i
+		}
+	}
+	return -1
 }
 
 // objectReference builds the InvolvedObject of an event about pod, as

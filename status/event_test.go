@@ -3,7 +3,6 @@ package status
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -62,34 +61,6 @@ func TestEventfDedup(t *testing.T) {
 		if i != len(evs)-1 && e.Count != 1 {
 			t.Errorf("event %s/%s has Count %d, want 1", e.Reason, e.Message, e.Count)
 		}
-	}
-}
-
-func TestEventfRing(t *testing.T) {
-	s, clock := newTestStore(t)
-	pod := testPod("default", "web-node1")
-	const total = MaxEvents + 5
-	for i := range total {
-		s.Eventf(pod, "", v1.EventTypeNormal, "Tick", "tick %d", i)
-		clock.step(time.Millisecond)
-	}
-	evs := s.Events()
-	if len(evs) != MaxEvents {
-		t.Fatalf("kept %d events, want %d", len(evs), MaxEvents)
-	}
-	if evs[0].Message != "tick 5" || evs[len(evs)-1].Message != fmt.Sprintf("tick %d", total-1) {
-		t.Errorf("kept %q .. %q, want tick 5 .. tick %d", evs[0].Message, evs[len(evs)-1].Message, total-1)
-	}
-	// A repeat of the oldest kept event is bumped, not duplicated, and so
-	// survives the next overflow.
-	s.Eventf(pod, "", v1.EventTypeNormal, "Tick", "tick 5")
-	s.Eventf(pod, "", v1.EventTypeNormal, "Tick", "tick new")
-	evs = s.Events()
-	if len(evs) != MaxEvents {
-		t.Fatalf("kept %d events, want %d", len(evs), MaxEvents)
-	}
-	if evs[0].Message != "tick 7" || evs[len(evs)-2].Message != "tick 5" || evs[len(evs)-2].Count != 2 {
-		t.Errorf("after bump: first %q, second to last %q (count %d)", evs[0].Message, evs[len(evs)-2].Message, evs[len(evs)-2].Count)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/podvisor/podvisor/internal/atomicfile"
@@ -17,24 +18,42 @@ import (
 // JSON lines, one per recorded or updated event; a later line for the same
 // event name replaces an earlier one. When the file holds twice MaxEvents
 // lines it is rewritten with the current events.
+//
+// A line that cannot be read (torn by a full disk or a crash, or garbage)
+// loses only itself: loading skips it with a warning, and a journal that
+// ends in a partial line gets its next line on a line of its own.
+
+// maxJournalLine is the longest journal line read; a longer one is skipped.
+const maxJournalLine = 1 << 20
 
 // OpenJournal loads the events journaled at path (a missing file is an
 // empty journal) into the Store and journals every later event there.
 // Call it before recording events.
 func (s *Store) OpenJournal(path string) error {
-	events, lines, err := readJournal(path)
+	j, err := readJournal(path)
 	if err != nil {
 		return err
 	}
+	if len(j.bad) > 0 {
+		s.log.Warn("skipped unreadable event journal lines", "path", path,
+			"count", len(j.bad), "lines", j.bad[:min(len(j.bad), 10)], "tornTail", j.torn)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.events = events
-	for _, e := range events {
+	s.events = trim(j.events, MaxEventsPerObject, MaxEvents)
+	s.similar = aggregator{}
+	for i := range s.events {
+		e := &s.events[i]
 		s.lastNano = max(s.lastNano, e.LastTimestamp.UnixNano())
+		s.similar.load(e)
 	}
-	s.journalPath, s.journalLines = path, lines
-	if lines > 2*MaxEvents {
-		return s.compactJournalLocked()
+	s.journalPath, s.journalLines, s.journalTorn = path, j.lines, j.torn
+	if j.lines > 2*MaxEvents {
+		err := s.compactJournalLocked()
+		if err == nil {
+			return nil
+		}
+		s.log.Warn("compact event journal", "path", path, "err", err) // appending still works
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
@@ -56,40 +75,83 @@ func (s *Store) CloseJournal() error {
 	return err
 }
 
-func readJournal(path string) ([]v1.Event, int, error) {
+// journalContents is what a journal file holds.
+type journalContents struct {
+	events []v1.Event // by the last line of each, oldest first
+	lines  int        // lines read, readable or not
+	bad    []int      // numbers (from 1) of the lines that could not be read
+	torn   bool       // the file ends in a partial line
+}
+
+func readJournal(path string) (journalContents, error) {
+	var j journalContents
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, 0, nil
+		return j, nil
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("read event journal: %w", err)
+		return j, fmt.Errorf("read event journal: %w", err)
 	}
 	defer f.Close()
 	var order []string
 	byName := map[string]v1.Event{}
-	lines := 0
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		lines++
+	j.torn, err = readLines(f, maxJournalLine, func(line []byte, ok bool) {
+		j.lines++
+		if ok && len(line) == 0 {
+			return // nothing lost
+		}
 		var e v1.Event
-		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Name == "" {
-			continue // a torn last line after a crash
+		if !ok || json.Unmarshal(line, &e) != nil || e.Name == "" {
+			j.bad = append(j.bad, j.lines)
+			return
 		}
 		if _, seen := byName[e.Name]; seen {
 			order = deleteString(order, e.Name)
 		}
 		order = append(order, e.Name)
 		byName[e.Name] = e
+	})
+	if err != nil {
+		return j, fmt.Errorf("read event journal: %w", err)
 	}
-	if len(order) > MaxEvents {
-		order = order[len(order)-MaxEvents:]
-	}
-	events := make([]v1.Event, 0, len(order))
+	j.events = make([]v1.Event, 0, len(order))
 	for _, n := range order {
-		events = append(events, byName[n])
+		j.events = append(j.events, byName[n])
 	}
-	return events, lines, nil
+	return j, nil
+}
+
+// readLines calls fn with each line of r, without its newline; ok is false
+// for a line longer than maxLine, which is skipped. It reports whether r
+// ends in a partial line (one without a newline), which fn is given too.
+func readLines(r io.Reader, maxLine int, fn func(line []byte, ok bool)) (torn bool, err error) {
+	br := bufio.NewReaderSize(r, maxLine)
+	for {
+		line, err := br.ReadSlice('\n')
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = br.ReadSlice('\n')
+			}
+			if err != nil && !errors.Is(err, io.EOF) {
+				return false, err
+			}
+			fn(nil, false)
+			if err != nil {
+				return true, nil
+			}
+		case errors.Is(err, io.EOF):
+			if len(line) == 0 {
+				return false, nil
+			}
+			fn(line, true)
+			return true, nil
+		case err != nil:
+			return false, err
+		default:
+			fn(line[:len(line)-1], true)
+		}
+	}
 }
 
 func deleteString(s []string, v string) []string {
@@ -108,8 +170,18 @@ func (s *Store) journalLocked(e *v1.Event) {
 		return
 	}
 	b, err := json.Marshal(e)
-	if err == nil {
-		_, err = s.journal.Write(append(b, '\n'))
+	if err != nil {
+		s.log.Warn("write event journal", "path", s.journalPath, "err", err)
+		return
+	}
+	var line []byte
+	if s.journalTorn {
+		line = append(line, '\n') // end the partial line: it alone is lost
+	}
+	line = append(append(line, b...), '\n')
+	n, err := s.journal.Write(line)
+	if n > 0 {
+		s.journalTorn = line[n-1] != '\n'
 	}
 	if err != nil {
 		s.log.Warn("write event journal", "path", s.journalPath, "err", err)
@@ -139,6 +211,7 @@ func (s *Store) compactJournalLocked() error {
 	if err := atomicfile.Write(s.journalPath, buf.Bytes(), 0o600); err != nil {
 		return fmt.Errorf("compact event journal: %w", err)
 	}
+	s.journalTorn = false
 	if s.journal != nil {
 		s.journal.Close()
 	}

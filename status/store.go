@@ -2,8 +2,8 @@ package status
 
 import (
 	"cmp"
+	"io"
 	"log/slog"
-	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -31,13 +31,15 @@ type Store struct {
 	deleted   []tombstone // oldest first, at most maxTombstones
 	expired   uint64      // the newest deletion forgotten: Watch cannot replay from before it
 	watchers  map[*watcher]struct{}
-	events    []v1.Event // oldest (by last occurrence) first, at most MaxEvents
+	events    []v1.Event // oldest (by last occurrence) first, bounded by trim
+	similar   aggregator // groups of similar events, for aggregation
 	lastNano  int64      // last timestamp used in an event name, for uniqueness
 	healthErr error
 
-	journal      *os.File // nil: events are not journaled
+	journal      io.WriteCloser // nil: events are not journaled
 	journalPath  string
 	journalLines int
+	journalTorn  bool // the journal ends in a partial line: start the next one on a new line
 }
 
 // entry is a stored pod. pod is never modified once stored, so watchers
