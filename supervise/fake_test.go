@@ -286,11 +286,21 @@ type fakeNet struct {
 	attached map[string]bool
 	addErr   error
 	delErr   error
+	hang     bool // Add blocks until its context ends, as a stuck plugin
+	adds     int
 	n        byte
 	gcKeep   map[string]bool
 }
 
-func (n *fakeNet) Add(_ context.Context, id, _ string, _ cni.PodRef, _ []cni.PortMapping) (*cni.Result, error) {
+func (n *fakeNet) Add(ctx context.Context, id, _ string, _ cni.PodRef, _ []cni.PortMapping) (*cni.Result, error) {
+	n.mu.Lock()
+	n.adds++
+	hang := n.hang
+	n.mu.Unlock()
+	if hang {
+		<-ctx.Done()
+		return nil, errors.New("signal: killed")
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.addErr != nil {

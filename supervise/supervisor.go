@@ -93,6 +93,9 @@ type Options struct {
 	Sandboxes Sandboxes
 	// Clock defaults to the real one.
 	Clock Clock
+	// RequestTimeout bounds every runtime and network call (default
+	// DefaultRequestTimeout; negative: unbounded).
+	RequestTimeout time.Duration
 }
 
 // Supervisor keeps the pods of the latest desired snapshot running.
@@ -138,6 +141,13 @@ func New(opts Options) *Supervisor {
 	}
 	if opts.Sandboxes == nil {
 		opts.Sandboxes = hostSandboxes{layout: opts.Layout}
+	}
+	if opts.RequestTimeout == 0 {
+		opts.RequestTimeout = DefaultRequestTimeout
+	}
+	if opts.RequestTimeout > 0 {
+		opts.Runtime = Bounded(opts.Runtime, opts.RequestTimeout)
+		opts.Network = boundedNetwork{net: opts.Network, d: opts.RequestTimeout}
 	}
 	s := &Supervisor{
 		opts:        opts,

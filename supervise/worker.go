@@ -105,9 +105,22 @@ func (w *podWorker) run(ctx context.Context) {
 	defer close(w.done)
 	for {
 		w.receive(w.inbox.take())
-		wake, finished := w.step(ctx)
+		sctx, cancel := context.WithCancel(ctx)
+		if !w.stopping {
+			// A stop request ends a step that is starting the pod (a CNI
+			// plugin or an image that hangs); the stop itself is never
+			// interrupted.
+			w.inbox.interruptWith(cancel)
+		}
+		wake, finished := w.step(sctx)
+		w.inbox.interruptWith(nil)
+		interrupted := sctx.Err() != nil && ctx.Err() == nil
+		cancel()
 		if finished || ctx.Err() != nil {
 			return
+		}
+		if interrupted {
+			continue // take the stop request at once
 		}
 		var timer <-chan time.Time
 		if !wake.IsZero() {
@@ -172,6 +185,10 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 		w.rec.StartTime = &t
 	}
 	w.rec.ensureContainers(pod)
+	if w.conds == nil {
+		// Shown from the moment it is known: Pending, ContainerCreating.
+		w.publish(pod)
+	}
 	w.steps++
 	w.failed = false
 	w.observe(ctx, pod)
