@@ -189,6 +189,12 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 		// Shown from the moment it is known: Pending, ContainerCreating.
 		w.publish(pod)
 	}
+	if w.s.down.Load() != nil {
+		// Nothing can be observed or done, and nothing is charged to a
+		// back-off: the pod says why, and waits to be woken.
+		w.publish(pod)
+		return time.Time{}, false
+	}
 	w.steps++
 	w.failed = false
 	w.observe(ctx, pod)
@@ -220,7 +226,9 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 			if ctx.Err() != nil {
 				return time.Time{}, false
 			}
-			w.log.Warn("pod step failed; retrying", "err", err)
+			if !errors.Is(err, ErrRuntimeUnavailable) {
+				w.log.Warn("pod step failed; retrying", "err", err)
+			}
 			wake = earliest(p.Wake, w.s.clock.Now().Add(errorRetry))
 			break
 		}

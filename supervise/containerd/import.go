@@ -11,7 +11,8 @@ import (
 
 // Import imports one OCI-layout or docker-save archive, names its images as
 // docker does, and unpacks them for the snapshotter.
-func (r *Runtime) Import(ctx context.Context, path string) ([]string, error) {
+func (r *Runtime) Import(ctx context.Context, path string) (_ []string, err error) {
+	defer markUnavailable(&err)
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
