@@ -97,6 +97,12 @@ func (b boundedRuntime) Import(ctx context.Context, path string) ([]string, erro
 	return b.rt.Import(ctx, path)
 }
 
+func (b boundedRuntime) Collect(ctx context.Context) ([]string, error) {
+	ctx, cancel := b.ctx(ctx, 0)
+	defer cancel()
+	return b.rt.Collect(ctx)
+}
+
 func (b boundedRuntime) Exec(ctx context.Context, id string, p ExecProcess) (int, error) {
 	return b.rt.Exec(ctx, id, p)
 }

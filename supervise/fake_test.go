@@ -243,6 +243,10 @@ func (r *fakeRuntime) Import(_ context.Context, path string) ([]string, error) {
 	return nil, r.call("Import", path)
 }
 
+func (r *fakeRuntime) Collect(context.Context) ([]string, error) {
+	return nil, r.call("Collect", "")
+}
+
 func (r *fakeRuntime) Exec(_ context.Context, id string, _ ExecProcess) (int, error) {
 	return 0, r.call("Exec", id)
 }

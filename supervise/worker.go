@@ -103,9 +103,16 @@ func newPodWorker(s *Supervisor, uid types.UID, desired *manifest.Pod, rec *podR
 // directly.
 func (w *podWorker) run(ctx context.Context) {
 	defer close(w.done)
+	var drainBy time.Time
 	for {
 		w.receive(w.inbox.take())
-		sctx, cancel := context.WithCancel(ctx)
+		base := ctx
+		if w.stopping {
+			// A stop in progress is not cut short by podvisor's own stop:
+			// half-removed containers would leave their shims behind.
+			base = context.WithoutCancel(ctx)
+		}
+		sctx, cancel := context.WithCancel(base)
 		if !w.stopping {
 			// A stop request ends a step that is starting the pod (a CNI
 			// plugin or an image that hangs); the stop itself is never
@@ -116,8 +123,24 @@ func (w *podWorker) run(ctx context.Context) {
 		w.inbox.interruptWith(nil)
 		interrupted := sctx.Err() != nil && ctx.Err() == nil
 		cancel()
-		if finished || ctx.Err() != nil {
+		if finished {
 			return
+		}
+		done := ctx.Done()
+		if ctx.Err() != nil {
+			if !w.stopping {
+				return
+			}
+			// Bounded: what is not done by then is resumed from the
+			// record at podvisor's next start.
+			if drainBy.IsZero() {
+				drainBy = w.s.clock.Now().Add(gracePeriod(w.pod()) + 2*errorRetry)
+			}
+			if !w.s.clock.Now().Before(drainBy) {
+				w.log.Warn("podvisor is stopping; the rest of this pod's stop is left for its next start")
+				return
+			}
+			done = nil
 		}
 		if interrupted {
 			continue // take the stop request at once
@@ -127,8 +150,12 @@ func (w *podWorker) run(ctx context.Context) {
 			timer = w.s.clock.After(wake.Sub(w.s.clock.Now()))
 		}
 		select {
-		case <-ctx.Done():
-			return
+		case <-done:
+			if !w.stopping {
+				return
+			}
+			// Stopping: go on, bounded, on a context podvisor's stop
+			// does not cancel.
 		case <-w.inbox.signal:
 		case <-timer:
 		}

@@ -92,7 +92,11 @@ func (r *Runtime) EnsureImage(ctx context.Context, c *v1.Container) (_ supervise
 	}
 	if c.ImagePullPolicy == v1.PullAlways || !present {
 		pctx, cancel := context.WithTimeout(ctx, r.opts.PullTimeout)
-		pulled, err := r.client.Pull(pctx, ref, client.WithPullUnpack, client.WithPullSnapshotter(r.opts.Snapshotter))
+		var pulled client.Image
+		err := r.withLease(pctx, "pull", func(ctx context.Context) (err error) {
+			pulled, err = r.client.Pull(ctx, ref, client.WithPullUnpack, client.WithPullSnapshotter(r.opts.Snapshotter))
+			return err
+		})
 		cancel()
 		switch {
 		case err == nil:
@@ -114,7 +118,7 @@ func (r *Runtime) EnsureImage(ctx context.Context, c *v1.Container) (_ supervise
 			return res, fmt.Errorf("check image %s: %w", ref, err)
 		}
 		if !ok {
-			if err := img.Unpack(ctx, r.opts.Snapshotter); err != nil {
+			if err := r.withLease(ctx, "unpack", func(ctx context.Context) error { return img.Unpack(ctx, r.opts.Snapshotter) }); err != nil {
 				return res, fmt.Errorf("unpack image %s: %w", ref, err)
 			}
 		}
@@ -192,14 +196,17 @@ func (r *Runtime) Create(ctx context.Context, cfg supervise.ContainerConfig) (er
 	}
 	labels[supervise.LabelStopSignal] = strconv.Itoa(int(stopSignal(ic.Config.StopSignal)))
 	all := append([]oci.SpecOpts{oci.WithImageConfig(img)}, opts...)
-	_, err = r.client.NewContainer(ctx, cfg.ID,
-		client.WithImage(img),
-		client.WithSnapshotter(r.opts.Snapshotter),
-		client.WithNewSnapshot(cfg.ID, img),
-		client.WithRuntime(runtimeName, nil),
-		client.WithContainerLabels(labels),
-		client.WithNewSpec(all...),
-	)
+	err = r.withLease(ctx, "create", func(ctx context.Context) error {
+		_, err := r.client.NewContainer(ctx, cfg.ID,
+			client.WithImage(img),
+			client.WithSnapshotter(r.opts.Snapshotter),
+			client.WithNewSnapshot(cfg.ID, img),
+			client.WithRuntime(runtimeName, nil),
+			client.WithContainerLabels(labels),
+			client.WithNewSpec(all...),
+		)
+		return err
+	})
 	if err != nil {
 		r.markUnpacked(img.Target().Digest.String(), false)
 		return fmt.Errorf("create container: %w", err)
