@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -50,6 +51,7 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "containerd-binary", Value: "containerd", Usage: "containerd executable for --embedded-containerd"},
 		&cli.Int64Flag{Name: "container-log-max-size", Value: crilog.DefaultMaxSize, Usage: "bytes of one container log file before it rotates"},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
+		&cli.DurationFlag{Name: "runtime-request-timeout", Value: supervise.DefaultRequestTimeout, Usage: "bound of every containerd call, CNI ADD/DEL, image pull and import (a CNI plugin still running then is killed)"},
 		&cli.DurationFlag{Name: "relist-period", Value: 10 * time.Second, Usage: "how often every pod's containers are re-checked against containerd (a safety net: exits arrive as events)"},
 		&cli.DurationFlag{Name: "manifest-relist-period", Value: manifest.DefaultRelistPeriod, Usage: "how often the manifests directory is re-read in full (a safety net: changes arrive through inotify)"},
 	}
@@ -169,7 +171,7 @@ func runAction(c *cli.Context) error {
 	var sup *supervise.Supervisor
 	imgs := images.New(images.Options{
 		Dir:      c.String("images-dir"),
-		Importer: rt,
+		Importer: supervise.Bounded(rt, c.Duration("runtime-request-timeout")),
 		Log:      log,
 		OnImport: func() { sup.ImagesImported() },
 	})
@@ -184,6 +186,8 @@ func runAction(c *cli.Context) error {
 		CgroupParent: c.String("containerd-namespace"),
 		RelistPeriod: c.Duration("relist-period"),
 		ImagesReady:  imgs.Ready(),
+		// 0 would mean the default; a bound of 0 means none.
+		RequestTimeout: cmp.Or(c.Duration("runtime-request-timeout"), -1),
 	})
 	imgsDone := make(chan struct{})
 	go func() { defer close(imgsDone); imgs.Run(ctx) }()

@@ -17,6 +17,11 @@ import (
 // and returns the records, rebuilt from labels for pods whose record is
 // lost.
 func (s *Supervisor) adopt(ctx context.Context) (map[types.UID]*podRecord, error) {
+	if done, err := s.rt.Collect(ctx); err != nil {
+		s.log.Warn("collect what an interrupted podvisor left in containerd", "err", err, "removed", done)
+	} else if len(done) > 0 {
+		s.log.Info("removed what an interrupted podvisor left in containerd", "removed", done)
+	}
 	records, errs := loadRecords(s.layout)
 	for _, err := range errs {
 		s.log.Error("pod record unreadable; its pod will be rebuilt from containerd labels", "err", err)

@@ -157,7 +157,11 @@ func (w *podWorker) removeContainer(ctx context.Context, a removeContainer) erro
 		w.unknown(a.ID, err)
 		return nil
 	}
-	if err := w.s.rt.Remove(ctx, a.ID); err != nil {
+	// A removal cut short leaves a shim with no task behind: it runs to
+	// its end even when podvisor stops meanwhile.
+	cctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	if err := w.s.rt.Remove(cctx, a.ID); err != nil {
 		w.log.Warn("remove exited container", "container", a.Ref.Name, "err", err)
 		w.unknown(a.ID, err)
 		return nil

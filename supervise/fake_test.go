@@ -243,6 +243,10 @@ func (r *fakeRuntime) Import(_ context.Context, path string) ([]string, error) {
 	return nil, r.call("Import", path)
 }
 
+func (r *fakeRuntime) Collect(context.Context) ([]string, error) {
+	return nil, r.call("Collect", "")
+}
+
 func (r *fakeRuntime) Exec(_ context.Context, id string, _ ExecProcess) (int, error) {
 	return 0, r.call("Exec", id)
 }
@@ -286,11 +290,21 @@ type fakeNet struct {
 	attached map[string]bool
 	addErr   error
 	delErr   error
+	hang     bool // Add blocks until its context ends, as a stuck plugin
+	adds     int
 	n        byte
 	gcKeep   map[string]bool
 }
 
-func (n *fakeNet) Add(_ context.Context, id, _ string, _ cni.PodRef, _ []cni.PortMapping) (*cni.Result, error) {
+func (n *fakeNet) Add(ctx context.Context, id, _ string, _ cni.PodRef, _ []cni.PortMapping) (*cni.Result, error) {
+	n.mu.Lock()
+	n.adds++
+	hang := n.hang
+	n.mu.Unlock()
+	if hang {
+		<-ctx.Done()
+		return nil, errors.New("signal: killed")
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.addErr != nil {

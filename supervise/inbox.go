@@ -35,6 +35,9 @@ type inbox struct {
 	mu      sync.Mutex
 	pending []message
 	signal  chan struct{}
+	// interrupt, while set, ends the step in progress: a stop request
+	// must not wait for a start that hangs.
+	interrupt func()
 }
 
 func newInbox() *inbox { return &inbox{signal: make(chan struct{}, 1)} }
@@ -54,6 +57,11 @@ func (b *inbox) send(m message) {
 		b.pending = append(b.pending, m)
 	case wakeMsg:
 		// The signal alone is the wake-up.
+	case stopMsg:
+		b.pending = append(b.pending, m)
+		if b.interrupt != nil {
+			b.interrupt()
+		}
 	default:
 		b.pending = append(b.pending, m)
 	}
@@ -71,4 +79,11 @@ func (b *inbox) take() []message {
 	m := b.pending
 	b.pending = nil
 	return m
+}
+
+// interruptWith makes a stop request call f (nil: nothing).
+func (b *inbox) interruptWith(f func()) {
+	b.mu.Lock()
+	b.interrupt = f
+	b.mu.Unlock()
 }

@@ -20,7 +20,13 @@ type projectInput struct {
 	Now      time.Time
 	NodeName string
 	NodeIP   string
+	// Down is set while the runtime cannot be reached.
+	Down *runtimeDown
 }
+
+// ConditionRuntimeReachable is the pod condition podvisor adds while
+// containerd cannot be reached: container states are then as last seen.
+const ConditionRuntimeReachable v1.PodConditionType = "podvisor.io/RuntimeReachable"
 
 // projectStatus computes the pod as reported: metadata, spec and a
 // v1.PodStatus in kubelet's terms. It is pure; the worker hands the
@@ -64,7 +70,10 @@ func projectStatus(in projectInput) *v1.Pod {
 	st.InitContainerStatuses, st.ContainerStatuses = initSt, appSt
 	st.Phase = status.Phase(&pod.Spec, initSt, appSt)
 	sandboxReady := rec.Sandbox != nil && rec.Sandbox.Network
-	st.Conditions = status.Conditions(&pod.Spec, st.Phase, initSt, appSt, sandboxReady, in.Conds, in.Now)
+	st.Conditions = status.Conditions(&pod.Spec, st.Phase, initSt, appSt, sandboxReady, withoutRuntime(in.Conds), in.Now)
+	if in.Down != nil {
+		st.Conditions = runtimeUnreachable(st.Conditions, in.Down)
+	}
 	st.QOSClass = status.QOSClass(&pod.Spec)
 	if in.NodeIP != "" {
 		st.HostIP = in.NodeIP
@@ -146,6 +155,7 @@ func (w *podWorker) publish(pod *v1.Pod) {
 		Now:      w.s.clock.Now(),
 		NodeName: w.s.opts.NodeName,
 		NodeIP:   w.s.opts.NodeIP,
+		Down:     w.s.down.Load(),
 	}
 	if d := w.desired; d != nil {
 		in.Path, in.ManErr = d.Path, d.Err
@@ -162,4 +172,27 @@ func manifestName(fullName, node string) string {
 		return fullName[:n]
 	}
 	return fullName
+}
+
+func withoutRuntime(conds []v1.PodCondition) []v1.PodCondition {
+	out := make([]v1.PodCondition, 0, len(conds))
+	for _, c := range conds {
+		if c.Type != ConditionRuntimeReachable {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// runtimeUnreachable says in the conditions that containerd cannot be
+// reached: the pod is not Ready (as pods on a NotReady node), and why.
+func runtimeUnreachable(conds []v1.PodCondition, d *runtimeDown) []v1.PodCondition {
+	since := metav1.NewTime(d.since)
+	msg := "containerd is unreachable: " + d.err.Error() + "; container states are as last seen"
+	for i := range conds {
+		if t := conds[i].Type; (t == v1.PodReady || t == v1.ContainersReady) && conds[i].Status == v1.ConditionTrue {
+			conds[i] = v1.PodCondition{Type: t, Status: v1.ConditionFalse, Reason: "RuntimeUnreachable", Message: msg, LastTransitionTime: since}
+		}
+	}
+	return append(conds, v1.PodCondition{Type: ConditionRuntimeReachable, Status: v1.ConditionFalse, Reason: "RuntimeUnreachable", Message: msg, LastTransitionTime: since})
 }

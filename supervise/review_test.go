@@ -150,3 +150,41 @@ func TestRecordWithoutSpecIsStopped(t *testing.T) {
 		t.Fatalf("finished %v, containers %v", finished, e.rt.ctrs)
 	}
 }
+
+// A pod being stopped when podvisor itself stops finishes its stop (within
+// a bound) instead of leaving half-removed containers behind.
+func TestStopOutlivesSupervisorStop(t *testing.T) {
+	e := newEnv(t)
+	p := testPod("web", v1.RestartPolicyAlways, nil, "a")
+	w := e.worker(p)
+	ctx, cancel := context.WithCancel(context.Background())
+	go w.run(ctx)
+	poll(t, "running", func() bool { return e.runningCount() == 1 })
+	e.rt.setFail("Stop", errTest)
+	w.inbox.send(stopMsg{})
+	poll(t, "a stop attempt", func() bool { return e.rt.count("Stop") > 0 })
+	e.rt.setFail("Stop", nil)
+	cancel() // podvisor stops while the pod's stop waits for its retry
+	poll(t, "the worker to end", func() bool {
+		select {
+		case <-w.done:
+			return true
+		default:
+			e.clock.Step(errorRetry) // fires the retry, wherever it waits
+			return false
+		}
+	})
+	if len(e.rt.ctrs) != 0 || e.st.pod(p.UID) != nil {
+		t.Fatalf("the stop was cut short: containers %v", e.rt.ctrs)
+	}
+	// A worker that is not stopping ends with its context.
+	w2 := e.worker(testPod("other", v1.RestartPolicyAlways, nil, "a"))
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	go w2.run(ctx2)
+	poll(t, "other running", func() bool { return e.runningCount() == 1 })
+	cancel2()
+	<-w2.done
+	if e.runningCount() != 1 {
+		t.Fatal("ending the loop stopped the pod")
+	}
+}

@@ -62,6 +62,10 @@ type Runtime interface {
 	// Exec runs a process in a running container and returns its exit
 	// code once it ends; ctx ending kills it.
 	Exec(ctx context.Context, id string, p ExecProcess) (int, error)
+	// Collect removes what an interrupted podvisor left in the runtime
+	// with no owner (leases, unlabelled containers, shims serving no
+	// task) and says what it removed. It runs before any pod is worked on.
+	Collect(ctx context.Context) ([]string, error)
 }
 
 // ErrImageNeverPull is returned for a missing image with pull policy Never.

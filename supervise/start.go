@@ -26,6 +26,9 @@ func (w *podWorker) start(ctx context.Context, pod *v1.Pod, a startContainer) er
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if errors.Is(err, ErrRuntimeUnavailable) {
+			return err // not the container's fault: no back-off
+		}
 		r := w.retry[a.Ref]
 		if r == nil {
 			r = &retryClock{bo: w.s.newRetry()}
@@ -52,6 +55,9 @@ func (w *podWorker) start(ctx context.Context, pod *v1.Pod, a startContainer) er
 func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef, c *v1.Container, cr *containerRecord) error {
 	fp := ref.fieldPath()
 	fail := func(reason string, err error) error {
+		if errors.Is(err, ErrRuntimeUnavailable) {
+			return err
+		}
 		w.waiting[c.Name] = &v1.ContainerStateWaiting{Reason: reason, Message: err.Error()}
 		w.event(pod, fp, v1.EventTypeWarning, "Failed", "Error: %v", err)
 		return err

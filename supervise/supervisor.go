@@ -93,6 +93,9 @@ type Options struct {
 	Sandboxes Sandboxes
 	// Clock defaults to the real one.
 	Clock Clock
+	// RequestTimeout bounds every runtime and network call (default
+	// DefaultRequestTimeout; negative: unbounded).
+	RequestTimeout time.Duration
 }
 
 // Supervisor keeps the pods of the latest desired snapshot running.
@@ -112,6 +115,9 @@ type Supervisor struct {
 	imageGen   atomic.Int64
 	oomFloor   int // lowest oom_score_adj this host accepts (0 or -1000)
 	machineMem int64
+
+	// down is set while the runtime cannot be reached.
+	down atomic.Pointer[runtimeDown]
 
 	mu          sync.Mutex
 	workers     map[types.UID]*podWorker
@@ -138,6 +144,13 @@ func New(opts Options) *Supervisor {
 	}
 	if opts.Sandboxes == nil {
 		opts.Sandboxes = hostSandboxes{layout: opts.Layout}
+	}
+	if opts.RequestTimeout == 0 {
+		opts.RequestTimeout = DefaultRequestTimeout
+	}
+	if opts.RequestTimeout > 0 {
+		opts.Runtime = Bounded(opts.Runtime, opts.RequestTimeout)
+		opts.Network = boundedNetwork{net: opts.Network, d: opts.RequestTimeout}
 	}
 	s := &Supervisor{
 		opts:        opts,
@@ -331,33 +344,78 @@ func (s *Supervisor) owner(id string) *podWorker {
 }
 
 // watchEvents follows the runtime's exit and OOM events and tells the
-// owning worker. When the stream breaks (containerd restarting) it
-// resubscribes and wakes every worker, since exits may have been missed.
+// owning worker. The stream says nothing of containerd being there, so
+// each (re)subscription is confirmed by a call; while containerd cannot be
+// reached the pods say so, their workers wait, and the loop tries again
+// every few seconds. When it answers again every worker is woken, since
+// exits may have been missed.
 func (s *Supervisor) watchEvents(ctx context.Context, subscribed chan<- struct{}) {
-	bo := backoff.Retry(s.clock.Now, 10*time.Second)
-	bo.Initial = time.Second
+	bo := &backoff.Backoff{Initial: 500 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.2, Now: s.clock.Now}
 	first := true
+	var said time.Time
 	for ctx.Err() == nil {
 		sctx, cancel := context.WithCancel(ctx)
 		events, errs := s.rt.Events(sctx)
 		if first {
 			close(subscribed)
 			first = false
-		} else {
-			s.wakeAll()
 		}
-		s.setHealth(nil)
-		err := s.route(ctx, events, errs)
+		err := s.probe(ctx)
+		if err == nil {
+			bo.Reset()
+			if s.setDown(nil) {
+				s.log.Info("containerd is reachable again; looking at every pod")
+			}
+			s.wakeAll()
+			err = s.route(ctx, events, errs)
+		}
 		cancel()
 		if ctx.Err() != nil {
 			return
 		}
-		s.log.Warn("containerd event stream broke; resubscribing", "err", err)
-		s.setHealth(fmt.Errorf("containerd event stream: %w", err))
+		// Said once, then once a minute while it lasts.
+		if s.setDown(err) || s.clock.Now().Sub(said) >= time.Minute {
+			s.log.Warn("containerd is unreachable; pods keep running, and their status waits for it", "err", err)
+			said = s.clock.Now()
+		}
 		if backoff.Wait(ctx, bo.Next()) != nil {
 			return
 		}
 	}
+}
+
+// probe asks the runtime something cheap, to know it answers.
+func (s *Supervisor) probe(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := s.rt.List(ctx)
+	return err
+}
+
+// runtimeDown is why and since when the runtime cannot be reached.
+type runtimeDown struct {
+	err   error
+	since time.Time
+}
+
+// setDown records whether the runtime is reachable (err nil) and reports
+// whether that changed.
+func (s *Supervisor) setDown(err error) bool {
+	if err == nil {
+		if s.down.Swap(nil) == nil {
+			return false
+		}
+		s.setHealth(nil)
+		return true
+	}
+	s.setHealth(fmt.Errorf("containerd: %w", err))
+	if old := s.down.Load(); old != nil {
+		s.down.Store(&runtimeDown{err: err, since: old.since})
+		return false
+	}
+	s.down.Store(&runtimeDown{err: err, since: s.clock.Now()})
+	s.wakeAll() // each pod shows it
+	return true
 }
 
 // route hands each event to the container's worker until the stream ends.

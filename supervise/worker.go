@@ -103,19 +103,59 @@ func newPodWorker(s *Supervisor, uid types.UID, desired *manifest.Pod, rec *podR
 // directly.
 func (w *podWorker) run(ctx context.Context) {
 	defer close(w.done)
+	var drainBy time.Time
 	for {
 		w.receive(w.inbox.take())
-		wake, finished := w.step(ctx)
-		if finished || ctx.Err() != nil {
+		base := ctx
+		if w.stopping {
+			// A stop in progress is not cut short by podvisor's own stop:
+			// half-removed containers would leave their shims behind.
+			base = context.WithoutCancel(ctx)
+		}
+		sctx, cancel := context.WithCancel(base)
+		if !w.stopping {
+			// A stop request ends a step that is starting the pod (a CNI
+			// plugin or an image that hangs); the stop itself is never
+			// interrupted.
+			w.inbox.interruptWith(cancel)
+		}
+		wake, finished := w.step(sctx)
+		w.inbox.interruptWith(nil)
+		interrupted := sctx.Err() != nil && ctx.Err() == nil
+		cancel()
+		if finished {
 			return
+		}
+		done := ctx.Done()
+		if ctx.Err() != nil {
+			if !w.stopping {
+				return
+			}
+			// Bounded: what is not done by then is resumed from the
+			// record at podvisor's next start.
+			if drainBy.IsZero() {
+				drainBy = w.s.clock.Now().Add(gracePeriod(w.pod()) + 2*errorRetry)
+			}
+			if !w.s.clock.Now().Before(drainBy) {
+				w.log.Warn("podvisor is stopping; the rest of this pod's stop is left for its next start")
+				return
+			}
+			done = nil
+		}
+		if interrupted {
+			continue // take the stop request at once
 		}
 		var timer <-chan time.Time
 		if !wake.IsZero() {
 			timer = w.s.clock.After(wake.Sub(w.s.clock.Now()))
 		}
 		select {
-		case <-ctx.Done():
-			return
+		case <-done:
+			if !w.stopping {
+				return
+			}
+			// Stopping: go on, bounded, on a context podvisor's stop
+			// does not cancel.
 		case <-w.inbox.signal:
 		case <-timer:
 		}
@@ -172,6 +212,16 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 		w.rec.StartTime = &t
 	}
 	w.rec.ensureContainers(pod)
+	if w.conds == nil {
+		// Shown from the moment it is known: Pending, ContainerCreating.
+		w.publish(pod)
+	}
+	if w.s.down.Load() != nil {
+		// Nothing can be observed or done, and nothing is charged to a
+		// back-off: the pod says why, and waits to be woken.
+		w.publish(pod)
+		return time.Time{}, false
+	}
 	w.steps++
 	w.failed = false
 	w.observe(ctx, pod)
@@ -203,7 +253,9 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 			if ctx.Err() != nil {
 				return time.Time{}, false
 			}
-			w.log.Warn("pod step failed; retrying", "err", err)
+			if !errors.Is(err, ErrRuntimeUnavailable) {
+				w.log.Warn("pod step failed; retrying", "err", err)
+			}
 			wake = earliest(p.Wake, w.s.clock.Now().Add(errorRetry))
 			break
 		}

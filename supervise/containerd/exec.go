@@ -15,7 +15,8 @@ import (
 // settings (user, capabilities, cwd) and p's arguments and extra
 // environment, and returns its exit code. When ctx ends first the process
 // is killed and ctx's error returned.
-func (r *Runtime) Exec(ctx context.Context, id string, p supervise.ExecProcess) (int, error) {
+func (r *Runtime) Exec(ctx context.Context, id string, p supervise.ExecProcess) (_ int, err error) {
+	defer markUnavailable(&err)
 	ctr, err := r.client.LoadContainer(ctx, id)
 	if err != nil {
 		return 0, fmt.Errorf("load container %s: %w", id, err)

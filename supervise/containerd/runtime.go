@@ -75,7 +75,8 @@ func NormalizeImage(image string) (string, error) {
 // EnsureImage finds (or pulls) and unpacks the container's image according
 // to its pull policy. With Always and an unreachable registry, a local image
 // is used with a warning: an air-gapped box must boot.
-func (r *Runtime) EnsureImage(ctx context.Context, c *v1.Container) (supervise.Image, error) {
+func (r *Runtime) EnsureImage(ctx context.Context, c *v1.Container) (_ supervise.Image, err error) {
+	defer markUnavailable(&err)
 	ref, err := NormalizeImage(c.Image)
 	if err != nil {
 		return supervise.Image{}, err
@@ -91,7 +92,11 @@ func (r *Runtime) EnsureImage(ctx context.Context, c *v1.Container) (supervise.I
 	}
 	if c.ImagePullPolicy == v1.PullAlways || !present {
 		pctx, cancel := context.WithTimeout(ctx, r.opts.PullTimeout)
-		pulled, err := r.client.Pull(pctx, ref, client.WithPullUnpack, client.WithPullSnapshotter(r.opts.Snapshotter))
+		var pulled client.Image
+		err := r.withLease(pctx, "pull", func(ctx context.Context) (err error) {
+			pulled, err = r.client.Pull(ctx, ref, client.WithPullUnpack, client.WithPullSnapshotter(r.opts.Snapshotter))
+			return err
+		})
 		cancel()
 		switch {
 		case err == nil:
@@ -113,7 +118,7 @@ func (r *Runtime) EnsureImage(ctx context.Context, c *v1.Container) (supervise.I
 			return res, fmt.Errorf("check image %s: %w", ref, err)
 		}
 		if !ok {
-			if err := img.Unpack(ctx, r.opts.Snapshotter); err != nil {
+			if err := r.withLease(ctx, "unpack", func(ctx context.Context) error { return img.Unpack(ctx, r.opts.Snapshotter) }); err != nil {
 				return res, fmt.Errorf("unpack image %s: %w", ref, err)
 			}
 		}
@@ -171,7 +176,8 @@ func repoDigest(ref, digest string) string {
 
 // Create creates the containerd container (spec and snapshot) without
 // starting it. The image's stop signal is fixed in a label.
-func (r *Runtime) Create(ctx context.Context, cfg supervise.ContainerConfig) error {
+func (r *Runtime) Create(ctx context.Context, cfg supervise.ContainerConfig) (err error) {
+	defer markUnavailable(&err)
 	img, err := r.image(ctx, cfg.Image)
 	if err != nil {
 		return fmt.Errorf("image %s: %w", cfg.Image.Ref, err)
@@ -190,14 +196,17 @@ func (r *Runtime) Create(ctx context.Context, cfg supervise.ContainerConfig) err
 	}
 	labels[supervise.LabelStopSignal] = strconv.Itoa(int(stopSignal(ic.Config.StopSignal)))
 	all := append([]oci.SpecOpts{oci.WithImageConfig(img)}, opts...)
-	_, err = r.client.NewContainer(ctx, cfg.ID,
-		client.WithImage(img),
-		client.WithSnapshotter(r.opts.Snapshotter),
-		client.WithNewSnapshot(cfg.ID, img),
-		client.WithRuntime(runtimeName, nil),
-		client.WithContainerLabels(labels),
-		client.WithNewSpec(all...),
-	)
+	err = r.withLease(ctx, "create", func(ctx context.Context) error {
+		_, err := r.client.NewContainer(ctx, cfg.ID,
+			client.WithImage(img),
+			client.WithSnapshotter(r.opts.Snapshotter),
+			client.WithNewSnapshot(cfg.ID, img),
+			client.WithRuntime(runtimeName, nil),
+			client.WithContainerLabels(labels),
+			client.WithNewSpec(all...),
+		)
+		return err
+	})
 	if err != nil {
 		r.markUnpacked(img.Target().Digest.String(), false)
 		return fmt.Errorf("create container: %w", err)
@@ -207,7 +216,8 @@ func (r *Runtime) Create(ctx context.Context, cfg supervise.ContainerConfig) err
 
 // Start creates and starts the container's task with its output going to
 // logPath through podvisor's log driver.
-func (r *Runtime) Start(ctx context.Context, id, logPath string) error {
+func (r *Runtime) Start(ctx context.Context, id, logPath string) (err error) {
+	defer markUnavailable(&err)
 	ctr, err := r.client.LoadContainer(ctx, id)
 	if err != nil {
 		return fmt.Errorf("load container %s: %w", id, err)
@@ -227,7 +237,8 @@ func (r *Runtime) Start(ctx context.Context, id, logPath string) error {
 }
 
 // State reports the container's task state.
-func (r *Runtime) State(ctx context.Context, id string) (supervise.ContainerState, error) {
+func (r *Runtime) State(ctx context.Context, id string) (_ supervise.ContainerState, err error) {
+	defer markUnavailable(&err)
 	var st supervise.ContainerState
 	ctr, err := r.client.LoadContainer(ctx, id)
 	if errdefs.IsNotFound(err) {
@@ -265,7 +276,8 @@ func (r *Runtime) State(ctx context.Context, id string) (supervise.ContainerStat
 }
 
 // Info returns the containerd record of a container (labels, creation).
-func (r *Runtime) Info(ctx context.Context, id string) (supervise.ContainerInfo, error) {
+func (r *Runtime) Info(ctx context.Context, id string) (_ supervise.ContainerInfo, err error) {
+	defer markUnavailable(&err)
 	ctr, err := r.client.LoadContainer(ctx, id)
 	if err != nil {
 		return supervise.ContainerInfo{}, fmt.Errorf("load container %s: %w", id, err)
@@ -278,7 +290,8 @@ func (r *Runtime) Info(ctx context.Context, id string) (supervise.ContainerInfo,
 }
 
 // List returns every container labelled with a pod UID.
-func (r *Runtime) List(ctx context.Context) ([]supervise.ContainerInfo, error) {
+func (r *Runtime) List(ctx context.Context) (_ []supervise.ContainerInfo, err error) {
+	defer markUnavailable(&err)
 	ctrs, err := r.client.Containers(ctx, fmt.Sprintf("labels.%q", supervise.LabelPodUID))
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
@@ -296,7 +309,8 @@ func (r *Runtime) List(ctx context.Context) ([]supervise.ContainerInfo, error) {
 
 // Stop sends the container's stop signal (its label) and waits up to grace
 // for it to exit, then kills every process of it and waits for that.
-func (r *Runtime) Stop(ctx context.Context, id string, grace time.Duration) error {
+func (r *Runtime) Stop(ctx context.Context, id string, grace time.Duration) (err error) {
+	defer markUnavailable(&err)
 	ctr, err := r.client.LoadContainer(ctx, id)
 	if errdefs.IsNotFound(err) {
 		return nil
@@ -368,7 +382,8 @@ func (r *Runtime) stopSignal(ctx context.Context, ctr client.Container) syscall.
 }
 
 // Remove deletes the container's task, the container and its snapshot.
-func (r *Runtime) Remove(ctx context.Context, id string) error {
+func (r *Runtime) Remove(ctx context.Context, id string) (err error) {
+	defer markUnavailable(&err)
 	ctr, err := r.client.LoadContainer(ctx, id)
 	if errdefs.IsNotFound(err) {
 		return nil
@@ -400,4 +415,12 @@ func randomID() string {
 	b := make([]byte, 8)
 	rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// markUnavailable marks an error of a containerd that did not answer
+// (down, restarting: gRPC Unavailable) as supervise.ErrRuntimeUnavailable.
+func markUnavailable(err *error) {
+	if *err != nil && errdefs.IsUnavailable(*err) && !errors.Is(*err, supervise.ErrRuntimeUnavailable) {
+		*err = fmt.Errorf("%w: %w", supervise.ErrRuntimeUnavailable, *err)
+	}
 }

@@ -1,0 +1,270 @@
+package containerd
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	tasks "github.com/containerd/containerd/api/services/tasks/v1"
+	client "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/leases"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/podvisor/podvisor/supervise"
+)
+
+// leaseLabel marks the leases podvisor takes while it creates a container,
+// pulls, unpacks or imports: whatever such an operation makes is held by the
+// lease until the object that keeps it (a container, an image) exists, and
+// a podvisor killed in between leaves only the lease, which Collect drops.
+const leaseLabel = "io.podvisor.lease"
+
+// shimSocketRoot is where runc shims put their sockets (containerd's
+// defaults.DefaultStateDir + "/s", the same for 1.6 and 2.x).
+const shimSocketRoot = "/run/containerd/s"
+
+// withLease runs f under a lease podvisor owns, deleted (synchronously, so
+// what it alone held is collected) once f returns.
+func (r *Runtime) withLease(ctx context.Context, what string, f func(context.Context) error) error {
+	ls := r.client.LeasesService()
+	l, err := ls.Create(ctx, leases.WithRandomID(), leases.WithLabels(map[string]string{leaseLabel: what}))
+	if err != nil {
+		return fmt.Errorf("lease for %s: %w", what, err)
+	}
+	ferr := f(leases.WithLease(ctx, l.ID))
+	cctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	if err := ls.Delete(cctx, l); err != nil && ferr == nil {
+		return fmt.Errorf("release lease for %s: %w", what, err)
+	}
+	return ferr
+}
+
+// Collect removes what an interrupted podvisor (or one killed with -9)
+// left in its namespace with no owner: leases (and with them the
+// snapshots and content only they held: half-made containers' layers,
+// interrupted imports' extract-* snapshots), containers without
+// podvisor's labels, and runc shims that serve no task. It must run
+// before any pod is worked on: every lease then is a leftover.
+func (r *Runtime) Collect(ctx context.Context) (_ []string, err error) {
+	defer markUnavailable(&err)
+	var done []string
+	var errs []error
+	ls := r.client.LeasesService()
+	all, err := ls.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list leases: %w", err)
+	}
+	for i, l := range all {
+		opts := []leases.DeleteOpt{}
+		if i == len(all)-1 {
+			opts = append(opts, leases.SynchronousDelete) // collect once, after the last
+		}
+		if err := ls.Delete(ctx, l, opts...); err != nil {
+			errs = append(errs, fmt.Errorf("delete lease %s: %w", l.ID, err))
+			continue
+		}
+		done = append(done, "lease "+l.ID)
+	}
+	ctrs, err := r.client.Containers(ctx)
+	if err != nil {
+		return done, fmt.Errorf("list containers: %w", err)
+	}
+	groups := map[string]bool{}
+	for _, c := range ctrs {
+		info, err := c.Info(ctx, client.WithoutRefreshedMetadata)
+		if err != nil {
+			continue
+		}
+		if info.Labels[supervise.LabelPodUID] == "" {
+			if err := r.Stop(ctx, c.ID(), 0); err != nil {
+				errs = append(errs, err)
+			}
+			if err := r.Remove(ctx, c.ID()); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			done = append(done, "container "+c.ID())
+			continue
+		}
+		if g := info.Labels[supervise.LabelSandboxID]; g != "" {
+			groups[g] = true
+		}
+		groups[c.ID()] = true
+	}
+	// The shims that serve a task are those whose socket is that of a
+	// task's group; any other shim of this namespace serves nothing.
+	ts, err := r.client.TaskService().List(ctx, &tasks.ListTasksRequest{})
+	if err != nil {
+		return done, fmt.Errorf("list tasks: %w", err)
+	}
+	live := map[string]bool{}
+	for _, t := range ts.Tasks {
+		live[t.ID] = true
+	}
+	ns, _ := namespaces.Namespace(ctx)
+	if ns == "" {
+		ns = r.opts.Namespace
+	}
+	for _, sh := range findShims(ns) {
+		needed := false
+		for g := range groups {
+			if shimSocket(sh.address, ns, g) == sh.socket {
+				// Kept while any task of its group lives; a group whose
+				// containers have no task left has a shim with nothing
+				// to serve.
+				needed = needed || r.groupHasTask(ctx, g, ctrs, live)
+			}
+		}
+		if needed || sh.socket == "" || sh.children {
+			continue
+		}
+		if err := syscall.Kill(sh.pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			errs = append(errs, fmt.Errorf("kill orphan shim %d: %w", sh.pid, err))
+			continue
+		}
+		os.Remove(sh.socket)
+		done = append(done, fmt.Sprintf("shim %d", sh.pid))
+	}
+	return done, errors.Join(errs...)
+}
+
+// groupHasTask reports whether a container of group g (its sandbox, or the
+// container itself) has a task.
+func (r *Runtime) groupHasTask(ctx context.Context, g string, ctrs []client.Container, live map[string]bool) bool {
+	for _, c := range ctrs {
+		if !live[c.ID()] {
+			continue
+		}
+		if c.ID() == g {
+			return true
+		}
+		if labels, err := c.Labels(ctx); err == nil && labels[supervise.LabelSandboxID] == g {
+			return true
+		}
+	}
+	return false
+}
+
+// shimSocket is the socket a runc shim of group id listens on
+// (containerd's shim.SocketAddress).
+func shimSocket(address, ns, id string) string {
+	d := sha256.Sum256([]byte(filepath.Join(address, ns, id)))
+	return fmt.Sprintf("%s/%x", shimSocketRoot, d)
+}
+
+// shim is a running runc shim process.
+type shim struct {
+	pid      int
+	address  string // containerd's address it was started for
+	socket   string // the path it listens on; "" when unknown
+	children bool   // it has child processes (containers' processes)
+}
+
+// findShims lists the long-running runc shims of namespace ns.
+func findShims(ns string) []shim {
+	entries, _ := os.ReadDir("/proc")
+	var out []shim
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		sh, ok := parseShim(args, ns)
+		if !ok {
+			continue
+		}
+		sh.pid = pid
+		sh.socket = listeningSocket(pid)
+		sh.children = hasChildren(pid)
+		out = append(out, sh)
+	}
+	return out
+}
+
+// parseShim reads a runc shim's command line: the long-running shim has
+// -namespace, -id and -address flags and no subcommand.
+func parseShim(args []string, ns string) (shim, bool) {
+	if len(args) == 0 || !strings.HasPrefix(filepath.Base(args[0]), "containerd-shim-runc-v2") {
+		return shim{}, false
+	}
+	var sh shim
+	var gotNS string
+	for i := 1; i < len(args); i++ {
+		a := strings.TrimLeft(args[i], "-")
+		switch {
+		case a == "namespace" && i+1 < len(args):
+			gotNS = args[i+1]
+			i++
+		case a == "address" && i+1 < len(args):
+			sh.address = args[i+1]
+			i++
+		case a == "id" || a == "publish-binary" || a == "bundle":
+			i++
+		case a == "start" || a == "delete":
+			return shim{}, false // a short-lived shim command
+		}
+	}
+	return sh, gotNS == ns && sh.address != ""
+}
+
+// listeningSocket finds the unix socket path a process listens on, from
+// its file descriptors and its network namespace's /proc/net/unix.
+func listeningSocket(pid int) string {
+	dir := filepath.Join("/proc", strconv.Itoa(pid))
+	fds, _ := os.ReadDir(filepath.Join(dir, "fd"))
+	inodes := map[string]bool{}
+	for _, fd := range fds {
+		l, err := os.Readlink(filepath.Join(dir, "fd", fd.Name()))
+		if ino, ok := strings.CutPrefix(l, "socket:["); ok && err == nil {
+			inodes[strings.TrimSuffix(ino, "]")] = true
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "net", "unix"))
+	if err != nil {
+		return ""
+	}
+	return socketPath(b, inodes)
+}
+
+// socketPath picks, from a /proc/net/unix table, the listening socket
+// (state 01, flags __SO_ACCEPTCON) among inodes that has a path under the
+// shim socket root.
+func socketPath(table []byte, inodes map[string]bool) string {
+	sc := bufio.NewScanner(bytes.NewReader(table))
+	for sc.Scan() {
+		// Num RefCount Protocol Flags Type St Inode Path
+		f := strings.Fields(sc.Text())
+		if len(f) < 8 || !inodes[f[6]] {
+			continue
+		}
+		if p := f[7]; strings.HasPrefix(p, shimSocketRoot+"/") && f[3] == "00010000" {
+			return p
+		}
+	}
+	return ""
+}
+
+// hasChildren reports whether pid has child processes.
+func hasChildren(pid int) bool {
+	tasks, _ := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "task"))
+	for _, t := range tasks {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "task", t.Name(), "children"))
+		if err == nil && len(bytes.TrimSpace(b)) > 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,202 @@
+package containerd
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	client "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/leases"
+	"github.com/opencontainers/go-digest"
+	"github.com/opencontainers/image-spec/identity"
+	"github.com/podvisor/podvisor/internal/testenv"
+	"github.com/podvisor/podvisor/supervise"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// fakeShimEnv makes the test binary act as a runc shim that serves
+// nothing: it listens on the socket the variable names and waits.
+const fakeShimEnv = "PODVISOR_TEST_FAKE_SHIM"
+
+func TestMain(m *testing.M) {
+	if sock := os.Getenv(fakeShimEnv); sock != "" {
+		os.MkdirAll(filepath.Dir(sock), 0o711)
+		if _, err := net.Listen("unix", sock); err != nil {
+			os.Exit(3)
+		}
+		select {}
+	}
+	os.Exit(m.Run())
+}
+
+func TestParseShim(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		ok   bool
+	}{
+		{[]string{"/usr/bin/containerd-shim-runc-v2", "-namespace", "pv", "-id", "abc", "-address", "/run/containerd/containerd.sock"}, true},
+		{[]string{"containerd-shim-runc-v2", "-namespace", "pv", "-address", "/a.sock", "-publish-binary", "/c", "-id", "x"}, true},
+		{[]string{"containerd-shim-runc-v2", "-namespace", "other", "-id", "abc", "-address", "/a.sock"}, false},
+		{[]string{"containerd-shim-runc-v2", "-namespace", "pv", "-id", "abc", "-address", "/a.sock", "start"}, false},
+		{[]string{"containerd", "-namespace", "pv", "-address", "/a.sock"}, false},
+		{nil, false},
+	} {
+		sh, ok := parseShim(tc.args, "pv")
+		if ok != tc.ok || (ok && sh.address == "") {
+			t.Errorf("%q: %+v %v, want %v", tc.args, sh, ok, tc.ok)
+		}
+	}
+	table := []byte("Num       RefCount Protocol Flags    Type St Inode Path\n" +
+		"0000000000000000: 00000002 00000000 00010000 0001 01 4242 /run/containerd/s/abc\n" +
+		"0000000000000000: 00000003 00000000 00000000 0001 03 4243 /run/containerd/s/abc\n" +
+		"0000000000000000: 00000002 00000000 00010000 0001 01 4244 /tmp/other.sock\n")
+	if got := socketPath(table, map[string]bool{"4242": true, "4243": true}); got != "/run/containerd/s/abc" {
+		t.Errorf("socketPath = %q", got)
+	}
+	if got := socketPath(table, map[string]bool{"4244": true}); got != "" {
+		t.Errorf("a socket outside the shim root counted: %q", got)
+	}
+	if a, b := shimSocket("/run/c.sock", "pv", "g1"), shimSocket("/run/c.sock", "pv", "g2"); a == b || !strings.HasPrefix(a, shimSocketRoot+"/") {
+		t.Errorf("shim sockets %q %q", a, b)
+	}
+}
+
+// Collect drops leftover leases (and the snapshots only they held),
+// unlabelled containers, and a shim that serves no task; it keeps the shim
+// of a running container.
+func TestCollect(t *testing.T) {
+	testenv.RequireRoot(t)
+	dir := t.TempDir()
+	env, err := testenv.Start(filepath.Join(dir, "env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Logf = t.Logf
+	t.Cleanup(func() { env.Stop() })
+	c, err := env.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rt := New(c, Options{Namespace: env.Namespace, LogDriver: "/bin/true"})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := rt.Import(ctx, env.ImageArchive); err != nil {
+		t.Fatal(err)
+	}
+	img, err := rt.EnsureImage(ctx, &v1.Container{Image: "busybox"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a podvisor killed in the middle of a create leaves: a lease
+	// holding an active snapshot.
+	ls := c.LeasesService()
+	l, err := ls.Create(ctx, leases.WithRandomID(), leases.WithExpiration(24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, err := c.GetImage(ctx, img.Ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diffs, err := ci.RootFS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn := c.SnapshotService("overlayfs")
+	if _, err := sn.Prepare(leases.WithLease(ctx, l.ID), "half-made", chainID(t, diffs)); err != nil {
+		t.Fatalf("prepare under a lease: %v", err)
+	}
+	// A container without podvisor's labels.
+	if _, err := c.NewContainer(ctx, "stranger", client.WithNewSpec()); err != nil {
+		t.Fatal(err)
+	}
+	// A running container of a pod, whose shim must stay.
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "u1"}, Spec: v1.PodSpec{HostNetwork: true, HostIPC: true}}
+	cfg := supervise.ContainerConfig{
+		ID: "keep", Image: img, Pod: pod, SandboxID: "sb-keep",
+		Labels:      map[string]string{supervise.LabelPodUID: "u1", supervise.LabelSandboxID: "sb-keep"},
+		Container:   &v1.Container{Name: "keep", Command: []string{"sleep", "1000"}},
+		CgroupsPath: filepath.Join("/", env.Namespace, "keep"), Resources: supervise.Resources{CPUShares: 2, CPUPeriod: 100000},
+	}
+	if err := rt.Create(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	driver := filepath.Join(dir, "podvisor-log-driver")
+	build := exec.Command("go", "build", "-o", driver, "github.com/podvisor/podvisor/cmd/podvisor-log-driver")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build log driver: %v\n%s", err, out)
+	}
+	rt.opts.LogDriver = driver
+	if err := rt.Start(ctx, "keep", filepath.Join(dir, "keep.log")); err != nil {
+		t.Fatal(err)
+	}
+	// A shim of this namespace that serves nothing.
+	sock := shimSocket(env.Address, env.Namespace, "sb-gone")
+	fake := exec.Command(os.Args[0])
+	fake.Args = []string{"/fake/containerd-shim-runc-v2", "-namespace", env.Namespace, "-id", "gone", "-address", env.Address}
+	fake.Env = append(os.Environ(), fakeShimEnv+"="+sock)
+	if err := fake.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer fake.Process.Kill()
+	exited := make(chan error, 1)
+	go func() { exited <- fake.Wait() }()
+	deadline := time.Now().Add(10 * time.Second)
+	for listeningSocket(fake.Process.Pid) != sock {
+		if time.Now().After(deadline) {
+			t.Fatal("the fake shim did not listen")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	before := len(findShims(env.Namespace))
+
+	done, err := rt.Collect(ctx)
+	if err != nil {
+		t.Fatalf("Collect: %v (removed %v)", err, done)
+	}
+	t.Logf("collected %v", done)
+	select {
+	case err := <-exited:
+		if ws, ok := fake.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+			t.Errorf("fake shim ended with %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the shim that serves nothing was not killed")
+	}
+	if after := len(findShims(env.Namespace)); after != before-1 {
+		t.Errorf("shims %d → %d, want only the orphan gone", before, after)
+	}
+	if st, err := rt.State(ctx, "keep"); err != nil || !st.Running {
+		t.Fatalf("the running container was hurt: %+v %v", st, err)
+	}
+	if list, _ := ls.List(ctx); len(list) != 0 {
+		t.Errorf("leases left: %v", list)
+	}
+	if _, err := sn.Stat(ctx, "half-made"); err == nil {
+		t.Error("the snapshot only a leftover lease held is still there")
+	}
+	if _, err := c.LoadContainer(ctx, "stranger"); err == nil {
+		t.Error("an unlabelled container was kept")
+	}
+	if !slices.ContainsFunc(done, func(s string) bool { return strings.HasPrefix(s, "shim ") }) {
+		t.Errorf("Collect did not say it removed a shim: %v", done)
+	}
+	rt.Stop(ctx, "keep", 0)
+	rt.Remove(ctx, "keep")
+}
+
+// chainID is the snapshot key of an image's top layer (OCI chain ID).
+func chainID(t *testing.T, diffs []digest.Digest) string {
+	t.Helper()
+	return identity.ChainID(diffs).String()
+}
