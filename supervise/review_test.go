@@ -82,6 +82,15 @@ func TestWorkerSandboxRetryDoesNotGrow(t *testing.T) {
 		if d := wake.Sub(e.clock.Now()); d < 10*time.Second || d > 15*time.Second {
 			t.Fatalf("retry %d after %v, want 10–15 s", i, d)
 		}
+		// A relist before then (here every 2 s) tries nothing.
+		adds := e.net.adds
+		for e.clock.Now().Add(2 * time.Second).Before(wake) {
+			e.clock.Step(2 * time.Second)
+			e.step(w)
+		}
+		if e.net.adds != adds {
+			t.Fatalf("a relist retried CNI ADD before its back-off ended (%d → %d)", adds, e.net.adds)
+		}
 		e.clock.Step(wake.Sub(e.clock.Now()))
 	}
 	// A stopping supervisor's cancelled step is no sandbox failure.
