@@ -10,6 +10,10 @@
 // task's stdout on fd 3, stderr on fd 4 and a readiness pipe on fd 5; podvisor
 // falls back to `podvisor log-driver ARG` when this binary does not sit
 // beside it.
+//
+// A container never blocks on its log: output the file cannot take (a full
+// disk) is dropped and counted in "<log>.dropped", and writing resumes,
+// after a gap record, when space returns (see package crilog).
 package main
 
 import (

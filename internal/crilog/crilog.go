@@ -1,13 +1,3 @@
-// Package crilog writes and reads container logs in the CRI log format that
-// kubelet and kubectl use: one line per record,
-//
-//	<RFC3339Nano timestamp> <stdout|stderr> <P|F> <content>
-//
-// where P marks a partial line (the writer split a long line) and F the
-// full or final piece. podvisor runs the writer as containerd's "binary"
-// log driver (`podvisor log-driver`), a process the shim starts per task, so
-// container output keeps flowing to its file while podvisor itself is
-// stopped or being upgraded.
 package crilog
 
 import (
@@ -15,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -30,36 +20,98 @@ const MaxLine = 16 * 1024
 // DefaultMaxSize is the default cap of one log file before it rotates.
 const DefaultMaxSize = 10 * 1024 * 1024
 
+// ErrDropped is wrapped by the error of a record the Writer dropped
+// because its file could not take it.
+var ErrDropped = errors.New("log record dropped")
+
+// retryInterval is how long a Writer whose file failed drops records
+// before it tries the file again.
+const retryInterval = time.Second
+
+// logFile is what a Writer needs of its open file; tests put a full disk
+// behind it.
+type logFile interface {
+	io.Writer
+	Stat() (fs.FileInfo, error)
+	Truncate(size int64) error
+	Close() error
+}
+
+func openAppend(path string) (logFile, error) {
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+}
+
 // Writer appends CRI records to a file, rotating it to "<path>.1" when it
 // would grow past MaxSize, so a container's logs never take more than about
-// twice MaxSize. Safe for concurrent use by the stdout and stderr copiers.
+// twice MaxSize. A record the file cannot take is dropped and counted, and
+// the file is tried again on a later record (see the package contract).
+// Safe for concurrent use by the stdout and stderr copiers.
+//
+// States, all under mu:
+//
+//	writing ── write, rotation or open fails ──▶ failing (retryAt = now+1s)
+//	   ▲                                            │ records before retryAt:
+//	   │                                            │ counted, dropped, no I/O
+//	   └── reopen and gap record written ◀──────────┘ first record after retryAt
 type Writer struct {
 	Path    string
 	MaxSize int64
 	Now     func() time.Time
 
+	// openFile and putStatus are the file system; tests replace them.
+	openFile  func(path string) (logFile, error)
+	putStatus func(path string, b []byte) error
+
 	mu   sync.Mutex
-	f    *os.File
+	f    logFile // nil after a failed open or rotation
 	size int64
+	buf  []byte
+	torn bool // a short write could not be truncated away
+
+	failing bool
+	failErr error // ErrDropped wrapping the cause
+	retryAt time.Time
+	gap     Drops // dropped since the last record written
+	total   Drops // what the status file says
+	dirty   bool  // total is newer than the status file
+	flushAt *time.Timer
+	closed  bool
 }
 
-// Open opens (appending to) the log file at path.
-func Open(path string, maxSize int64) (*Writer, error) {
+// Open opens (appending to) the log file at path, and creates or takes up
+// its status file (DropsPath). A file that cannot be opened is no error:
+// the Writer starts out dropping records and tries the file again, as
+// after a failed write, so a driver started on a full disk still drains.
+func Open(path string, maxSize int64) *Writer {
+	return newWriter(path, maxSize, time.Now, openAppend, putStatusFile)
+}
+
+func newWriter(path string, maxSize int64, now func() time.Time, openFile func(string) (logFile, error), putStatus func(string, []byte) error) *Writer {
 	if maxSize <= 0 {
 		maxSize = DefaultMaxSize
 	}
-	w := &Writer{Path: path, MaxSize: maxSize, Now: time.Now}
+	w := &Writer{Path: path, MaxSize: maxSize, Now: now, openFile: openFile, putStatus: putStatus}
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if err := w.open(); err != nil {
-		return nil, err
+		t := w.Now()
+		w.fail(t, err)
+		w.retryAt = t // the first record tries again
 	}
-	return w, nil
+	// Counts carry on from an earlier writer of the same file (a corrupt
+	// status starts again from zero). Writing the status now reserves its
+	// space for when the disk is full.
+	w.total, _ = ReadDrops(path)
+	w.dirty = true
+	w.flushStatus()
+	return w
 }
 
 func (w *Writer) open() error {
 	if err := os.MkdirAll(filepath.Dir(w.Path), 0o755); err != nil {
 		return fmt.Errorf("create log dir: %w", err)
 	}
-	f, err := os.OpenFile(w.Path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+	f, err := w.openFile(w.Path)
 	if err != nil {
 		return fmt.Errorf("open log file: %w", err)
 	}
@@ -72,71 +124,229 @@ func (w *Writer) open() error {
 	return nil
 }
 
-// WriteRecord writes one record; content must not contain a newline.
+// WriteRecord writes one record; content must not contain a newline. It
+// never waits for a failing file: it drops the record, counts it and
+// returns an error wrapping ErrDropped.
 func (w *Writer) WriteRecord(stream string, partial bool, content []byte) error {
-	tag := "F"
-	if partial {
-		tag = "P"
-	}
-	var b strings.Builder
-	b.Grow(len(content) + 48)
-	b.WriteString(w.Now().UTC().Format(time.RFC3339Nano))
-	b.WriteByte(' ')
-	b.WriteString(stream)
-	b.WriteByte(' ')
-	b.WriteString(tag)
-	b.WriteByte(' ')
-	b.Write(content)
-	b.WriteByte('\n')
-	line := b.String()
-
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.closed {
+		return os.ErrClosed
+	}
+	now := w.Now()
+	if w.failing {
+		if now.Before(w.retryAt) {
+			w.drop(now, len(content))
+			return w.failErr
+		}
+		if err := w.resume(now); err != nil {
+			w.fail(now, err)
+			w.drop(now, len(content))
+			return w.failErr
+		}
+	}
+	if err := w.writeLine(w.format(now, stream, partial, content)); err != nil {
+		w.fail(now, err)
+		w.drop(now, len(content))
+		return w.failErr
+	}
+	return nil
+}
+
+// format renders a record into w.buf.
+func (w *Writer) format(now time.Time, stream string, partial bool, content []byte) []byte {
+	tag := byte('F')
+	if partial {
+		tag = 'P'
+	}
+	b := w.buf[:0]
+	b = now.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, ' ')
+	b = append(b, stream...)
+	b = append(b, ' ', tag, ' ')
+	b = append(b, content...)
+	b = append(b, '\n')
+	w.buf = b
+	return b
+}
+
+// resume reopens the file by path (a log deleted to free space is let go
+// of, one truncated is seen at its new size) and writes the gap record.
+func (w *Writer) resume(now time.Time) error {
+	if w.f != nil {
+		w.f.Close()
+		w.f = nil
+	}
+	if w.gap.Lines == 0 {
+		// Failed to open, nothing dropped yet: no gap to tell.
+		if w.f == nil {
+			if err := w.open(); err != nil {
+				return err
+			}
+		}
+	} else {
+		gap := fmt.Sprintf("podvisor: log output dropped: %d bytes in %d lines from %s to %s (%s)",
+			w.gap.Bytes, w.gap.Lines, w.gap.Since.UTC().Format(time.RFC3339), w.gap.Last.UTC().Format(time.RFC3339), w.gap.Reason)
+		if err := w.writeLine(w.format(now, "stderr", false, []byte(gap))); err != nil {
+			return err
+		}
+	}
+	w.failing, w.failErr, w.gap = false, nil, Drops{}
+	w.flushStatus()
+	return nil
+}
+
+// writeLine appends one formatted line, opening or rotating the file first
+// when needed.
+func (w *Writer) writeLine(line []byte) error {
+	if w.f == nil {
+		if err := w.open(); err != nil {
+			return err
+		}
+	}
 	if w.size > 0 && w.size+int64(len(line)) > w.MaxSize {
 		if err := w.rotate(); err != nil {
 			return err
 		}
 	}
-	n, err := io.WriteString(w.f, line)
+	if w.torn {
+		// End the torn piece, so it spoils one line, not this one too.
+		line = append([]byte{'\n'}, line...)
+	}
+	n, err := w.f.Write(line)
+	if err != nil {
+		w.unwrite(n)
+		return fmt.Errorf("write log file: %w", err)
+	}
 	w.size += int64(n)
-	return err
+	w.torn = false
+	return nil
+}
+
+// unwrite takes a short write of n bytes off the end of the file. The size
+// is taken from the file, not w.size, because someone may have truncated
+// it to free space.
+func (w *Writer) unwrite(n int) {
+	if n <= 0 {
+		return
+	}
+	st, err := w.f.Stat()
+	if err == nil && st.Size() >= int64(n) {
+		if err = w.f.Truncate(st.Size() - int64(n)); err == nil {
+			w.size = st.Size() - int64(n)
+			return
+		}
+	}
+	w.size += int64(n)
+	w.torn = true
 }
 
 func (w *Writer) rotate() error {
-	w.f.Close()
 	if err := os.Rename(w.Path, w.Path+".1"); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("rotate log file: %w", err)
 	}
+	w.f.Close()
+	w.f, w.torn = nil, false
 	return w.open()
 }
 
-// Close closes the file.
+// fail enters (or stays in) the failing state after err.
+func (w *Writer) fail(now time.Time, err error) {
+	w.failing = true
+	w.retryAt = now.Add(retryInterval)
+	w.failErr = fmt.Errorf("%w: %w", ErrDropped, err)
+	w.gap.Reason = reason(err)
+}
+
+// drop counts a dropped record of n content bytes. The first drop of a gap
+// is reported at once; later ones at most once per retryInterval.
+func (w *Writer) drop(now time.Time, n int) {
+	first := w.gap.Lines == 0
+	for _, d := range []*Drops{&w.gap, &w.total} {
+		if d.Since.IsZero() {
+			d.Since = now
+		}
+		d.Lines++
+		d.Bytes += int64(n)
+		d.Last = now
+		d.Reason = w.gap.Reason
+	}
+	w.dirty = true
+	if first {
+		w.flushStatus()
+	} else {
+		w.scheduleFlush()
+	}
+}
+
+// flushStatus writes the status file if it is behind; a failure is retried
+// by the timer.
+func (w *Writer) flushStatus() {
+	if !w.dirty {
+		return
+	}
+	if err := w.putStatus(DropsPath(w.Path), encodeDrops(w.total)); err != nil {
+		w.scheduleFlush()
+		return
+	}
+	w.dirty = false
+}
+
+func (w *Writer) scheduleFlush() {
+	if w.flushAt != nil || w.closed {
+		return
+	}
+	w.flushAt = time.AfterFunc(retryInterval, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.flushAt = nil
+		if !w.closed {
+			w.flushStatus()
+		}
+	})
+}
+
+// Close writes the gap record of output dropped at the end, if the file
+// takes it now, brings the status file up to date and closes the file.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.closed {
+		return os.ErrClosed
+	}
+	if w.failing {
+		w.resume(w.Now())
+	}
+	w.flushStatus()
+	w.closed = true
+	if w.flushAt != nil {
+		w.flushAt.Stop()
+		w.flushAt = nil
+	}
+	if w.f == nil {
+		return nil
+	}
 	return w.f.Close()
 }
 
 // Copy reads r line by line until EOF and writes each line as records of
-// stream ("stdout" or "stderr").
+// stream ("stdout" or "stderr"). Records the file cannot take are dropped
+// (WriteRecord): Copy returns only when reading ends or fails, so whatever
+// writes to r never blocks on the log.
 func (w *Writer) Copy(stream string, r io.Reader) error {
 	br := bufio.NewReaderSize(r, MaxLine)
 	for {
 		line, err := br.ReadSlice('\n')
 		switch {
 		case err == nil:
-			if werr := w.WriteRecord(stream, false, line[:len(line)-1]); werr != nil {
-				return werr
-			}
+			w.WriteRecord(stream, false, line[:len(line)-1])
 		case errors.Is(err, bufio.ErrBufferFull):
-			if werr := w.WriteRecord(stream, true, line); werr != nil {
-				return werr
-			}
+			w.WriteRecord(stream, true, line)
 		case errors.Is(err, io.EOF):
 			if len(line) > 0 {
 				// Output ended without a newline: the piece is the last of
 				// its line, so it is written as full, as CRI does.
-				return w.WriteRecord(stream, false, line)
+				w.WriteRecord(stream, false, line)
 			}
 			return nil
 		default:
@@ -175,66 +385,4 @@ func Parse(line []byte) (Record, error) {
 	}
 	r.Time, r.Stream, r.Partial, r.Content = t, stream, tag == "P", []byte(content)
 	return r, nil
-}
-
-// DriverArg encodes a log path and size cap into the single argument
-// containerd passes to a binary log driver. containerd turns each query
-// parameter of the log URI into two arguments in map order, so everything
-// the driver needs travels in one value.
-func DriverArg(path string, maxSize int64) string {
-	return strconv.FormatInt(maxSize, 10) + ":" + path
-}
-
-// ParseDriverArg is the inverse of DriverArg.
-func ParseDriverArg(arg string) (path string, maxSize int64, err error) {
-	n, p, ok := strings.Cut(arg, ":")
-	if !ok || !filepath.IsAbs(p) {
-		return "", 0, fmt.Errorf("log driver: bad argument %q", arg)
-	}
-	maxSize, err = strconv.ParseInt(n, 10, 64)
-	if err != nil {
-		return "", 0, fmt.Errorf("log driver: bad size in %q: %w", arg, err)
-	}
-	return p, maxSize, nil
-}
-
-// RunDriver is the body of `podvisor log-driver ARG`, started by a
-// containerd shim with the task's stdout on fd 3, stderr on fd 4 and a
-// readiness pipe on fd 5. It returns when both streams reach EOF.
-func RunDriver(arg string) error {
-	path, maxSize, err := ParseDriverArg(arg)
-	if err != nil {
-		return err
-	}
-	stdout := os.NewFile(3, "stdout")
-	stderr := os.NewFile(4, "stderr")
-	// Closing the readiness pipe lets the shim go on creating the task.
-	// It is done first: the output pipes buffer whatever the container
-	// writes until the file is open, and the shim must not wait for our
-	// file system (nor hang if opening the file fails).
-	if ready := os.NewFile(5, "ready"); ready != nil {
-		ready.Close()
-	}
-	w, err := Open(path, maxSize)
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	for i, s := range []struct {
-		name string
-		f    *os.File
-	}{{"stdout", stdout}, {"stderr", stderr}} {
-		if s.f == nil {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = w.Copy(s.name, s.f)
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }

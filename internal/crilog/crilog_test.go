@@ -47,10 +47,7 @@ func TestCopy(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "c", "0.log")
-			w, err := Open(p, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
+			w := Open(p, 0)
 			fixed := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
 			w.Now = func() time.Time { return fixed }
 			if err := w.Copy("stdout", strings.NewReader(tt.input)); err != nil {
@@ -72,10 +69,7 @@ func TestCopy(t *testing.T) {
 
 func TestRotate(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "0.log")
-	w, err := Open(p, 200)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := Open(p, 200)
 	for i := 0; i < 20; i++ {
 		if err := w.WriteRecord("stderr", false, []byte("0123456789")); err != nil {
 			t.Fatal(err)
