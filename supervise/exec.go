@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"time"
 
+	"github.com/podvisor/podvisor/internal/crilog"
 	"github.com/podvisor/podvisor/mounts"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,8 +29,22 @@ func (w *podWorker) observe(ctx context.Context, pod *v1.Pod) {
 	w.rec.each(pod, func(ref ctrRef, _ *v1.Container, cr *containerRecord) {
 		if cr.ID != "" {
 			w.observeOne(ctx, ref, cr.ID)
+			w.checkLog(pod, ref, cr)
 		}
 	})
+}
+
+// checkLog reports output the log driver had to drop (a full log
+// filesystem) as one Warning event each time more was dropped.
+func (w *podWorker) checkLog(pod *v1.Pod, ref ctrRef, cr *containerRecord) {
+	d, err := crilog.ReadDrops(w.logPath(pod, ref.Name, cr.RestartCount))
+	if err != nil || d.Lines <= w.dropsSeen[ref] {
+		return
+	}
+	w.dropsSeen[ref] = d.Lines
+	w.event(pod, ref.fieldPath(), v1.EventTypeWarning, "LogDropped",
+		"log output of container %s dropped: %d lines (%d bytes) since %s: %s; the container keeps running and logging resumes when there is room",
+		ref.Name, d.Lines, d.Bytes, d.Since.Format(time.RFC3339), d.Reason)
 }
 
 func (w *podWorker) observeOne(ctx context.Context, ref ctrRef, id string) {

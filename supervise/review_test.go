@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -195,5 +196,40 @@ func TestStopOutlivesSupervisorStop(t *testing.T) {
 	<-w2.done
 	if e.runningCount() != 1 {
 		t.Fatal("ending the loop stopped the pod")
+	}
+}
+
+// Output the log driver dropped (a full log filesystem) is one Warning
+// event each time more was dropped.
+func TestLogDroppedEvent(t *testing.T) {
+	e := newEnv(t)
+	p := testPod("web", v1.RestartPolicyAlways, nil, "a")
+	w := e.worker(p)
+	e.step(w)
+	logPath := w.logPath(p, "a", 0)
+	os.MkdirAll(filepath.Dir(logPath), 0o755)
+	write := func(lines int) {
+		b, _ := json.Marshal(map[string]any{"lines": lines, "bytes": lines * 10, "since": e.clock.Now(), "reason": "write: no space left on device"})
+		os.WriteFile(logPath+".dropped", b, 0o644)
+	}
+	write(5)
+	e.step(w)
+	e.step(w)
+	count := func() int {
+		n := 0
+		for _, ev := range e.st.events {
+			if strings.HasPrefix(ev, "LogDropped:") {
+				n++
+			}
+		}
+		return n
+	}
+	if count() != 1 || !strings.Contains(strings.Join(e.st.events, "\n"), "5 lines") {
+		t.Fatalf("events %v", e.st.events)
+	}
+	write(9)
+	e.step(w)
+	if count() != 2 {
+		t.Fatalf("more drops, events %v", e.st.events)
 	}
 }

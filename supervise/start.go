@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/podvisor/podvisor/internal/crilog"
 	"github.com/podvisor/podvisor/mounts"
 	v1 "k8s.io/api/core/v1"
 )
@@ -173,6 +174,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef,
 		old := w.logPath(pod, c.Name, restartCount-2)
 		os.Remove(old)
 		os.Remove(old + ".1")
+		os.Remove(crilog.DropsPath(old))
 	}
 	w.event(pod, fp, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
 	return nil

@@ -54,6 +54,7 @@ type podWorker struct {
 	retry        map[ctrRef]*retryClock      // failed starts
 	sandboxRetry retryClock
 	exitSeen     map[ctrRef]time.Time // when podvisor saw the last exit (monotonic)
+	dropsSeen    map[ctrRef]int64     // log lines the driver dropped, as last reported
 	waiting      map[string]*v1.ContainerStateWaiting
 	conds        []v1.PodCondition
 	warned       map[string]bool // one-time warning events already emitted
@@ -74,19 +75,20 @@ type retryClock struct {
 
 func newPodWorker(s *Supervisor, uid types.UID, desired *manifest.Pod, rec *podRecord) *podWorker {
 	w := &podWorker{
-		s:        s,
-		uid:      uid,
-		inbox:    newInbox(),
-		done:     make(chan struct{}),
-		desired:  desired,
-		rec:      rec,
-		obs:      map[string]observation{},
-		oom:      map[string]bool{},
-		crash:    map[ctrRef]*backoff.Backoff{},
-		retry:    map[ctrRef]*retryClock{},
-		exitSeen: map[ctrRef]time.Time{},
-		waiting:  map[string]*v1.ContainerStateWaiting{},
-		warned:   map[string]bool{},
+		s:         s,
+		uid:       uid,
+		inbox:     newInbox(),
+		done:      make(chan struct{}),
+		desired:   desired,
+		rec:       rec,
+		obs:       map[string]observation{},
+		oom:       map[string]bool{},
+		crash:     map[ctrRef]*backoff.Backoff{},
+		retry:     map[ctrRef]*retryClock{},
+		exitSeen:  map[ctrRef]time.Time{},
+		dropsSeen: map[ctrRef]int64{},
+		waiting:   map[string]*v1.ContainerStateWaiting{},
+		warned:    map[string]bool{},
 	}
 	if rec != nil {
 		w.recorded = rec.Pod
