@@ -2,10 +2,14 @@ package supervise
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/podvisor/podvisor/internal/backoff"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -16,7 +20,7 @@ import (
 // record names, sandboxes, cgroups and network attachments of no record)
 // and returns the records, rebuilt from labels for pods whose record is
 // lost.
-func (s *Supervisor) adopt(ctx context.Context) (map[types.UID]*podRecord, error) {
+func (s *Supervisor) adopt(ctx context.Context) (map[types.UID]*podRecord, []leftover, error) {
 	if done, err := s.rt.Collect(ctx); err != nil {
 		s.log.Warn("collect what an interrupted podvisor left in containerd", "err", err, "removed", done)
 	} else if len(done) > 0 {
@@ -28,8 +32,9 @@ func (s *Supervisor) adopt(ctx context.Context) (map[types.UID]*podRecord, error
 	}
 	list, err := s.rt.List(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	var left []leftover
 	live := map[types.UID][]ContainerInfo{}
 	for _, c := range list {
 		uid := types.UID(c.Labels[LabelPodUID])
@@ -54,12 +59,13 @@ func (s *Supervisor) adopt(ctx context.Context) (map[types.UID]*podRecord, error
 		for _, c := range ctrs {
 			if !known[c.ID] {
 				s.log.Warn("removing a container no pod record names", "container", c.ID, "uid", uid)
-				s.rt.Stop(ctx, c.ID, 0)
-				s.rt.Remove(ctx, c.ID)
+				left = append(left, leftover{what: "container " + c.ID, remove: func(ctx context.Context) error {
+					return errors.Join(s.rt.Stop(ctx, c.ID, 0), s.rt.Remove(ctx, c.ID))
+				}})
 			}
 		}
 	}
-	s.sweep(records)
+	left = append(left, s.sweep(records)...)
 	// Leaked CNI attachments: any whose sandbox no record knows.
 	keep := map[string]bool{}
 	for _, r := range records {
@@ -72,7 +78,7 @@ func (s *Supervisor) adopt(ctx context.Context) (map[types.UID]*podRecord, error
 	} else if len(removed) > 0 {
 		s.log.Info("released leaked network attachments", "sandboxes", removed)
 	}
-	return records, nil
+	return records, s.removeLeftovers(ctx, left), nil
 }
 
 // recordFromLabels rebuilds a minimal record for containers whose pod has no
@@ -128,24 +134,25 @@ func placeholderPod(r *podRecord) *v1.Pod {
 	return p
 }
 
-// sweep removes sandboxes and pod cgroups that no pod record names: left by
-// a podvisor that died between making one and recording it.
-func (s *Supervisor) sweep(records map[types.UID]*podRecord) {
+// sweep lists the sandboxes and pod cgroups that no pod record names, left
+// by a podvisor that died between making one and recording it.
+func (s *Supervisor) sweep(records map[types.UID]*podRecord) []leftover {
 	known := map[string]bool{}
 	for _, r := range records {
 		if r.Sandbox != nil {
 			known[r.Sandbox.ID] = true
 		}
 	}
+	var left []leftover
 	entries, _ := os.ReadDir(s.layout.Sandboxes())
 	for _, e := range entries {
 		if known[e.Name()] {
 			continue
 		}
 		s.log.Warn("removing a sandbox no pod record names", "sandbox", e.Name())
-		s.sandboxes.Remove(&sandboxRecord{ID: e.Name()})
+		sb := &sandboxRecord{ID: e.Name()}
+		left = append(left, leftover{what: "sandbox " + sb.ID, remove: func(context.Context) error { return s.sandboxes.Remove(sb) }})
 	}
-	// Pod cgroups of pods no record names (only empty ones can go).
 	for _, parent := range s.cg.dirs(s.opts.CgroupParent) {
 		entries, _ := os.ReadDir(parent)
 		for _, e := range entries {
@@ -154,8 +161,51 @@ func (s *Supervisor) sweep(records map[types.UID]*podRecord) {
 				continue
 			}
 			if _, known := records[types.UID(uid)]; !known {
-				removeCgroupTree(filepath.Join(parent, e.Name()))
+				dir := filepath.Join(parent, e.Name())
+				left = append(left, leftover{what: "cgroup " + dir, remove: func(context.Context) error { return removeCgroupTree(dir) }})
 			}
 		}
+	}
+	return left
+}
+
+// leftover is something no pod owns that must go.
+type leftover struct {
+	what   string
+	remove func(context.Context) error
+}
+
+// removeLeftovers removes each leftover once and returns those that could
+// not be removed yet (logged); retryLeftovers tries them again.
+func (s *Supervisor) removeLeftovers(ctx context.Context, left []leftover) []leftover {
+	var failed []leftover
+	for _, l := range left {
+		if err := l.remove(ctx); err != nil {
+			s.log.Warn("could not remove a leftover no pod owns; retrying with back-off", "what", l.what, "err", err)
+			failed = append(failed, l)
+		}
+	}
+	return failed
+}
+
+// retryLeftovers retries removals that failed at start, with back-off,
+// until all are done or ctx ends. Nothing recreates them: an unrecorded
+// container ID, sandbox or pod cgroup is never used again.
+func (s *Supervisor) retryLeftovers(ctx context.Context, left []leftover) {
+	bo := backoff.Retry(s.clock.Now, 5*time.Minute)
+	for len(left) > 0 {
+		if s.wait(ctx, bo.Next()) != nil {
+			return
+		}
+		var still []leftover
+		for _, l := range left {
+			if err := l.remove(ctx); err != nil {
+				still = append(still, l)
+				s.log.Debug("leftover still not removed", "what", l.what, "err", err)
+			} else {
+				s.log.Info("removed a leftover no pod owns", "what", l.what)
+			}
+		}
+		left = still
 	}
 }

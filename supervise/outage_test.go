@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/podvisor/podvisor/manifest"
 	v1 "k8s.io/api/core/v1"
@@ -67,6 +68,7 @@ func TestRuntimeOutage(t *testing.T) {
 		e.rt.setFail(m, nil)
 	}
 	poll(t, "both running after containerd returned", func() bool {
+		e.clock.Step(time.Second) // the reconnection's back-off
 		n, o := e.st.pod(fresh.UID), e.st.pod(old.UID)
 		return n.Status.Phase == v1.PodRunning && condition(n, ConditionRuntimeReachable) == nil &&
 			o.Status.ContainerStatuses[0].RestartCount == 1 && condition(o, v1.PodReady).Status == v1.ConditionTrue

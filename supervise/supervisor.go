@@ -215,9 +215,13 @@ func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot
 		return ctx.Err()
 	}
 
-	records, err := s.adopt(ctx)
+	records, left, err := s.adopt(ctx)
 	if err != nil {
 		return err
+	}
+	if len(left) > 0 {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.retryLeftovers(ctx, left) }()
 	}
 	var last manifest.Snapshot
 	select {
@@ -378,9 +382,19 @@ func (s *Supervisor) watchEvents(ctx context.Context, subscribed chan<- struct{}
 			s.log.Warn("containerd is unreachable; pods keep running, and their status waits for it", "err", err)
 			said = s.clock.Now()
 		}
-		if backoff.Wait(ctx, bo.Next()) != nil {
+		if s.wait(ctx, bo.Next()) != nil {
 			return
 		}
+	}
+}
+
+// wait waits d on the supervisor's clock, or until ctx ends.
+func (s *Supervisor) wait(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.clock.After(d):
+		return nil
 	}
 }
 

@@ -204,8 +204,8 @@ func TestSupervisorSweepsLeftovers(t *testing.T) {
 	os.MkdirAll(e.s.layout.SandboxDir("leaked"), 0o755)
 	cg := filepath.Join(e.cgRoot(), "cpu", "podvisor", "podleaked")
 	os.MkdirAll(filepath.Join(cg, "ctr"), 0o755)
-	if _, err := e.s.adopt(context.Background()); err != nil {
-		t.Fatal(err)
+	if _, left, err := e.s.adopt(context.Background()); err != nil || len(left) != 0 {
+		t.Fatal(err, left)
 	}
 	if len(e.sbx.removed) != 1 || e.sbx.removed[0] != "leaked" {
 		t.Errorf("sandboxes removed %v", e.sbx.removed)
@@ -214,7 +214,7 @@ func TestSupervisorSweepsLeftovers(t *testing.T) {
 		t.Errorf("leaked cgroup kept: %v", err)
 	}
 	e.rt.setFail("List", errTest)
-	if _, err := e.s.adopt(context.Background()); !errors.Is(err, errTest) {
+	if _, _, err := e.s.adopt(context.Background()); !errors.Is(err, errTest) {
 		t.Errorf("adopt with a failing list = %v", err)
 	}
 }
@@ -233,7 +233,10 @@ func TestSupervisorEventStreamBreaks(t *testing.T) {
 	e.rt.exit(id, 1) // no event for this exit
 	e.rt.errs <- errors.New("stream broke")
 	poll(t, "unhealthy", func() bool { e.st.mu.Lock(); defer e.st.mu.Unlock(); return e.st.health != nil })
-	poll(t, "resubscribed", func() bool { return e.rt.count("Events") >= 2 })
+	poll(t, "resubscribed", func() bool {
+		e.clock.Step(time.Second) // the resubscription's back-off
+		return e.rt.count("Events") >= 2
+	})
 	poll(t, "restart after resubscribing", func() bool {
 		pod := e.st.pod(p.UID)
 		return pod.Status.ContainerStatuses[0].RestartCount == 1
@@ -342,4 +345,28 @@ func (e *env) ctrOf(uid types.UID) string {
 		}
 	}
 	return ""
+}
+
+// A leftover that cannot be removed at start is retried with back-off
+// until it goes.
+func TestLeftoversRetried(t *testing.T) {
+	e := newEnv(t)
+	p := testPod("keep", v1.RestartPolicyAlways, nil, "c")
+	w := e.worker(p)
+	e.step(w)
+	e.rt.addLabelled("stray", map[string]string{LabelPodUID: string(p.UID), LabelContainer: "c"}, ContainerState{Exists: true, HasTask: true, Running: true})
+	e.rt.setFail("Remove stray", errTest)
+	snaps := make(chan manifest.Snapshot, 1)
+	stop := e.run(snaps)
+	defer stop()
+	snaps <- snapshot(p)
+	poll(t, "a first try", func() bool { return e.rt.count("Remove stray") >= 1 })
+	e.rt.setFail("Remove stray", nil)
+	poll(t, "the stray removed by a retry", func() bool {
+		e.clock.Step(time.Minute)
+		e.rt.mu.Lock()
+		defer e.rt.mu.Unlock()
+		_, ok := e.rt.ctrs["stray"]
+		return !ok
+	})
 }
