@@ -22,8 +22,17 @@ type fieldProblem struct {
 // target is invalid.
 func decodeTarget(t target, v any, opts ParseOptions, errs, warns *[]fieldProblem) bool {
 	var unknown []unknownField
-	findUnknownFields(t.node, reflect.TypeOf(v).Elem(), "", &unknown)
+	findUnknownFields(t.node, reflect.TypeOf(v).Elem(), &unknown)
 	raw := []byte(t.raw)
+	if len(unknown) > maxUnknownFields {
+		// A document newer than podvisor adds a few fields; this many is
+		// garbage, and is not worth holding, listing or stripping.
+		for _, u := range unknown[:maxUnknownFields] {
+			*errs = append(*errs, fieldProblem{u.path, "unknown field", u.line})
+		}
+		*errs = append(*errs, fieldProblem{"", fmt.Sprintf("more than %d unknown fields; the rest are not listed", maxUnknownFields), unknown[maxUnknownFields].line})
+		return false
+	}
 	if len(unknown) > 0 {
 		if opts.UnknownFields != UnknownFieldsWarn {
 			for _, u := range unknown {

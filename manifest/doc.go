@@ -6,8 +6,14 @@
 //   - Which files: *.yaml, *.yml, *.json and *.manifest directly in the
 //     directory, symlinks followed. Never dotfiles, *~, *.swp, *.swx, *.bak,
 //     *.orig, *.tmp, *.dpkg-*, *.rpm*, digit-only names (vim's 4913 probe) or
-//     sub-directories; each ignored entry is logged once with the reason.
+//     sub-directories; each ignored entry is logged once with the reason
+//     (at Info for a wrong extension, a directory, a FIFO, socket or
+//     device, at Debug for editor and package-manager litter).
 //     Files over MaxFileSize and empty files are invalid.
+//   - Decoding is bounded: a document over MaxDocumentSize is invalid; a
+//     file with more than 5000 documents and List items, or more than
+//     100000 values, is invalid as a whole; a document reports at most 100
+//     errors. A scan that parsed a lot returns the memory to the OS.
 //   - ParseFile decodes one file (YAML, possibly several documents, a v1
 //     List of Pods, ConfigMaps and Secrets, a PodList, or JSON) strictly:
 //     unknown fields are errors unless ParseOptions says UnknownFieldsWarn.
@@ -16,7 +22,10 @@
 //     defaults are applied; the pod is validated and given its static-pod
 //     identity: name "<name>-<node>", UID derived from the decoded content,
 //     the file path and the node name (never from defaults or timestamps),
-//     so reformatting a file keeps the UID.
+//     so reformatting a file keeps the UID. Validation includes the limits
+//     the apiserver enforces (apimachinery's ValidateObjectMeta:
+//     annotations at most 256 KiB, labels), a log directory name that fits
+//     in 255 bytes, and quantities small enough for int64 cgroup values.
 //   - Every problem is a *FileError carrying the file, the line when it can
 //     be found, and the field path; all of them wrap ErrInvalid unless they
 //     are I/O errors. Warnings wrap ErrInsecure or ErrIgnored.
@@ -75,5 +84,5 @@
 //     Renames in and out are adds and deletes.
 //
 // The package imports nothing else from podvisor except internal leaves
-// (inotify, atomicfile, version).
+// (inotify, atomicfile, layout, version).
 package manifest

@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,12 +13,12 @@ import (
 	"time"
 
 	yaml3 "go.yaml.in/yaml/v3"
-	"sigs.k8s.io/yaml"
 )
 
 // parseNode parses one document into a YAML node tree with file lines. It
-// returns nil for an empty document.
-func parseNode(path string, d rawDoc) (*yaml3.Node, *FileError) {
+// returns nil for an empty document. jerr is the error of converting the
+// same document to JSON, if any.
+func parseNode(path string, d rawDoc, jerr error) (*yaml3.Node, *FileError) {
 	dec := yaml3.NewDecoder(bytes.NewReader(d.data))
 	var doc yaml3.Node
 	if err := dec.Decode(&doc); err != nil {
@@ -27,8 +28,8 @@ func parseNode(path string, d rawDoc) (*yaml3.Node, *FileError) {
 		// Prefer the message of the parser that decodes the pod: it is what
 		// kubectl would say, and yaml/v3 reports some scanner errors one line
 		// early.
-		if _, err2 := yaml.YAMLToJSONStrict(d.data); err2 != nil {
-			err = err2
+		if jerr != nil {
+			err = jerr
 		}
 		return nil, yamlError(path, d, err)
 	}
@@ -92,8 +93,11 @@ func (t target) full(field string) string {
 var documentKinds = []string{"Pod", "ConfigMap", "Secret"}
 
 // parseDocument checks apiVersion and kind and parses the Pod, ConfigMap or
-// Secret, or each item of a List (of any of them) or PodList.
-func parseDocument(path string, d rawDoc, root *yaml3.Node, docIndex int, nodeName string, now time.Time, opts ParseOptions) docResult {
+// Secret, or each item of a List (of any of them) or PodList. j and jerr are
+// the document converted to JSON. room (at least 1) is how many more
+// objects the file may hold; a List with more items than that is not parsed
+// and its result has tooMany set.
+func parseDocument(path string, d rawDoc, root *yaml3.Node, j []byte, jerr error, docIndex int, nodeName string, now time.Time, opts ParseOptions, room int) docResult {
 	res := docResult{index: docIndex, line: d.line}
 	fail := func(field string, line int, reason string) docResult {
 		res.errs = append(res.errs, &FileError{Path: path, Line: line, Field: field, Reason: reason})
@@ -117,9 +121,8 @@ func parseDocument(path string, d rawDoc, root *yaml3.Node, docIndex int, nodeNa
 
 	// sigs.k8s.io/yaml gives YAML the meaning kubectl gives it (YAML 1.1
 	// scalars, duplicate keys are errors); the tree above is only for lines.
-	j, err := yaml.YAMLToJSONStrict(d.data)
-	if err != nil {
-		res.errs = append(res.errs, yamlError(path, d, err))
+	if jerr != nil {
+		res.errs = append(res.errs, yamlError(path, d, jerr))
 		return res
 	}
 
@@ -154,6 +157,11 @@ func parseDocument(path string, d rawDoc, root *yaml3.Node, docIndex int, nodeNa
 		if len(res.errs) > 0 {
 			return res
 		}
+		if len(list.Items) > room {
+			res.tooMany = lineOf(root, "items["+strconv.Itoa(room)+"]")
+			return res
+		}
+		res.items = len(list.Items)
 		for i, raw := range list.Items {
 			prefix := "items[" + strconv.Itoa(i) + "]"
 			node := resolveAlias(items.Content[i])
@@ -205,6 +213,20 @@ func parseDocument(path string, d rawDoc, root *yaml3.Node, docIndex int, nodeNa
 		res.pods, res.objs, res.warns = nil, nil, nil
 	}
 	return res
+}
+
+// capProblems keeps the first maxDocProblems errors of a document (by line)
+// and one more saying how many others there were: a hostile document must
+// not turn into a hundred thousand errors to hold, log and record. A
+// single error past the cap is kept as it is rather than counted.
+func capProblems(path string, res *docResult) {
+	if len(res.errs) <= maxDocProblems+1 {
+		return
+	}
+	slices.SortStableFunc(res.errs, func(a, b *FileError) int { return cmp.Compare(a.Line, b.Line) })
+	rest := res.errs[maxDocProblems:]
+	res.errs = append(res.errs[:maxDocProblems:maxDocProblems], &FileError{Path: path, Line: rest[0].Line,
+		Reason: fmt.Sprintf("%d more errors in this document are not listed", len(rest))})
 }
 
 // scalarField returns the value of a scalar key of a mapping, or "".

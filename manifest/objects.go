@@ -107,7 +107,8 @@ func objectHash(o *object, path string) string {
 // ValidateSecret call it (TestValidateConfigMap, TestValidateSecret in
 // pkg/apis/core/validation/validation_test.go: "invalid name", "empty name",
 // "invalid namespace"): the name is a DNS-1123 subdomain, the namespace a
-// DNS-1123 label.
+// DNS-1123 label, and the rest of the metadata is within the apiserver's
+// limits.
 func validateObjectMeta(meta *metav1.ObjectMeta, p *problems) {
 	switch {
 	case meta.Name == "":
@@ -122,6 +123,7 @@ func validateObjectMeta(meta *metav1.ObjectMeta, p *problems) {
 			p.invalid("metadata.namespace", msg)
 		}
 	}
+	validateMeta(meta, p)
 }
 
 // validateConfigMap follows ValidateConfigMap (TestValidateConfigMap: "bad

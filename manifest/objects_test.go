@@ -29,7 +29,9 @@ func TestParseObjects(t *testing.T) {
 		{"configmap bad key", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n  \"a b\": x\n", "data[a b]", "a valid config key", 5},
 		{"configmap key with leading dots", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n  ..a: x\n", "data[..a]", "must not start with '..'", 5},
 		{"configmap key in data and binaryData", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {k: x}\nbinaryData: {k: AA==}\n", "data[k]", "duplicate of key \"k\" present in binaryData", 4},
-		{"configmap too large", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {k: " + strings.Repeat("x", maxObjectSize+1) + "}\n", "data", "too long", 4},
+		{"configmap too large", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {k: " + strings.Repeat("x", maxObjectSize+1) + "}\n", "", "document is larger than 1048576 bytes (1048640 bytes)", 1},
+		{"configmap annotations too large", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  annotations: {k: " + strings.Repeat("x", 256<<10) + "}\n", "metadata.annotations", "annotations size 262145 is larger than limit 262144", 5},
+		{"configmap label invalid", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  labels: {k: \"a b\"}\n", "metadata.labels", `Invalid value: "a b": a valid label must be`, 5},
 		{"configmap unknown field", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndatta: {k: x}\n", "datta", "unknown field", 4},
 
 		// TestValidateSecret.

@@ -6,12 +6,39 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
+
+	"sigs.k8s.io/yaml"
 )
 
 // MaxFileSize is the largest manifest file podvisor reads (kubelet's
 // maxConfigLength).
 const MaxFileSize = 10 << 20
+
+// MaxDocumentSize is the largest YAML document (the text between "---"
+// lines, or a whole JSON file) podvisor decodes. Decoding costs up to about
+// a hundred times a document's size (a flow list of one-letter strings), so
+// this bounds it. kubeadm's largest static pod is about 5 KB; the price is
+// that a ConfigMap or Secret close to the apiserver's 1 MiB of data does
+// not fit in one document.
+const MaxDocumentSize = 1 << 20
+
+// maxObjects is how many objects (documents, or items of Lists) one file
+// may hold. Every valid one is kept in memory, and kubelet runs at most 110
+// pods by default.
+const maxObjects = 5000
+
+// maxValues is how many values (keys, scalars, lists and maps, aliases
+// expanded) one file may hold. What podvisor keeps of a valid pod costs up to
+// a few hundred bytes per value (a container is a large struct), and a
+// hostile document of tiny values is all values: this bounds what a file at
+// MaxFileSize keeps. kubeadm's static pods have a few hundred.
+const maxValues = 100_000
+
+// maxDocProblems is how many errors one document reports; the rest are
+// counted.
+const maxDocProblems = 100
 
 // ParseFile decodes, defaults, validates and names every pod document in
 // data, with the default ParseOptions. path is recorded in the pods and
@@ -32,6 +59,9 @@ type docResult struct {
 	objs  []*object
 	warns []*FileError // for Snapshot.Warnings (pods keep theirs)
 	errs  []*FileError
+
+	items   int // items of a List, for maxObjects
+	tooMany int // line of an item over maxObjects (the List is not parsed), or 0
 }
 
 // fileResult is one parsed file.
@@ -74,8 +104,35 @@ func parseDocs(path string, data []byte, nodeName string, now time.Time, opts Pa
 		r.errs = []*FileError{{Path: path, Reason: "empty file"}}
 		return r
 	}
-	for _, d := range splitDocuments(data) {
-		root, ferr := parseNode(path, d)
+	// Count before parsing anything: a flood of tiny documents costs
+	// nothing to reject here.
+	docs, n := splitDocuments(data), 0
+	for _, d := range docs {
+		if blank(d.data) {
+			continue
+		}
+		if n++; n > maxObjects {
+			r.errs = []*FileError{{Path: path, Line: d.line, Reason: tooManyObjects}}
+			return r
+		}
+	}
+	objects, values := 0, 0
+	for _, d := range docs {
+		if len(d.data) > MaxDocumentSize {
+			r.docs = append(r.docs, docResult{index: len(r.docs), line: d.line, errs: []*FileError{{Path: path, Line: d.line,
+				Reason: fmt.Sprintf(`document is larger than %d bytes (%d bytes); split it into documents separated by "---" lines`, MaxDocumentSize, len(d.data))}}})
+			continue
+		}
+		// The JSON first: its decoder's garbage can go before the node
+		// tree, which lives until the document is done, is built; and its
+		// size says whether the rest is affordable.
+		j, jerr := yaml.YAMLToJSONStrict(d.data)
+		if values += countJSONValues(j); values > maxValues {
+			r.errs = []*FileError{{Path: path, Line: d.line, Reason: tooManyValues}}
+			r.docs = nil
+			return r
+		}
+		root, ferr := parseNode(path, d, jerr)
 		if ferr != nil {
 			r.docs = append(r.docs, docResult{index: len(r.docs), line: d.line, errs: []*FileError{ferr}})
 			continue
@@ -83,13 +140,67 @@ func parseDocs(path string, data []byte, nodeName string, now time.Time, opts Pa
 		if root == nil {
 			continue // empty document: only comments, or nothing between separators
 		}
-		r.docs = append(r.docs, parseDocument(path, d, root, len(r.docs), nodeName, now, opts))
+		if objects == maxObjects {
+			r.errs = []*FileError{{Path: path, Line: root.Line, Reason: tooManyObjects}}
+			r.docs = nil
+			return r
+		}
+		res := parseDocument(path, d, root, j, jerr, len(r.docs), nodeName, now, opts, maxObjects-objects)
+		if res.tooMany > 0 {
+			r.errs = []*FileError{{Path: path, Line: res.tooMany, Reason: tooManyObjects}}
+			r.docs = nil
+			return r
+		}
+		objects += max(1, res.items)
+		capProblems(path, &res)
+		r.docs = append(r.docs, res)
 	}
 	if len(r.docs) == 0 {
 		r.errs = []*FileError{{Path: path, Reason: "no documents (only comments)"}}
 	}
 	rejectFileDuplicates(path, r.docs)
 	return r
+}
+
+var (
+	tooManyObjects = fmt.Sprintf("more than %d documents and List items in one file; split it into several files", maxObjects)
+	tooManyValues  = fmt.Sprintf("more than %d values (keys, scalars, lists and maps) in one file; split it into several files", maxValues)
+)
+
+// blank reports whether a document has only blank lines and comments.
+func blank(doc []byte) bool {
+	for line := range bytes.Lines(doc) {
+		if l := bytes.TrimSpace(line); len(l) > 0 && l[0] != '#' {
+			return false
+		}
+	}
+	return true
+}
+
+// countJSONValues counts the keys, scalars, arrays and objects of compact
+// JSON (as sigs.k8s.io/yaml writes it) without decoding it.
+func countJSONValues(j []byte) int {
+	n := 0
+	for i := 0; i < len(j); i++ {
+		switch j[i] {
+		case '"':
+			n++
+			for i++; i < len(j) && j[i] != '"'; i++ {
+				if j[i] == '\\' {
+					i++
+				}
+			}
+		case '{', '[':
+			n++
+		case ',', ':', '}', ']', ' ', '\t', '\n', '\r':
+		default: // a number, true, false or null
+			n++
+			for i+1 < len(j) && !strings.ContainsRune(",:}] \t\n\r", rune(j[i+1])) {
+				i++
+			}
+		}
+	}
+	return n
 }
 
 // rejectFileDuplicates makes a document invalid when it names a pod,

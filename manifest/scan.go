@@ -84,6 +84,8 @@ type scanner struct {
 	loggedErrs  map[string]bool   // FileError texts logged and still present
 	loggedWarns map[string]bool   // warning texts logged and still present
 	loggedState string            // last state file error logged
+
+	parsed int // bytes of manifests parsed by this scan
 }
 
 func newScanner(dir, nodeName string, log *slog.Logger) *scanner {
@@ -171,6 +173,10 @@ func (s *scanner) scan(mode scanMode) (Snapshot, bool) {
 	s.logNew(snap)
 	s.prev, s.prevObjSig = &snap, objSig
 	s.persist()
+	if s.parsed >= largeParse {
+		returnMemory() // the previous content of the files read is garbage now too
+	}
+	s.parsed = 0
 	return snap, changed
 }
 
@@ -196,7 +202,7 @@ func (s *scanner) visit(e entry, mode scanMode) bool {
 		s.logSkip(e, "directory (subdirectories are not read)")
 		return false
 	case !info.Mode().IsRegular():
-		s.logSkip(e, "not a regular file")
+		s.logSkip(e, specialReason(info.Mode(), e.link))
 		return false
 	}
 	delete(s.skipped, e.name)
@@ -283,10 +289,26 @@ func (s *scanner) readFile(path string) (res fileResult, sig fileSig, ioErr *Fil
 		res.errs = []*FileError{{Path: path, Reason: fmt.Sprintf("file is larger than %d bytes (%d bytes)", MaxFileSize, fi.Size())}}
 		return res, sig, nil, false
 	}
-	// Read one byte past the limit so a file that grew after stat is caught.
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	data, err := readAll(f, fi.Size())
 	if err != nil {
 		return res, sig, &FileError{Path: path, Reason: "read: " + err.Error(), Err: err}, false
 	}
+	s.parsed += len(data)
 	return parseDocs(path, data, s.nodeName, s.now(), s.opts), sig, nil, false
+}
+
+// readAll reads a file of the given size (at stat time) into one buffer of
+// that size, and up to one byte past MaxFileSize if it grew since, so that
+// parseDocs catches a file that grew too large.
+func readAll(f io.Reader, size int64) ([]byte, error) {
+	data := make([]byte, size+1)
+	n, err := io.ReadFull(f, data)
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return data[:n], nil
+	case err != nil:
+		return nil, err
+	}
+	rest, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1-int64(n)))
+	return append(data, rest...), err
 }

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"io/fs"
 	"strings"
 )
 
@@ -39,13 +40,41 @@ func hasAnySuffix(s string, suffixes ...string) bool {
 	return false
 }
 
+// specialReason is the skip reason of an entry that is (or whose symlink
+// target is) neither a regular file nor a directory.
+func specialReason(mode fs.FileMode, link bool) string {
+	kind := "special file"
+	switch {
+	case mode&fs.ModeNamedPipe != 0:
+		kind = "FIFO"
+	case mode&fs.ModeSocket != 0:
+		kind = "socket"
+	case mode&fs.ModeCharDevice != 0:
+		kind = "character device"
+	case mode&fs.ModeDevice != 0:
+		kind = "block device"
+	}
+	if link {
+		return "symlink to a " + kind + "; only regular files are read"
+	}
+	return "a " + kind + "; only regular files are read"
+}
+
+// loudSkip reports whether a skip reason is likely a user's mistake (a
+// manifest with the wrong name, in a sub-directory, or not a file) rather
+// than the litter of editors and package managers; those are logged at
+// Info, the litter at Debug.
+func loudSkip(reason string) bool {
+	return strings.HasPrefix(reason, "not a manifest extension") || strings.HasPrefix(reason, "directory") ||
+		strings.HasSuffix(reason, "only regular files are read")
+}
+
 func (s *scanner) logSkip(e entry, reason string) {
 	if s.skipped[e.name] == reason {
 		return
 	}
 	s.skipped[e.name] = reason
-	if strings.HasPrefix(reason, "not a manifest extension") || strings.HasPrefix(reason, "directory") {
-		// Likely a user mistake rather than editor litter: say it louder.
+	if loudSkip(reason) {
 		s.log.Info("skipping file in manifest directory", "file", e.path, "reason", reason)
 		return
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding"
 	"encoding/json"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,17 +29,71 @@ var (
 // every key that the strict JSON decoder would reject. Unlike encoding/json
 // it matches case-sensitively, as the apiserver does, so "Image:" is an error
 // rather than a silent alias of "image:". It exists to give unknown fields a
-// full path and a line; sigs.k8s.io/yaml only names the key.
-func findUnknownFields(n *yaml3.Node, t reflect.Type, path string, out *[]unknownField) {
-	findUnknown(n, t, path, nil, out, 0)
+// full path and a line; sigs.k8s.io/yaml only names the key. It stops after
+// maxUnknownFields+1 of them: the caller says "too many" rather than holding
+// a hostile document's every key.
+func findUnknownFields(n *yaml3.Node, t reflect.Type, out *[]unknownField) {
+	w := unknownWalk{out: out}
+	w.walk(n, t, 0)
 }
 
 // maxUnknownDepth bounds the walk; Kubernetes types nest far less, and an
 // alias cycle or a hostile document must not recurse without end.
 const maxUnknownDepth = 64
 
-func findUnknown(n *yaml3.Node, t reflect.Type, path string, segs []any, out *[]unknownField, depth int) {
-	if depth > maxUnknownDepth {
+// maxUnknownFields is how many unknown fields one object may report.
+const maxUnknownFields = maxDocProblems
+
+// pathSeg is one step of the walk: a struct field or map key (name), or a
+// sequence index.
+type pathSeg struct {
+	name  string
+	index int
+	kind  segKind
+}
+
+type segKind int
+
+const (
+	segField segKind = iota // .name
+	segKey                  // [name]
+	segIndex                // [index]
+)
+
+// unknownWalk keeps the path of the node being visited as a stack, so that
+// the path strings are built only for the unknown fields found; a walk
+// that built one per node would cost more than the node tree itself.
+type unknownWalk struct {
+	segs []pathSeg
+	out  *[]unknownField
+}
+
+func (w *unknownWalk) found(line int) {
+	var b strings.Builder
+	segs := make([]any, 0, len(w.segs))
+	for i, s := range w.segs {
+		switch s.kind {
+		case segField:
+			if i > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(s.name)
+			segs = append(segs, s.name)
+		case segKey:
+			b.WriteString("[" + s.name + "]")
+			segs = append(segs, s.name)
+		case segIndex:
+			b.WriteString("[" + strconv.Itoa(s.index) + "]")
+			segs = append(segs, s.index)
+		}
+	}
+	*w.out = append(*w.out, unknownField{path: b.String(), line: line, segs: segs})
+}
+
+func (w *unknownWalk) full() bool { return len(*w.out) > maxUnknownFields }
+
+func (w *unknownWalk) walk(n *yaml3.Node, t reflect.Type, depth int) {
+	if depth > maxUnknownDepth || w.full() {
 		return
 	}
 	n = resolveAlias(n)
@@ -50,8 +103,8 @@ func findUnknown(n *yaml3.Node, t reflect.Type, path string, segs []any, out *[]
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if implementsUnmarshal(t) {
-		return
+	if !hasFields(t) {
+		return // strings, numbers, quantities: nothing below can be unknown
 	}
 	switch t.Kind() {
 	case reflect.Struct:
@@ -59,29 +112,30 @@ func findUnknown(n *yaml3.Node, t reflect.Type, path string, segs []any, out *[]
 			return // a type mismatch; the decoder reports it
 		}
 		fields := jsonFields(t)
-		for i := 0; i+1 < len(n.Content); i += 2 {
+		for i := 0; i+1 < len(n.Content) && !w.full(); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			if isMerge(k) {
 				for _, m := range mergeSources(v) {
-					findUnknown(m, t, path, segs, out, depth+1)
+					w.walk(m, t, depth+1)
 				}
 				continue
 			}
-			p := joinField(path, k.Value)
-			s := append(slices.Clip(segs), k.Value)
-			ft, ok := fields[k.Value]
-			if !ok {
-				*out = append(*out, unknownField{path: p, line: k.Line, segs: s})
-				continue
+			w.segs = append(w.segs, pathSeg{name: k.Value, kind: segField})
+			if ft, ok := fields[k.Value]; ok {
+				w.walk(v, ft, depth+1)
+			} else {
+				w.found(k.Line)
 			}
-			findUnknown(v, ft, p, s, out, depth+1)
+			w.segs = w.segs[:len(w.segs)-1]
 		}
 	case reflect.Slice, reflect.Array:
 		if n.Kind != yaml3.SequenceNode {
 			return
 		}
 		for i, c := range n.Content {
-			findUnknown(c, t.Elem(), path+"["+strconv.Itoa(i)+"]", append(slices.Clip(segs), i), out, depth+1)
+			w.segs = append(w.segs, pathSeg{index: i, kind: segIndex})
+			w.walk(c, t.Elem(), depth+1)
+			w.segs = w.segs[:len(w.segs)-1]
 		}
 	case reflect.Map:
 		if n.Kind != yaml3.MappingNode {
@@ -92,9 +146,35 @@ func findUnknown(n *yaml3.Node, t reflect.Type, path string, segs []any, out *[]
 			if isMerge(k) {
 				continue
 			}
-			findUnknown(v, t.Elem(), path+"["+k.Value+"]", append(slices.Clip(segs), k.Value), out, depth+1)
+			w.segs = append(w.segs, pathSeg{name: k.Value, kind: segKey})
+			w.walk(v, t.Elem(), depth+1)
+			w.segs = w.segs[:len(w.segs)-1]
 		}
 	}
+}
+
+var hasFieldsCache sync.Map // reflect.Type -> bool
+
+// hasFields reports whether a value of type t can hold a struct whose keys
+// the walk checks: a struct decoded field by field, or a slice, array or
+// map of one.
+func hasFields(t reflect.Type) bool {
+	if v, ok := hasFieldsCache.Load(t); ok {
+		return v.(bool)
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	var has bool
+	switch {
+	case implementsUnmarshal(t):
+	case t.Kind() == reflect.Struct:
+		has = true
+	case t.Kind() == reflect.Slice, t.Kind() == reflect.Array, t.Kind() == reflect.Map:
+		has = hasFields(t.Elem())
+	}
+	hasFieldsCache.Store(t, has)
+	return has
 }
 
 func implementsUnmarshal(t reflect.Type) bool {

@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"path"
 	"slices"
@@ -45,6 +46,7 @@ const maxHostnameLen = 63
 // pkg/apis/core/validation/validation_test.go whose cases it follows (cited by
 // function name).
 func validatePod(pod *v1.Pod, baseName string, p *problems) {
+	before := len(p.errs)
 	// TestValidateObjectMetaNamespaces and the name cases of TestValidatePod:
 	// names are DNS-1123 subdomains, namespaces DNS-1123 labels.
 	switch {
@@ -70,6 +72,10 @@ func validatePod(pod *v1.Pod, baseName string, p *problems) {
 	for _, msg := range validation.IsDNS1123Label(pod.Namespace) {
 		p.invalid("metadata.namespace", msg)
 	}
+	if len(p.errs) == before { // a name that is already wrong says so once
+		validateLogDir(pod, p)
+	}
+	validateMeta(&pod.ObjectMeta, p)
 
 	spec := &pod.Spec
 	vols := validateVolumes(spec.Volumes, p)
@@ -90,6 +96,7 @@ func validatePod(pod *v1.Pod, baseName string, p *problems) {
 		validateContainer(paths[i], &spec.Containers[i], vols, names, p)
 	}
 	validateHostPorts(paths, spec.Containers, p)
+	validatePodTotals(spec, p)
 
 	// TestValidateRestartPolicy.
 	switch spec.RestartPolicy {
@@ -229,8 +236,8 @@ func validateVolumes(vols []v1.Volume, p *problems) map[string]*v1.Volume {
 				p.invalidf(vp+".hostPath.type", "unsupported value %q: must be one of \"\", DirectoryOrCreate, Directory, FileOrCreate, File, Socket, CharDevice, BlockDevice", *hp.Type)
 			}
 		}
-		if ed := vol.EmptyDir; ed != nil && ed.SizeLimit != nil && ed.SizeLimit.Sign() < 0 {
-			p.invalid(vp+".emptyDir.sizeLimit", "must be greater than or equal to 0")
+		if ed := vol.EmptyDir; ed != nil && ed.SizeLimit != nil {
+			validateQuantity(vp+".emptyDir.sizeLimit", v1.ResourceStorage, *ed.SizeLimit, p)
 		}
 	}
 	return byName
@@ -336,16 +343,18 @@ func validateContainer(cp string, c *v1.Container, vols map[string]*v1.Volume, n
 		}
 	}
 
-	// TestValidateResourceRequirements: quantities are not negative and a
-	// request never exceeds its limit.
+	// TestValidateResourceRequirements: quantities are not negative (nor
+	// too large to account for) and a request never exceeds its limit.
 	for _, kind := range []struct {
 		name string
 		rl   v1.ResourceList
 	}{{"limits", c.Resources.Limits}, {"requests", c.Resources.Requests}} {
-		for name, q := range kind.rl {
-			if q.Sign() < 0 {
-				p.invalidf(fmt.Sprintf("%s.resources.%s[%s]", cp, kind.name, name), "must be greater than or equal to 0, got %s", q.String())
+		for _, name := range slices.Sorted(maps.Keys(kind.rl)) { // errors in a stable order
+			q := kind.rl[name]
+			if lim, ok := c.Resources.Limits[name]; kind.name == "requests" && ok && q.Cmp(lim) == 0 && !quantityOK(name, lim) {
+				continue // defaulted from the limit, whose error says it
 			}
+			validateQuantity(fmt.Sprintf("%s.resources.%s[%s]", cp, kind.name, name), name, q, p)
 		}
 	}
 	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
