@@ -84,9 +84,16 @@ func runAction(c *cli.Context) error {
 	}
 	stateDir, runDir, logDir := c.String("state-dir"), c.String("run-dir"), c.String("log-dir")
 	paths := layout.Layout{StateDir: stateDir, RunDir: runDir, LogDir: logDir}
-	for _, d := range []string{stateDir, runDir, logDir, c.String("images-dir")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return fmt.Errorf("create %s: %w", d, err)
+	// State and run dirs hold pods' files, namespaces and /dev/shm, and
+	// the API socket: root's only (runc, CNI and containerd reach them as
+	// root). Logs stay 0755 as kubelet's /var/log/pods, their files 0640.
+	// An existing directory keeps its mode: it may be one an admin shares.
+	for _, d := range []struct {
+		path string
+		mode os.FileMode
+	}{{stateDir, 0o700}, {runDir, 0o700}, {logDir, 0o755}, {c.String("images-dir"), 0o755}} {
+		if err := os.MkdirAll(d.path, d.mode); err != nil {
+			return fmt.Errorf("create %s: %w", d.path, err)
 		}
 	}
 	unlock, err := lockStateDir(stateDir)

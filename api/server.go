@@ -74,8 +74,9 @@ func (o Options) withDefaults() Options {
 // then shuts down gracefully and removes the socket. It returns nil after a
 // shutdown and an error when it cannot listen or serve.
 //
-// The socket is created with mode 0600 (before its path appears, so there is
-// no window with wider access) in a parent directory created 0755 if missing.
+// The socket is created with mode 0600: it is bound in a private (0700)
+// directory and renamed into place once restricted, so at no moment can
+// another user connect. Its parent directory is created 0700 if missing.
 // A stale socket left by a dead server is removed; if a live server answers
 // on the socket, Serve refuses with ErrSocketInUse. A path that exists and is
 // not a socket is left alone and is an error.
@@ -129,16 +130,20 @@ func Serve(ctx context.Context, o Options) error {
 	return nil
 }
 
+// socketBound, nil outside tests, runs right after the socket is bound,
+// while it still has the umask's mode.
+var socketBound func(tmp string)
+
 // listenUnix listens on socketPath with mode 0600 and returns the listener
 // and the socket's file info, to recognise it when removing it later.
 func listenUnix(ctx context.Context, socketPath string) (net.Listener, os.FileInfo, error) {
 	dir := filepath.Dir(socketPath)
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, nil, fmt.Errorf("create socket directory: %w", err)
 		}
-		// MkdirAll's mode is filtered by the umask; the contract says 0755.
-		if err := os.Chmod(dir, 0o755); err != nil {
+		// MkdirAll's mode is filtered by the umask; the contract says 0700.
+		if err := os.Chmod(dir, 0o700); err != nil {
 			return nil, nil, fmt.Errorf("create socket directory: %w", err)
 		}
 	}
@@ -161,11 +166,19 @@ func listenUnix(ctx context.Context, socketPath string) (net.Listener, os.FileIn
 		}
 	}
 
-	// Bind under a temporary name, restrict it, then rename it into place:
-	// the socket never exists at socketPath with the umask's mode. The
-	// temporary name is short so it fits where socketPath itself fits.
-	tmp := filepath.Join(dir, fmt.Sprintf(".s%d", os.Getpid()))
-	_ = os.Remove(tmp)
+	// Bind inside a private directory (MkdirTemp makes it 0700, whatever
+	// the umask), restrict the socket, then rename it into place: it is
+	// never reachable by another user with the umask's mode, and nothing
+	// process-wide such as the umask is changed under other goroutines.
+	// The directory sits beside socketPath (a rename does not cross
+	// filesystems); the bound path is dir plus at most 15 bytes, and bind
+	// allows 107.
+	tmpDir, err := os.MkdirTemp(dir, ".s")
+	if err != nil {
+		return nil, nil, fmt.Errorf("listen on %s: %w", socketPath, err)
+	}
+	defer os.RemoveAll(tmpDir)
+	tmp := filepath.Join(tmpDir, "s")
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "unix", tmp)
 	if err != nil {
@@ -174,8 +187,10 @@ func listenUnix(ctx context.Context, socketPath string) (net.Listener, os.FileIn
 	ln.(*net.UnixListener).SetUnlinkOnClose(false) // Serve removes socketPath itself
 	fail := func(err error) (net.Listener, os.FileInfo, error) {
 		ln.Close()
-		_ = os.Remove(tmp)
 		return nil, nil, err
+	}
+	if socketBound != nil {
+		socketBound(tmp)
 	}
 	if err := os.Chmod(tmp, 0o600); err != nil {
 		return fail(fmt.Errorf("restrict socket: %w", err))

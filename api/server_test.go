@@ -4,17 +4,21 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/podvisor/podvisor/status"
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -131,8 +135,8 @@ func TestServeAndClient(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if di.Mode().Perm() != 0o755 {
-			t.Errorf("socket directory mode = %v, want 0755", di.Mode().Perm())
+		if di.Mode().Perm() != 0o700 {
+			t.Errorf("socket directory mode = %v, want 0700", di.Mode().Perm())
 		}
 		entries, _ := os.ReadDir(dir)
 		if len(entries) != 1 {
@@ -346,4 +350,103 @@ func TestServeNeedsStore(t *testing.T) {
 	if _, err := os.Lstat(socket); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Serve without a Store created its socket: %v", err)
 	}
+}
+
+// The socket is root's only from its first moment: even with a umask of 0,
+// nobody can connect while it is being set up, and it is 0600 when Listen
+// returns, without the umask having been touched.
+func TestSocketNeverWider(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: needs root to act as another user")
+	}
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	dir := t.TempDir()
+	// The test's temp dirs are 0700: open them so that only what
+	// listenUnix does keeps another user out.
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	socket := filepath.Join(dir, "podvisor.sock")
+
+	var during []string
+	ran := false
+	socketBound = func(tmp string) {
+		ran = true
+		if _, err := os.Lstat(socket); !errors.Is(err, os.ErrNotExist) {
+			during = append(during, fmt.Sprintf("%s exists before the socket is restricted: %v", socket, err))
+		}
+		if err := connectAsNobody(tmp); !errors.Is(err, unix.EACCES) {
+			during = append(during, fmt.Sprintf("nobody connecting to the socket being set up: %v, want permission denied", err))
+		}
+	}
+	defer func() { socketBound = nil }()
+	ln, fi, err := listenUnix(t.Context(), socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if !ran {
+		t.Fatal("the socketBound hook did not run")
+	}
+	for _, d := range during {
+		t.Error(d)
+	}
+
+	st, err := os.Lstat(socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Type() != os.ModeSocket || st.Mode().Perm() != 0o600 || !os.SameFile(st, fi) {
+		t.Errorf("socket right after listen: %v, want a 0600 socket", st.Mode())
+	}
+	if err := connectAsNobody(socket); !errors.Is(err, unix.EACCES) {
+		t.Errorf("nobody connecting: %v, want permission denied", err)
+	}
+	if c, err := net.Dial("unix", socket); err != nil {
+		t.Errorf("root cannot connect: %v", err)
+	} else {
+		c.Close()
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("socket directory holds %d entries, want just the socket", len(entries))
+	}
+	if got := syscall.Umask(0); got != 0 {
+		t.Errorf("umask changed to %#o", got)
+	}
+}
+
+// connectAsNobody connects to the unix socket at path from a thread with
+// the credentials of user and group nobody and no capabilities. The thread
+// is never unlocked, so it ends with the call instead of going back to the
+// runtime.
+func connectAsNobody(path string) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		// Raw syscalls: the unix and syscall wrappers change every thread.
+		const nobody = 65534
+		if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0); e != 0 {
+			errc <- fmt.Errorf("setgroups: %w", e)
+			return
+		}
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, nobody, nobody, nobody); e != 0 {
+			errc <- fmt.Errorf("setresgid: %w", e)
+			return
+		}
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, nobody, nobody, nobody); e != 0 {
+			errc <- fmt.Errorf("setresuid: %w", e)
+			return
+		}
+		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer unix.Close(fd)
+		errc <- unix.Connect(fd, &unix.SockaddrUnix{Name: path})
+	}()
+	return <-errc
 }

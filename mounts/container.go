@@ -3,7 +3,6 @@ package mounts
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -25,9 +24,16 @@ const (
 // Setup):
 //   - its volumeMounts as bind mounts ("rbind", "ro" when readOnly, the
 //     mountPropagation as rprivate/rslave/rshared, bindMountOptions,
-//     "rro" for recursiveReadOnly Enabled), subPath resolved inside the
-//     volume (missing directories created, ".." and symlinks leading out of
-//     the volume rejected);
+//     "rro" for recursiveReadOnly Enabled); a subPath is resolved inside
+//     the volume (missing directories created, ".." and symlinks leading
+//     out of the volume rejected), then opened again without following any
+//     symlink and bind-mounted from that descriptor at
+//     Dir/volume-subpaths/<volume>/<container>/<index>, which is the
+//     source handed to runc: a container that swaps a directory of the
+//     volume for a symlink meanwhile gets a refusal or the directory it
+//     swapped out, never the link's target. A later call for the same
+//     volumeMount (a restart) reuses or replaces that mount; Cleanup
+//     removes them with the pod;
 //   - /etc/hosts, /etc/hostname and /etc/resolv.conf from p.Dir, read-write
 //     as kubelet mounts /etc/hosts, each skipped when the container mounts
 //     that path itself; /etc/hostname and /etc/resolv.conf are read-only
@@ -52,8 +58,8 @@ func ContainerMounts(p Pod, c *v1.Container, terminationLog string) ([]specs.Mou
 
 	var mounts []specs.Mount
 	mounted := make(map[string]bool)
-	for _, vm := range c.VolumeMounts {
-		m, err := volumeMount(p.Dir, volumes, vm, privileged)
+	for i, vm := range c.VolumeMounts {
+		m, err := volumeMount(p.Dir, volumes, vm, privileged, stagingPath(p.Dir, vm.Name, c.Name, i))
 		if err != nil {
 			return nil, fmt.Errorf("container %s: volumeMount %q at %s: %w", c.Name, vm.Name, vm.MountPath, err)
 		}
@@ -93,7 +99,9 @@ func ContainerMounts(p Pod, c *v1.Container, terminationLog string) ([]specs.Mou
 	return mounts, nil
 }
 
-func volumeMount(dir string, volumes map[string]*v1.Volume, vm v1.VolumeMount, privileged bool) (specs.Mount, error) {
+// volumeMount is the mount of vm; a subPath is bind-mounted at staging
+// first, and runc mounts staging.
+func volumeMount(dir string, volumes map[string]*v1.Volume, vm v1.VolumeMount, privileged bool, staging string) (specs.Mount, error) {
 	vol, ok := volumes[vm.Name]
 	if !ok {
 		return specs.Mount{}, errors.New("no volume of that name in the pod")
@@ -113,13 +121,6 @@ func volumeMount(dir string, volumes map[string]*v1.Volume, vm v1.VolumeMount, p
 	default:
 		return specs.Mount{}, fmt.Errorf("%s volumes are not supported", volumeKind(vol))
 	}
-	if vm.SubPath != "" {
-		var err error
-		if src, err = resolveSubPath(src, vm.SubPath); err != nil {
-			return specs.Mount{}, err
-		}
-	}
-
 	propagation := "rprivate"
 	if vm.MountPropagation != nil {
 		switch *vm.MountPropagation {
@@ -159,6 +160,18 @@ func volumeMount(dir string, volumes map[string]*v1.Volume, vm v1.VolumeMount, p
 			return specs.Mount{}, fmt.Errorf("invalid bindMountOption %q", o)
 		}
 	}
+	if vm.SubPath != "" {
+		// Staged once every option is valid. A staging mount left by a
+		// later failure is reused by the next try or goes with the pod.
+		t, err := resolveSubPath(src, vm.SubPath)
+		if err != nil {
+			return specs.Mount{}, err
+		}
+		if err := stageSubPath(t, staging); err != nil {
+			return specs.Mount{}, err
+		}
+		src = staging
+	}
 	return specs.Mount{
 		Destination: cleanDestination(vm.MountPath),
 		Type:        "bind",
@@ -195,71 +208,6 @@ func depth(p string) int {
 		return 0
 	}
 	return strings.Count(p, "/")
-}
-
-// resolveSubPath returns the host path of subPath inside the volume at root
-// with every symlink resolved, creating missing directories with the
-// volume root's mode, as kubelet does. It fails when subPath is absolute,
-// contains "..", or a symlink on the way leads outside the volume.
-//
-// Limitation: kubelet bind-mounts the checked path through an open file
-// descriptor, closing the window in which a container that can write to
-// the volume swaps a checked directory for a symlink before runc mounts it;
-// podvisor hands runc the resolved path and does not close that window.
-func resolveSubPath(root, subPath string) (string, error) {
-	if filepath.IsAbs(subPath) {
-		return "", fmt.Errorf("subPath %q must be relative", subPath)
-	}
-	parts := strings.Split(filepath.ToSlash(subPath), "/")
-	for _, part := range parts {
-		if part == ".." {
-			return "", fmt.Errorf("subPath %q must not contain '..'", subPath)
-		}
-	}
-	realRoot, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		return "", fmt.Errorf("subPath %q: resolve volume: %w", subPath, err)
-	}
-	rootInfo, err := os.Stat(realRoot)
-	if err != nil {
-		return "", fmt.Errorf("subPath %q: %w", subPath, err)
-	}
-	cur, walked := realRoot, ""
-	for _, part := range parts {
-		if part == "" || part == "." {
-			continue
-		}
-		walked = filepath.Join(walked, part)
-		next := filepath.Join(cur, part)
-		fi, err := os.Lstat(next)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			if err := os.Mkdir(next, rootInfo.Mode().Perm()); err != nil {
-				return "", fmt.Errorf("subPath %q: create: %w", subPath, err)
-			}
-			if err := os.Chmod(next, rootInfo.Mode().Perm()); err != nil {
-				return "", fmt.Errorf("subPath %q: %w", subPath, err)
-			}
-		case err != nil:
-			return "", fmt.Errorf("subPath %q: %w", subPath, err)
-		case fi.Mode()&fs.ModeSymlink != 0:
-			target, err := filepath.EvalSymlinks(next)
-			if err != nil {
-				return "", fmt.Errorf("subPath %q: %w", subPath, err)
-			}
-			if !within(realRoot, target) {
-				return "", fmt.Errorf("subPath %q: symlink %s leads outside the volume", subPath, walked)
-			}
-			next = target
-		}
-		cur = next
-	}
-	return cur, nil
-}
-
-func within(root, p string) bool {
-	rel, err := filepath.Rel(root, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 func createTerminationLog(path string) error {

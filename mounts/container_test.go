@@ -1,6 +1,7 @@
 package mounts
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,10 +23,32 @@ func setupPod(t *testing.T) (Pod, string) {
 		{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
 		{Name: "host", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: hostDir}}},
 	}})
+	// Registered after the temp dirs, so it runs before they are removed:
+	// removing a dir through a staging mount would delete the volume's
+	// data.
+	t.Cleanup(func() {
+		if err := Cleanup(p.Dir); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+			t.Error(err)
+		}
+	})
 	if err := Setup(p); err != nil {
 		t.Fatal(err)
 	}
 	return p, hostDir
+}
+
+// sameFile tells whether a and b are the same inode.
+func sameFile(t *testing.T, a, b string) bool {
+	t.Helper()
+	fa, err := os.Stat(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb, err := os.Stat(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return os.SameFile(fa, fb)
 }
 
 func mountAt(ms []specs.Mount, dst string) *specs.Mount {
@@ -38,6 +61,7 @@ func mountAt(ms []specs.Mount, dst string) *specs.Mount {
 }
 
 func TestContainerMounts(t *testing.T) {
+	requireRoot(t) // the subPath is bind-mounted
 	p, hostDir := setupPod(t)
 	c := &v1.Container{
 		Name: "app",
@@ -61,7 +85,7 @@ func TestContainerMounts(t *testing.T) {
 		{Destination: "/etc/resolv.conf", Type: "bind", Source: filepath.Join(p.Dir, "resolv.conf"), Options: []string{"rbind", "rprivate", "rw"}},
 		{Destination: "/dev/custom-termination", Type: "bind", Source: tlog, Options: []string{"rbind", "rprivate", "rw"}},
 		{Destination: "/var/lib/app", Type: "bind", Source: emptyDir, Options: []string{"rbind", "rprivate", "rw"}},
-		{Destination: "/var/lib/app/cache/sub", Type: "bind", Source: filepath.Join(emptyDir, "x", "y"), Options: []string{"rbind", "rprivate", "rw"}},
+		{Destination: "/var/lib/app/cache/sub", Type: "bind", Source: filepath.Join(p.Dir, "volume-subpaths", "data", "app", "0"), Options: []string{"rbind", "rprivate", "rw"}},
 	}
 	if len(ms) != len(want) {
 		t.Fatalf("got %d mounts %+v, want %d", len(ms), ms, len(want))
@@ -72,9 +96,13 @@ func TestContainerMounts(t *testing.T) {
 		}
 	}
 
-	// The subPath directory was created inside the volume with its mode.
+	// The subPath directory was created inside the volume with its mode,
+	// and the staging mount shows it.
 	if fi, err := os.Stat(filepath.Join(emptyDir, "x", "y")); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o777 {
 		t.Errorf("subPath dir: %v %v, want a 0777 directory", fi, err)
+	}
+	if !sameFile(t, ms[len(ms)-1].Source, filepath.Join(emptyDir, "x", "y")) {
+		t.Errorf("staging mount %s does not show the subPath directory", ms[len(ms)-1].Source)
 	}
 	// The termination log exists, empty, world-writable; computing the
 	// mounts again does not erase what the container wrote.
@@ -208,6 +236,7 @@ func TestVolumeMountOptions(t *testing.T) {
 }
 
 func TestSubPath(t *testing.T) {
+	requireRoot(t)
 	p, hostDir := setupPod(t)
 	vol := filepath.Join(p.Dir, "volumes", "empty-dir", "data")
 	outside := t.TempDir()
@@ -266,8 +295,12 @@ func TestSubPath(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, want := mountAt(ms, "/mnt").Source, filepath.Join(vol, tt.wantSrc); got != want {
-				t.Errorf("source = %s, want %s", got, want)
+			src := mountAt(ms, "/mnt").Source
+			if want := filepath.Join(p.Dir, "volume-subpaths", tt.volume, "c", "0"); src != want {
+				t.Errorf("source = %s, want the staging mount %s", src, want)
+			}
+			if !sameFile(t, src, filepath.Join(vol, tt.wantSrc)) {
+				t.Errorf("staging mount %s does not show %s", src, tt.wantSrc)
 			}
 		})
 	}

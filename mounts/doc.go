@@ -17,7 +17,12 @@
 //   - Volumes other than emptyDir and hostPath are rejected with an error
 //     naming the volume; nothing is silently skipped.
 //   - subPath never leaves its volume: ".." and symlinks that lead outside are
-//     rejected.
+//     rejected, and what runc mounts is a bind mount of the target opened by
+//     file descriptor (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS, or an
+//     O_NOFOLLOW walk), staged under Dir/volume-subpaths, so a symlink
+//     swapped in after the check is refused instead of followed.
+//   - Dir is 0700: a pod's files, volumes and staging mounts are root's
+//     only (runc, running as root, is what reaches them).
 //   - Cleanup unmounts everything mounted under Dir before removing it, and
 //     refuses to remove a directory that still has mounts under it.
 package mounts

@@ -27,7 +27,7 @@ type Pod struct {
 	// dnsConfig, hostNetwork, hostname).
 	Spec *v1.Pod
 	// Dir is the per-pod directory owned by podvisor, e.g.
-	// <state-dir>/pods/<uid>; Setup creates it.
+	// <state-dir>/pods/<uid>/files; Setup creates it 0700.
 	Dir string
 	// Hostname is the pod's hostname, already computed by the caller.
 	Hostname string
@@ -81,7 +81,14 @@ func Setup(p Pod) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if err := os.MkdirAll(p.Dir, 0o750); err != nil {
+	// Root's only (missing parents too): containers reach these files
+	// through the bind mounts runc makes as root, and no host user needs
+	// to. Chmod undoes the umask and tightens a Dir made by an older
+	// podvisor.
+	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
+		return fmt.Errorf("setup pod: %w", err)
+	}
+	if err := os.Chmod(p.Dir, 0o700); err != nil {
 		return fmt.Errorf("setup pod: %w", err)
 	}
 	if err := writeFiles(p, log); err != nil {

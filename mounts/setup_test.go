@@ -256,3 +256,36 @@ func TestEmptyDirSurvivesSetup(t *testing.T) {
 		t.Errorf("emptyDir content after second Setup = %q, want \"data\"", got)
 	}
 }
+
+// A pod's directory is root's only, also when an older podvisor made it
+// wider, and so are the parents Setup creates.
+func TestSetupPrivateDir(t *testing.T) {
+	fresh := testPod(t, v1.PodSpec{})
+	old := testPod(t, v1.PodSpec{})
+	if err := os.MkdirAll(old.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(old.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []Pod{fresh, old} {
+		if err := Setup(p); err != nil {
+			t.Fatal(err)
+		}
+		if got := permOf(t, p.Dir); got != 0o700 {
+			t.Errorf("pod dir mode = %v, want 0700", got)
+		}
+	}
+	if got := permOf(t, filepath.Dir(fresh.Dir)); got != 0o700 {
+		t.Errorf("created parent mode = %v, want 0700", got)
+	}
+}
+
+func permOf(t *testing.T, path string) os.FileMode {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Mode().Perm()
+}

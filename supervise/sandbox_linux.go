@@ -71,9 +71,24 @@ var _ Sandboxes = hostSandboxes{}
 // Create makes the pod's namespaces and /dev/shm. The network is attached
 // separately (CNI ADD) so a failed ADD is retried without recreating the
 // namespaces.
+//
+// The sandbox directory, and the run dir's pods directory when Create
+// makes it, are 0700: the namespace files and the /dev/shm tmpfs (1777
+// inside, as the CRI makes it) are reached by runc and CNI plugins as
+// root, and by no other host user.
 func (h hostSandboxes) Create(pod *v1.Pod) (*sandboxRecord, error) {
 	sb := &sandboxRecord{ID: newID(), BootID: bootID()}
 	dir := h.layout.SandboxDir(sb.ID)
+	if !pod.Spec.HostNetwork || !pod.Spec.HostIPC {
+		if err := os.MkdirAll(h.layout.Sandboxes(), 0o700); err != nil {
+			return sb, fmt.Errorf("create sandbox dir: %w", err)
+		}
+		// Mkdir, not MkdirAll: a new ID is a new directory, and the mode
+		// (only narrowed by the umask) holds from its first moment.
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return sb, fmt.Errorf("create sandbox dir: %w", err)
+		}
+	}
 	if !pod.Spec.HostNetwork {
 		sb.NetNS = filepath.Join(dir, "net")
 		if err := cni.NewNetNS(sb.NetNS); err != nil {
@@ -86,7 +101,7 @@ func (h hostSandboxes) Create(pod *v1.Pod) (*sandboxRecord, error) {
 			return sb, fmt.Errorf("create ipc namespace: %w", err)
 		}
 		sb.Shm = filepath.Join(dir, "shm")
-		if err := os.MkdirAll(sb.Shm, 0o755); err != nil {
+		if err := os.Mkdir(sb.Shm, 0o700); err != nil {
 			return sb, fmt.Errorf("create /dev/shm dir: %w", err)
 		}
 		if err := unix.Mount("shm", sb.Shm, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, fmt.Sprintf("mode=1777,size=%d", shmSize)); err != nil {

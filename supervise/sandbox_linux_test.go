@@ -1,11 +1,15 @@
 package supervise
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/podvisor/podvisor/internal/layout"
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -115,4 +119,93 @@ func TestHostSandboxes(t *testing.T) {
 		t.Fatalf("host sandbox %+v, %v", host, err)
 	}
 	h.Remove(host)
+}
+
+// A sandbox's namespace files and /dev/shm are root's only: its directory
+// is 0700 (so is the pods directory Create makes), and a host user cannot
+// reach the shm even where the pods directory lets it in.
+func TestSandboxDirPrivate(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: needs root to make namespaces")
+	}
+	run := t.TempDir()
+	// The test's own temp dirs are 0700: open them so that only the modes
+	// podvisor chooses stand between another user and the shm.
+	for _, d := range []string{filepath.Dir(run), run} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := hostSandboxes{layout: layout.Layout{RunDir: run}}
+	sb, err := h.Create(&v1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Remove(sb) })
+	dir := h.layout.SandboxDir(sb.ID)
+	for _, d := range []string{h.layout.Sandboxes(), dir} {
+		fi, err := os.Stat(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s mode = %v, want 0700", d, fi.Mode().Perm())
+		}
+	}
+	// A pods directory made wider (by an older podvisor, by an admin):
+	// the sandbox's own mode still keeps the shm private.
+	if err := os.Chmod(h.layout.Sandboxes(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := asNobody(func() error { return openDir(h.layout.Sandboxes()) }); err != nil {
+		t.Fatalf("nobody cannot list the pods dir, so the test proves nothing: %v", err)
+	}
+	for _, p := range []string{sb.Shm, sb.NetNS, sb.IPCNS} {
+		err := asNobody(func() error { return openPath(p) })
+		if !errors.Is(err, unix.EACCES) {
+			t.Errorf("nobody opening %s: %v, want permission denied", p, err)
+		}
+	}
+}
+
+func openDir(p string) error {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err == nil {
+		unix.Close(fd)
+	}
+	return err
+}
+
+func openPath(p string) error {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err == nil {
+		unix.Close(fd)
+	}
+	return err
+}
+
+// asNobody runs f on a thread of its own with the credentials of user and
+// group nobody and no capabilities. The thread is never unlocked, so it
+// ends with f instead of going back to the runtime.
+func asNobody(f func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		// Raw syscalls: the unix and syscall wrappers change every thread.
+		const nobody = 65534
+		if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0); e != 0 {
+			errc <- fmt.Errorf("setgroups: %w", e)
+			return
+		}
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, nobody, nobody, nobody); e != 0 {
+			errc <- fmt.Errorf("setresgid: %w", e)
+			return
+		}
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, nobody, nobody, nobody); e != 0 {
+			errc <- fmt.Errorf("setresuid: %w", e)
+			return
+		}
+		errc <- f()
+	}()
+	return <-errc
 }
