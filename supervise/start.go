@@ -86,7 +86,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef,
 	uid := string(w.uid)
 	termFile := w.s.layout.TerminationLog(uid, id)
 	termDir := filepath.Dir(termFile)
-	if err := os.MkdirAll(termDir, 0o755); err != nil {
+	if err := os.MkdirAll(termDir, 0o700); err != nil {
 		return fail("CreateContainerConfigError", err)
 	}
 	if err := os.WriteFile(termFile, nil, 0o666); err != nil {
