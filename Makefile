@@ -12,7 +12,7 @@ DEMO_DIR ?= /var/lib/podvisor-demo
 DEMO_RUN ?= /run/podvisor-demo
 export CGO_ENABLED := 0
 
-.PHONY: all build deps image lint test test-unit test-e2e test-containerd2 containerd2 demo demo-clean bench fuzz clean
+.PHONY: all build deps image lint test test-unit test-e2e test-containerd2 faults containerd2 demo demo-clean bench fuzz clean
 
 all: build
 
@@ -54,6 +54,21 @@ test-e2e:
 
 test-containerd2: containerd2
 	PODVISOR_TEST_CONTAINERD=$(CONTAINERD2_DIR) $(GO) test -count=1 ./internal/e2e ./supervise/containerd
+
+# The fault-injection tests (TestFault*: a hanging CNI plugin, podvisor
+# stopped in the middle of removals, starts and an import, containerd held
+# down), against the Debian containerd 1.6 and then containerd 2.x. It
+# prints what each test checked (or why it failed) and its result; the full
+# output of a failed run stays in the file it names.
+faults: deps containerd2
+	@rc=0; for ctrd in "" "$(CONTAINERD2_DIR)"; do \
+		log=$$(mktemp); st=0; \
+		echo "== fault tests against $${ctrd:-the Debian containerd}"; \
+		PODVISOR_TEST_CONTAINERD=$$ctrd $(GO) test -count=1 -run 'TestFault' -v ./internal/e2e >$$log 2>&1 || st=1; \
+		grep -E '^testenv: |^ +faults[a-z_]*_test\.go:[0-9]+: |^ *--- (PASS|FAIL|SKIP)|^(ok|FAIL)[[:space:]]' $$log \
+			| sed -E 's/^( +)faults[a-z_]*_test\.go:[0-9]+: /\1/'; \
+		if [ $$st = 0 ]; then rm -f $$log; else rc=1; echo "full output: $$log"; fi; \
+	done; exit $$rc
 
 # containerd 2.x and its own shim, built from the Go module (static).
 containerd2: $(CONTAINERD2_DIR)/containerd
