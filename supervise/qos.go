@@ -10,26 +10,56 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// oomScoreAdj is kubelet's policy (pkg/kubelet/qos/policy.go).
-func oomScoreAdj(qos v1.PodQOSClass, memRequest, machineMemory int64, critical bool) int {
-	switch {
-	case critical:
-		return -997
-	case qos == v1.PodQOSGuaranteed:
-		return -997
-	case qos == v1.PodQOSBestEffort:
-		return 1000
+// kubelet's OOM score adjustments (pkg/kubelet/qos/policy.go).
+const (
+	guaranteedOOMScoreAdj = -997
+	besteffortOOMScoreAdj = 1000
+)
+
+// systemNodeCritical is the priority class of pods the node needs most
+// (scheduling.SystemNodeCritical).
+const systemNodeCritical = "system-node-critical"
+
+// nodeCritical is kubelet's IsNodeCriticalPod (pkg/kubelet/types): a
+// critical pod whose priority class is system-node-critical. Every pod here
+// is a static pod, which IsCriticalPod counts as critical whatever its
+// priority, so only the class name decides; system-cluster-critical is not
+// node-critical.
+func nodeCritical(pod *v1.Pod) bool {
+	return pod.Spec.PriorityClassName == systemNodeCritical
+}
+
+// oomScoreAdj is kubelet's GetContainerOOMScoreAdjust
+// (pkg/kubelet/qos/policy.go) for the pods podvisor accepts (no sidecar
+// containers, no pod-level resources): node-critical and Guaranteed pods
+// -997, BestEffort 1000, Burstable 1000 - 1000*request/capacity, at least
+// 1000 + -997 = 3 so a Burstable container never outranks a Guaranteed one,
+// and 999 rather than 1000 so it outlives BestEffort ones.
+func oomScoreAdj(pod *v1.Pod, c *v1.Container, memoryCapacity int64) int {
+	if nodeCritical(pod) {
+		return guaranteedOOMScoreAdj
 	}
-	adj := 1000 - (1000*memRequest)/max(machineMemory, 1)
-	return int(min(max(adj, 2), 999))
+	switch status.QOSClass(&pod.Spec) {
+	case v1.PodQOSGuaranteed:
+		return guaranteedOOMScoreAdj
+	case v1.PodQOSBestEffort:
+		return besteffortOOMScoreAdj
+	}
+	adj := 1000 - (1000*c.Resources.Requests.Memory().Value())/max(memoryCapacity, 1)
+	if adj < 1000+guaranteedOOMScoreAdj {
+		return 1000 + guaranteedOOMScoreAdj
+	}
+	if adj == besteffortOOMScoreAdj {
+		return int(adj - 1)
+	}
+	return int(adj)
 }
 
 // oomScoreAdj computes kubelet's OOM score for the container, raised to
 // what this host accepts (nested and rootless hosts refuse negative values),
 // with a warning when it had to be raised.
 func (s *Supervisor) oomScoreAdj(pod *v1.Pod, c *v1.Container) (int, string) {
-	critical := pod.Spec.PriorityClassName == "system-node-critical" || pod.Spec.PriorityClassName == "system-cluster-critical"
-	adj := oomScoreAdj(status.QOSClass(&pod.Spec), c.Resources.Requests.Memory().Value(), s.machineMem, critical)
+	adj := oomScoreAdj(pod, c, s.machineMem)
 	if adj < s.oomFloor {
 		return s.oomFloor, fmt.Sprintf("this host refuses oom_score_adj %d; using %d", adj, s.oomFloor)
 	}
