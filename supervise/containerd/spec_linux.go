@@ -3,12 +3,15 @@ package containerd
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/containerd/containerd/v2/contrib/seccomp"
 	"github.com/containerd/containerd/v2/core/containers"
+	apparmorhost "github.com/containerd/containerd/v2/pkg/apparmor"
 	"github.com/containerd/containerd/v2/pkg/cap"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/moby/sys/signal"
@@ -60,9 +63,40 @@ func envLookup(env []string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
+// host is what a container's spec depends on beyond its pod: facts of
+// this machine, probed once, and the image lookup; tests replace them.
+type host struct {
+	// cgroupRoot is where the cgroup hierarchies are mounted.
+	cgroupRoot string
+	// appArmor says AppArmor is enabled (containerd's HostSupports: the
+	// module enabled, securityfs mounted, apparmor_parser present).
+	appArmor bool
+	// appArmorLoaded reports whether a profile is loaded in the kernel.
+	appArmorLoaded func(string) (bool, error)
+	// hostname is the node's hostname.
+	hostname func() (string, error)
+	// imageUser reads the USER of the container's image.
+	imageUser imageUserFunc
+}
+
+// thisHost is the machine podvisor runs on.
+var thisHost = sync.OnceValue(func() host {
+	return host{
+		cgroupRoot:     "/sys/fs/cgroup",
+		appArmor:       apparmorhost.HostSupports(),
+		appArmorLoaded: appArmorLoaded,
+		hostname:       os.Hostname,
+		imageUser:      imageUser,
+	}
+})
+
 // specOpts returns the OCI spec options for one container, applied after
 // containerd's default spec and the image config.
 func specOpts(in supervise.ContainerConfig, imageEntrypoint, imageCmd []string) ([]oci.SpecOpts, error) {
+	return thisHost().specOpts(in, imageEntrypoint, imageCmd)
+}
+
+func (h host) specOpts(in supervise.ContainerConfig, imageEntrypoint, imageCmd []string) ([]oci.SpecOpts, error) {
 	pod, c := in.Pod, in.Container
 	env := containerEnv(c)
 	lookup := envLookup(env)
@@ -75,8 +109,20 @@ func specOpts(in supervise.ContainerConfig, imageEntrypoint, imageCmd []string) 
 	if len(args) == 0 {
 		return nil, fmt.Errorf("no command specified: the image has no entrypoint or cmd and the container sets none")
 	}
+	// HOSTNAME as the CRI plugin sets it: the pod's hostname, the node's
+	// with hostNetwork (whose UTS namespace is the node's); the image's
+	// ENV and the container's env override it.
+	hostname := in.Hostname
+	if pod.Spec.HostNetwork {
+		h, err := h.hostname()
+		if err != nil {
+			return nil, fmt.Errorf("node hostname: %w", err)
+		}
+		hostname = h
+	}
 	opts := []oci.SpecOpts{
 		oci.WithProcessArgs(args...),
+		withDefaultEnv("HOSTNAME", hostname),
 		oci.WithEnv(env),
 		oci.WithoutRunMount,
 		withoutRlimits,
@@ -124,50 +170,27 @@ func specOpts(in supervise.ContainerConfig, imageEntrypoint, imageCmd []string) 
 	}
 	if r.MemoryLimit > 0 {
 		opts = append(opts, oci.WithMemoryLimit(uint64(r.MemoryLimit)))
+		if swapAccounted(h.cgroupRoot, in.CgroupsPath) {
+			opts = append(opts, withNoSwap(r.MemoryLimit))
+		}
 	}
 
-	sec, err := securityOpts(pod, c)
+	opts = append(opts, withIdentity(pod, c, in.Image.ID, h.imageUser))
+	sec, err := h.securityOpts(c)
 	if err != nil {
 		return nil, err
 	}
 	return append(opts, sec...), nil
 }
 
-// securityOpts applies the pod's and container's securityContext. Fields
-// that manifest validation rejects never reach here.
-func securityOpts(pod *v1.Pod, c *v1.Container) ([]oci.SpecOpts, error) {
+// securityOpts applies the container's securityContext beyond its
+// identity. Fields that manifest validation rejects never reach here.
+func (h host) securityOpts(c *v1.Container) ([]oci.SpecOpts, error) {
 	var opts []oci.SpecOpts
-	psc := pod.Spec.SecurityContext
-	if psc == nil {
-		psc = &v1.PodSecurityContext{}
-	}
 	sc := c.SecurityContext
 	if sc == nil {
 		sc = &v1.SecurityContext{}
 	}
-	runAsUser, runAsGroup, runAsNonRoot := psc.RunAsUser, psc.RunAsGroup, psc.RunAsNonRoot
-	if sc.RunAsUser != nil {
-		runAsUser = sc.RunAsUser
-	}
-	if sc.RunAsGroup != nil {
-		runAsGroup = sc.RunAsGroup
-	}
-	if sc.RunAsNonRoot != nil {
-		runAsNonRoot = sc.RunAsNonRoot
-	}
-	if runAsUser != nil {
-		opts = append(opts, oci.WithUserID(uint32(*runAsUser)))
-	}
-	if runAsGroup != nil {
-		opts = append(opts, withGID(uint32(*runAsGroup)))
-	}
-	if len(psc.SupplementalGroups) > 0 {
-		opts = append(opts, withSupplementalGroups(psc.SupplementalGroups))
-	}
-	if runAsNonRoot != nil && *runAsNonRoot {
-		opts = append(opts, verifyNonRoot(c.Name))
-	}
-
 	privileged := sc.Privileged != nil && *sc.Privileged
 	if privileged {
 		opts = append(opts, oci.WithPrivileged, oci.WithAllDevicesAllowed, oci.WithHostDevices)
@@ -198,7 +221,11 @@ func securityOpts(pod *v1.Pod, c *v1.Container) ([]oci.SpecOpts, error) {
 	if !privileged && sc.SeccompProfile != nil && sc.SeccompProfile.Type == v1.SeccompProfileTypeRuntimeDefault {
 		opts = append(opts, seccomp.WithDefaultProfile())
 	}
-	return opts, nil
+	aa, err := decideAppArmor(sc.AppArmorProfile, privileged, h.appArmor, h.appArmorLoaded)
+	if err != nil {
+		return nil, err
+	}
+	return append(opts, aa.opts()...), nil
 }
 
 func capNames(cs []v1.Capability) []string {
@@ -220,31 +247,16 @@ func withDropAllExcept(keep []string) oci.SpecOpts {
 	}
 }
 
-func withGID(gid uint32) oci.SpecOpts {
+// withDefaultEnv sets name=value unless the environment (the image's, at
+// this point) already sets name.
+func withDefaultEnv(name, value string) oci.SpecOpts {
 	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
-		s.Process.User.GID = gid
-		return nil
-	}
-}
-
-func withSupplementalGroups(groups []int64) oci.SpecOpts {
-	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
-		for _, g := range groups {
-			if !slices.Contains(s.Process.User.AdditionalGids, uint32(g)) {
-				s.Process.User.AdditionalGids = append(s.Process.User.AdditionalGids, uint32(g))
+		for _, kv := range s.Process.Env {
+			if k, _, _ := strings.Cut(kv, "="); k == name {
+				return nil
 			}
 		}
-		return nil
-	}
-}
-
-// verifyNonRoot fails the container when runAsNonRoot is set and the
-// effective user is root, with kubelet's message.
-func verifyNonRoot(name string) oci.SpecOpts {
-	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
-		if s.Process.User.UID == 0 {
-			return fmt.Errorf("container %q has runAsNonRoot and image will run as root", name)
-		}
+		s.Process.Env = append(s.Process.Env, name+"="+value)
 		return nil
 	}
 }

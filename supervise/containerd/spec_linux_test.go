@@ -2,8 +2,11 @@ package containerd
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/containerd/containerd/v2/core/containers"
@@ -51,19 +54,74 @@ func TestContainerEnv(t *testing.T) {
 	}
 }
 
+// testPasswd and testGroup are the image's /etc/passwd and /etc/group in
+// unit tests: app (1000) belongs to wheel and staff besides its own group.
+const (
+	testPasswd = "root:x:0:0:root:/root:/bin/sh\n" +
+		"app:x:1000:1000::/home/app:/bin/sh\n" +
+		"nobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"
+	testGroup = "root:x:0:\n" +
+		"wheel:x:10:app\n" +
+		"staff:x:50:other,app\n" +
+		"app:x:1000:\n" +
+		"nobody:x:65534:\n"
+)
+
+// testHost is a host without AppArmor or swap accounting, named "node",
+// whose images have no USER unless user says otherwise.
+func testHost(t *testing.T) host {
+	return host{
+		cgroupRoot:     t.TempDir(),
+		appArmorLoaded: func(string) (bool, error) { return false, nil },
+		hostname:       func() (string, error) { return "node", nil },
+		imageUser:      fixedUser(""),
+	}
+}
+
+func fixedUser(u string) imageUserFunc {
+	return func(context.Context, oci.Client, *containers.Container, string) (string, error) { return u, nil }
+}
+
+// applyOpts applies opts after containerd's default spec and what
+// oci.WithImageConfig does for an image without USER (root, with root's
+// groups), on a rootfs that holds testPasswd and testGroup.
 func applyOpts(t *testing.T, opts []oci.SpecOpts) *oci.Spec {
 	t.Helper()
-	s := &oci.Spec{}
-	ctx := namespaces.WithNamespace(context.Background(), "test")
-	if err := oci.WithDefaultSpec()(ctx, nil, &containers.Container{ID: "x"}, s); err != nil {
+	s, err := tryOpts(t, opts)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range opts {
-		if err := o(ctx, nil, &containers.Container{ID: "x"}, s); err != nil {
+	return s
+}
+
+func tryOpts(t *testing.T, opts []oci.SpecOpts) (*oci.Spec, error) {
+	t.Helper()
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{"passwd": testPasswd, "group": testGroup} {
+		if err := os.WriteFile(filepath.Join(root, "etc", name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return s
+	s := &oci.Spec{}
+	ctx := namespaces.WithNamespace(context.Background(), "test")
+	ctr := &containers.Container{ID: "x"}
+	if err := oci.WithDefaultSpec()(ctx, nil, ctr, s); err != nil {
+		t.Fatal(err)
+	}
+	s.Root.Path = root
+	s.Process.Env = []string{"PATH=/bin"}
+	if err := oci.WithAdditionalGIDs("root")(ctx, nil, ctr, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range opts {
+		if err := o(ctx, nil, ctr, s); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
 }
 
 func TestSpecOpts(t *testing.T) {
@@ -80,7 +138,7 @@ func TestSpecOpts(t *testing.T) {
 		},
 	}
 	sb := supervise.ContainerConfig{SandboxID: "sb", NetNS: "/run/x/net", IPCNS: "/run/x/ipc", Shm: "/run/x/shm"}
-	opts, err := specOpts(supervise.ContainerConfig{
+	opts, err := testHost(t).specOpts(supervise.ContainerConfig{
 		Pod: pod, Container: c, SandboxID: sb.SandboxID, NetNS: sb.NetNS, IPCNS: sb.IPCNS, Shm: sb.Shm, Hostname: "p-n",
 		Mounts:      []specs.Mount{{Destination: "/data", Source: "/host", Type: "bind", Options: []string{"rbind"}}},
 		CgroupsPath: "/podvisor/podu/cid", OOMScoreAdj: 5,
@@ -141,7 +199,7 @@ func TestSpecOpts(t *testing.T) {
 func TestSpecDefaultsAllowEscalation(t *testing.T) {
 	pod := &v1.Pod{Spec: v1.PodSpec{HostNetwork: true, HostIPC: true, HostPID: true}}
 	c := &v1.Container{Name: "c", Command: []string{"true"}}
-	opts, err := specOpts(supervise.ContainerConfig{Pod: pod, Container: c, SandboxID: "sb"}, nil, nil)
+	opts, err := testHost(t).specOpts(supervise.ContainerConfig{Pod: pod, Container: c, SandboxID: "sb"}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,8 +222,49 @@ func TestSpecDefaultsAllowEscalation(t *testing.T) {
 
 func TestSpecNoCommand(t *testing.T) {
 	pod := &v1.Pod{}
-	_, err := specOpts(supervise.ContainerConfig{Pod: pod, Container: &v1.Container{Name: "c"}}, nil, nil)
+	_, err := testHost(t).specOpts(supervise.ContainerConfig{Pod: pod, Container: &v1.Container{Name: "c"}}, nil, nil)
 	if err == nil {
 		t.Fatal("a container with no command anywhere was accepted")
+	}
+}
+
+// Every container has HOSTNAME as the CRI plugin sets it: the pod's
+// hostname, the node's with hostNetwork; the image's ENV and the
+// container's env win over it.
+func TestSpecHostnameEnv(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		hostNetwork bool
+		imageEnv    []string
+		env         []v1.EnvVar
+		want        string
+	}{
+		{name: "pod network", want: "HOSTNAME=p-n"},
+		{name: "hostNetwork: the node's", hostNetwork: true, want: "HOSTNAME=node"},
+		{name: "set by the container", env: []v1.EnvVar{{Name: "HOSTNAME", Value: "mine"}}, want: "HOSTNAME=mine"},
+		{name: "set by the image", imageEnv: []string{"HOSTNAME=img"}, want: "HOSTNAME=img"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &v1.Pod{Spec: v1.PodSpec{HostNetwork: tc.hostNetwork}}
+			c := &v1.Container{Name: "c", Command: []string{"true"}, Env: tc.env}
+			opts, err := testHost(t).specOpts(supervise.ContainerConfig{Pod: pod, Container: c, Hostname: "p-n"}, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			image := func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+				s.Process.Env = append(s.Process.Env, tc.imageEnv...)
+				return nil
+			}
+			env := applyOpts(t, append([]oci.SpecOpts{image}, opts...)).Process.Env
+			var got []string
+			for _, kv := range env {
+				if strings.HasPrefix(kv, "HOSTNAME=") {
+					got = append(got, kv)
+				}
+			}
+			if len(got) != 1 || got[0] != tc.want {
+				t.Errorf("HOSTNAME in env %q, want %q once", env, tc.want)
+			}
+		})
 	}
 }
