@@ -68,6 +68,11 @@ type Runtime interface {
 	Collect(ctx context.Context) ([]string, error)
 }
 
+// ErrContainerConfig marks a container the runtime refuses for its own
+// settings (runAsNonRoot that cannot hold, say): kubelet's
+// CreateContainerConfigError, retried with back-off like other starts.
+var ErrContainerConfig = errors.New("container config refused")
+
 // ErrImageNeverPull is returned for a missing image with pull policy Never.
 var ErrImageNeverPull = errors.New("image is not present and imagePullPolicy is Never")
 

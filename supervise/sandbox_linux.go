@@ -29,6 +29,13 @@ func newID() string {
 // (GeneratePodHostNameAndDomain): spec.hostname or the pod name, cut to 63
 // characters without a trailing '-' or '.'.
 func podHostname(pod *v1.Pod) string {
+	if pod.Spec.HostNetwork {
+		// The node's, as the CRI writes it for a pod in the host's UTS
+		// namespace.
+		if h, err := os.Hostname(); err == nil {
+			return h
+		}
+	}
 	h := pod.Spec.Hostname
 	if h == "" {
 		h = pod.Name

@@ -151,6 +151,9 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef,
 	}
 	if err := w.s.rt.Create(ctx, cfg); err != nil {
 		undo()
+		if errors.Is(err, ErrContainerConfig) {
+			return fail("CreateContainerConfigError", err)
+		}
 		return fail("CreateContainerError", err)
 	}
 	w.s.track(id, w)

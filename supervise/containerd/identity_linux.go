@@ -12,6 +12,7 @@ import (
 	client "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/podvisor/podvisor/supervise"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -179,7 +180,7 @@ func withIdentity(pod *v1.Pod, c *v1.Container, imageID string, lookup imageUser
 		}
 		if runAsNonRoot != nil && *runAsNonRoot {
 			if err := verifyRunAsNonRoot(pod, c, runAsUser, user); err != nil {
-				return err
+				return configError{err}
 			}
 		}
 		for _, o := range decideIdentity(runAsUser, runAsGroup, user, psc.SupplementalGroups).opts() {
@@ -190,3 +191,9 @@ func withIdentity(pod *v1.Pod, c *v1.Container, imageID string, lookup imageUser
 		return nil
 	}
 }
+
+// configError is an error of the container's own settings; its message is
+// kubelet's, and it is supervise.ErrContainerConfig.
+type configError struct{ error }
+
+func (e configError) Unwrap() []error { return []error{e.error, supervise.ErrContainerConfig} }

@@ -207,6 +207,9 @@ func (r *Runtime) Create(ctx context.Context, cfg supervise.ContainerConfig) (er
 		)
 		return err
 	})
+	if errors.Is(err, supervise.ErrContainerConfig) {
+		return err
+	}
 	if err != nil {
 		r.markUnpacked(img.Target().Digest.String(), false)
 		return fmt.Errorf("create container: %w", err)
