@@ -98,8 +98,8 @@ var fieldTable = []FieldSupport{
 	{"PodSpec", "schedulerName", ignore, "scheduling only"},
 	{"PodSpec", "tolerations", ignore, "scheduling only"},
 	{"PodSpec", "hostAliases", impl, ""},
-	{"PodSpec", "priorityClassName", ignore, "scheduling only"},
-	{"PodSpec", "priority", ignore, "scheduling only"},
+	{"PodSpec", "priorityClassName", impl, "system-node-critical makes the pod critical for its OOM score, as kubelet"},
+	{"PodSpec", "priority", impl, "no effect alone: kubelet takes a static pod's criticality from priorityClassName"},
 	{"PodSpec", "dnsConfig", impl, ""},
 	{"PodSpec", "readinessGates", reject, "conditions are set by controllers that static pods do not have"},
 	{"PodSpec", "runtimeClassName", reject, "runc only"},
@@ -171,7 +171,7 @@ var fieldTable = []FieldSupport{
 	{"SecurityContext", "allowPrivilegeEscalation", impl, ""},
 	{"SecurityContext", "procMount", impl, "Default only"},
 	{"SecurityContext", "seccompProfile", impl, "RuntimeDefault and Unconfined only"},
-	{"SecurityContext", "appArmorProfile", impl, "Unconfined only"},
+	{"SecurityContext", "appArmorProfile", impl, "RuntimeDefault (none on hosts without AppArmor), Localhost (loaded profiles), Unconfined"},
 }
 
 var fieldIndex = func() map[string]FieldSupport {
@@ -376,8 +376,8 @@ func (c *supportChecker) checkContainer(path string, ctr *v1.Container) {
 		if p := sc.SeccompProfile; p != nil && p.Type != v1.SeccompProfileTypeRuntimeDefault && p.Type != v1.SeccompProfileTypeUnconfined {
 			c.p.invalid(sp+".seccompProfile.type", notSupported(fmt.Sprintf("%q; RuntimeDefault and Unconfined only", p.Type)))
 		}
-		if p := sc.AppArmorProfile; p != nil && p.Type != v1.AppArmorProfileTypeUnconfined {
-			c.p.invalid(sp+".appArmorProfile.type", notSupported(fmt.Sprintf("%q; Unconfined only", p.Type)))
+		if p := sc.AppArmorProfile; p != nil && p.Type == v1.AppArmorProfileTypeLocalhost && (p.LocalhostProfile == nil || *p.LocalhostProfile == "") {
+			c.p.invalid(sp+".appArmorProfile.localhostProfile", "must be set when type is Localhost")
 		}
 	}
 }

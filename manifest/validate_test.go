@@ -74,8 +74,8 @@ func TestValidateAccepts(t *testing.T) {
 	if len(pods) != 1 {
 		t.Fatalf("%d pods", len(pods))
 	}
-	if w := pods[0].Warnings; len(w) != 1 || !strings.HasPrefix(w[0], "spec.priorityClassName") {
-		t.Errorf("warnings %q, want only priorityClassName", w)
+	if w := pods[0].Warnings; len(w) != 0 {
+		t.Errorf("warnings %q, want none (priorityClassName decides the OOM score)", w)
 	}
 }
 
