@@ -41,6 +41,7 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
+	offline()
 	if err := testenv.Available(); err != nil {
 		skipReason = err.Error()
 		return m.Run()
@@ -473,6 +474,19 @@ func statusPods(d *daemon) ([]string, error) {
 func dirExists(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.IsDir()
+}
+
+// offline makes every registry pull of podvisor (and of this process) go
+// to a loopback port nothing serves: images not in the images dir fail to
+// pull at once, and no test sends a packet off this machine (not even a
+// DNS query for a registry's name: a proxied request is not resolved
+// locally). Child processes inherit it.
+func offline() {
+	for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"} {
+		os.Setenv(k, "http://127.0.0.1:9")
+	}
+	os.Unsetenv("NO_PROXY")
+	os.Unsetenv("no_proxy")
 }
 
 // waitHTTP polls url until its body is want.

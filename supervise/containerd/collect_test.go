@@ -1,7 +1,9 @@
 package containerd
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -30,10 +32,17 @@ func TestMain(m *testing.M) {
 	if sock := os.Getenv(fakeShimEnv); sock != "" {
 		os.MkdirAll(filepath.Dir(sock), 0o711)
 		if _, err := net.Listen("unix", sock); err != nil {
+			fmt.Fprintln(os.Stderr, "fake shim:", err)
 			os.Exit(3)
 		}
 		select {}
 	}
+	// Pulls go to a loopback port nothing serves: no test sends a packet
+	// (not even a DNS query for a registry) off this machine.
+	for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY"} {
+		os.Setenv(k, "http://127.0.0.1:9")
+	}
+	os.Unsetenv("NO_PROXY")
 	os.Exit(m.Run())
 }
 
@@ -145,16 +154,23 @@ func TestCollect(t *testing.T) {
 	fake := exec.Command(os.Args[0])
 	fake.Args = []string{"/fake/containerd-shim-runc-v2", "-namespace", env.Namespace, "-id", "gone", "-address", env.Address}
 	fake.Env = append(os.Environ(), fakeShimEnv+"="+sock)
+	var fakeOut bytes.Buffer
+	fake.Stdout, fake.Stderr = &fakeOut, &fakeOut
 	if err := fake.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer fake.Process.Kill()
 	exited := make(chan error, 1)
 	go func() { exited <- fake.Wait() }()
-	deadline := time.Now().Add(10 * time.Second)
-	for listeningSocket(fake.Process.Pid) != sock {
+	deadline := time.Now().Add(30 * time.Second)
+	for got := ""; got != sock; got = listeningSocket(fake.Process.Pid) {
+		select {
+		case err := <-exited:
+			t.Fatalf("the fake shim ended before listening: %v\n%s", err, fakeOut.String())
+		default:
+		}
 		if time.Now().After(deadline) {
-			t.Fatal("the fake shim did not listen")
+			t.Fatalf("the fake shim did not listen on %s (found %q)", sock, got)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

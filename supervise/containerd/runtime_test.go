@@ -19,6 +19,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// stopperRef names a test image on a registry at a loopback port nothing
+// serves: a pull fails at once and sends nothing off the machine.
+const stopperRef = "127.0.0.1:9/stopper:1.0"
+
 func poll(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
@@ -64,10 +68,10 @@ func TestRuntime(t *testing.T) {
 		t.Fatalf("import busybox = %v, %v", names, err)
 	}
 	stopper := filepath.Join(dir, "stopper.tar")
-	if err := image.Build(stopper, image.Options{Ref: "stopper:1.0", StopSignal: "SIGUSR1"}); err != nil {
+	if err := image.Build(stopper, image.Options{Ref: stopperRef, StopSignal: "SIGUSR1"}); err != nil {
 		t.Fatal(err)
 	}
-	if names, err := rt.Import(ctx, stopper); err != nil || !slices.Contains(names, "docker.io/library/stopper:1.0") {
+	if names, err := rt.Import(ctx, stopper); err != nil || !slices.Contains(names, stopperRef) {
 		t.Fatalf("import stopper = %v, %v", names, err)
 	}
 	bad := filepath.Join(dir, "bad.tar")
@@ -82,12 +86,14 @@ func TestRuntime(t *testing.T) {
 	if _, err := rt.EnsureImage(ctx, &v1.Container{Image: "UPPER::bad"}); err == nil {
 		t.Error("an invalid image name was accepted")
 	}
-	img, err := rt.EnsureImage(ctx, &v1.Container{Image: "stopper:1.0", ImagePullPolicy: v1.PullIfNotPresent})
-	if err != nil || img.Ref != "docker.io/library/stopper:1.0" || !strings.Contains(img.ID, "@sha256:") {
+	img, err := rt.EnsureImage(ctx, &v1.Container{Image: stopperRef, ImagePullPolicy: v1.PullIfNotPresent})
+	if err != nil || img.Ref != stopperRef || !strings.Contains(img.ID, "@sha256:") {
 		t.Fatalf("EnsureImage = %+v, %v", img, err)
 	}
-	// Always with no registry: the local image, with a warning.
-	always, err := rt.EnsureImage(ctx, &v1.Container{Image: "stopper:1.0", ImagePullPolicy: v1.PullAlways})
+	// Always with no registry (a loopback port nothing serves, so the
+	// test sends nothing off the machine): the local image, with a
+	// warning.
+	always, err := rt.EnsureImage(ctx, &v1.Container{Image: stopperRef, ImagePullPolicy: v1.PullAlways})
 	if err != nil || always.Warning == "" {
 		t.Fatalf("Always offline = %+v, %v", always, err)
 	}
