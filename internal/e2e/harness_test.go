@@ -480,13 +480,15 @@ func dirExists(p string) bool {
 // to a loopback port nothing serves: images not in the images dir fail to
 // pull at once, and no test sends a packet off this machine (not even a
 // DNS query for a registry's name: a proxied request is not resolved
-// locally). Child processes inherit it.
+// locally). Pod addresses (the test networks' private ranges) and
+// loopback are reached directly. Child processes inherit it.
 func offline() {
 	for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"} {
 		os.Setenv(k, "http://127.0.0.1:9")
 	}
-	os.Unsetenv("NO_PROXY")
-	os.Unsetenv("no_proxy")
+	for _, k := range []string{"NO_PROXY", "no_proxy"} {
+		os.Setenv(k, "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16")
+	}
 }
 
 // waitHTTP polls url until its body is want.

@@ -31,18 +31,23 @@ const fakeShimEnv = "PODVISOR_TEST_FAKE_SHIM"
 func TestMain(m *testing.M) {
 	if sock := os.Getenv(fakeShimEnv); sock != "" {
 		os.MkdirAll(filepath.Dir(sock), 0o711)
-		if _, err := net.Listen("unix", sock); err != nil {
+		ln, err := net.Listen("unix", sock)
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "fake shim:", err)
 			os.Exit(3)
 		}
-		select {}
+		for {
+			if c, err := ln.Accept(); err == nil {
+				c.Close()
+			}
+		}
 	}
 	// Pulls go to a loopback port nothing serves: no test sends a packet
 	// (not even a DNS query for a registry) off this machine.
 	for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY"} {
 		os.Setenv(k, "http://127.0.0.1:9")
 	}
-	os.Unsetenv("NO_PROXY")
+	os.Setenv("NO_PROXY", "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16")
 	os.Exit(m.Run())
 }
 
