@@ -38,6 +38,17 @@ func containerArgs(c *v1.Container, entrypoint, cmd []string) []string {
 	}
 }
 
+func expandAll(in []string, lookup func(string) (string, bool)) []string {
+	if in == nil {
+		return nil
+	}
+	out := make([]string, len(in))
+	for i, a := range in {
+		out[i] = expand(a, lookup)
+	}
+	return out
+}
+
 // containerEnv builds the container's env list: each value may refer to
 // variables defined earlier in the list with $(VAR) (kubelet's
 // makeEnvironmentVariables). valueFrom is rejected by manifest validation.
@@ -100,12 +111,11 @@ func (h host) specOpts(in supervise.ContainerConfig, imageEntrypoint, imageCmd [
 	pod, c := in.Pod, in.Container
 	env := containerEnv(c)
 	lookup := envLookup(env)
-	args := containerArgs(c, imageEntrypoint, imageCmd)
-	if len(c.Command) > 0 || len(c.Args) > 0 {
-		for i := range args {
-			args[i] = expand(args[i], lookup)
-		}
-	}
+	// $(VAR) is expanded in the manifest's command and args only, never in
+	// the image's ENTRYPOINT or CMD (kubelet expands the container's own).
+	expanded := *c
+	expanded.Command, expanded.Args = expandAll(c.Command, lookup), expandAll(c.Args, lookup)
+	args := containerArgs(&expanded, imageEntrypoint, imageCmd)
 	if len(args) == 0 {
 		return nil, fmt.Errorf("no command specified: the image has no entrypoint or cmd and the container sets none")
 	}

@@ -268,3 +268,18 @@ func TestSpecHostnameEnv(t *testing.T) {
 		})
 	}
 }
+
+// $(VAR) is expanded in the manifest's args, not in the image's ENTRYPOINT
+// that they are appended to (issue 8: an image's literal "$(X)" stays).
+func TestSpecExpandsOnlyManifestArgs(t *testing.T) {
+	pod := &v1.Pod{Spec: v1.PodSpec{HostNetwork: true, HostIPC: true}}
+	c := &v1.Container{Name: "c", Args: []string{"$(A)"}, Env: []v1.EnvVar{{Name: "A", Value: "a"}}}
+	opts, err := testHost(t).specOpts(supervise.ContainerConfig{Pod: pod, Container: c, SandboxID: "sb"}, []string{"/ep", "$(A)"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := applyOpts(t, opts)
+	if want := []string{"/ep", "$(A)", "a"}; !reflect.DeepEqual(s.Process.Args, want) {
+		t.Errorf("args = %q, want %q", s.Process.Args, want)
+	}
+}
