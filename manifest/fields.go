@@ -221,15 +221,16 @@ func ignoredWarning(field, why string) string {
 	return field + ": ignored by podvisor (" + why + ")"
 }
 
-// isUnset reports whether a field value counts as not set: the zero value, an
-// empty slice or map, or a pointer to a zero value (hostUsers: true aside, a
-// pointer to false or 0 asks for nothing beyond the default).
+// isUnset reports whether a field value counts as not set: the zero value
+// or an empty slice or map. A pointer that is not nil is set, whatever it
+// points to: `fsGroup: 0` or `shareProcessNamespace: false` asks for
+// something too, and a rejected field is rejected at any value.
 func isUnset(v reflect.Value) bool {
 	switch v.Kind() {
 	case reflect.Slice, reflect.Map:
 		return v.Len() == 0
 	case reflect.Pointer:
-		return v.IsNil() || isUnset(v.Elem())
+		return v.IsNil()
 	}
 	return v.IsZero()
 }
@@ -245,6 +246,9 @@ func isDefaultValue(structName, field string, v reflect.Value, nodeName string) 
 		return v.String() == v1.DefaultSchedulerName
 	case "PodSpec.enableServiceLinks":
 		return v.Bool()
+	case "PodSpec.automountServiceAccountToken":
+		return !v.Bool() // podvisor never mounts a token
+
 	case "PodSpec.nodeName":
 		return v.String() == nodeName
 	case "PodSpec.preemptionPolicy":

@@ -144,3 +144,39 @@ func TestWriteFieldTableMarkdown(t *testing.T) {
 		t.Errorf("%d rows, want %d", rows, len(FieldTable()))
 	}
 }
+
+// TestRejectedZeroValues sets every Rejected field that a manifest can set
+// to its zero value (`fsGroup: 0`, `shareProcessNamespace: false`, an
+// empty struct) and checks it is still rejected: a zero value is a value.
+func TestRejectedZeroValues(t *testing.T) {
+	n := 0
+	for _, st := range tableStructs {
+		for i := range st.NumField() {
+			sf := st.Field(i)
+			name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+			row, ok := fieldIndex[st.Name()+"."+name]
+			if !ok || row.Support != Rejected || sf.Type.Kind() != reflect.Pointer {
+				continue
+			}
+			n++
+			t.Run(st.Name()+"."+name, func(t *testing.T) {
+				v := reflect.New(st).Elem()
+				v.Field(i).Set(reflect.New(sf.Type.Elem())) // a pointer to the zero value
+				var p problems
+				(&supportChecker{nodeName: node, p: &p}).checkStruct("x", v)
+				if len(p.errs) != 1 || p.errs[0].field != "x."+name {
+					t.Errorf("errors %+v, want %s rejected at its zero value", p.errs, name)
+				}
+			})
+		}
+	}
+	if n < 5 {
+		t.Fatalf("only %d rejected pointer fields tried", n)
+	}
+	// End to end through the decoder: fsGroup: 0 is refused.
+	for _, extra := range []string{"  securityContext: {fsGroup: 0}\n", "  shareProcessNamespace: false\n"} {
+		if _, errs := ParseFile("/m/x.yaml", []byte(basePod+extra), node); len(errs) == 0 {
+			t.Errorf("%q accepted", extra)
+		}
+	}
+}
