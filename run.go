@@ -181,6 +181,9 @@ func runAction(c *cli.Context) error {
 		Importer: supervise.Bounded(rt, c.Duration("runtime-request-timeout")),
 		Log:      log,
 		OnImport: func() { sup.ImagesImported() },
+		OnWarning: func(msg string) {
+			store.Record(status.Event{Node: node, Type: v1.EventTypeWarning, Reason: "ImagesWarning", Message: msg})
+		},
 	})
 	sup = supervise.New(supervise.Options{
 		Runtime:      rt,

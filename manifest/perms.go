@@ -1,10 +1,11 @@
 package manifest
 
 import (
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/podvisor/podvisor/internal/trust"
 )
 
 // permissions returns a warning (wrapping ErrInsecure) for every directory
@@ -22,37 +23,13 @@ func (s *scanner) permissions(manifests []entry) []*FileError {
 		seen  = map[string]bool{}
 	)
 	check := func(path string, fi fs.FileInfo, leaf bool, context string) {
-		what := ""
-		if context != "" {
-			what = " (" + context + ")"
-		}
-		if uid, _, ok := ownerOf(fi); ok && uid != 0 && uid != s.trustedUID {
-			want := "root"
-			if s.trustedUID != 0 {
-				want = fmt.Sprintf("root or uid %d", s.trustedUID)
-			}
-			warns = append(warns, &FileError{Path: path, Err: ErrInsecure,
-				Reason: fmt.Sprintf("owned by uid %d, not %s%s: that user can change what podvisor runs as root", uid, want, what)})
-		}
-		mode := fi.Mode()
-		if mode.Perm()&0o022 != 0 && (leaf || !fi.IsDir() || mode&fs.ModeSticky == 0) {
-			warns = append(warns, &FileError{Path: path, Err: ErrInsecure,
-				Reason: fmt.Sprintf("mode %04o is group- or world-writable%s: other users can change what podvisor runs as root", mode.Perm(), what)})
+		for _, r := range trust.Reasons(fi, leaf, s.trustedUID, context) {
+			warns = append(warns, &FileError{Path: path, Err: ErrInsecure, Reason: r})
 		}
 	}
-	checkDirs := func(dir string, context string) {
-		for d, leaf := dir, true; !seen[d]; d, leaf = filepath.Dir(d), false {
-			seen[d] = true
-			if fi, err := os.Stat(d); err == nil {
-				c := ""
-				if leaf {
-					c = context
-				}
-				check(d, fi, leaf, c)
-			}
-			if d == filepath.Dir(d) {
-				break
-			}
+	checkDirs := func(dir string) {
+		for _, p := range trust.Dir(dir, s.trustedUID, seen) {
+			warns = append(warns, &FileError{Path: p.Path, Err: ErrInsecure, Reason: p.Reason})
 		}
 	}
 
@@ -66,12 +43,12 @@ func (s *scanner) permissions(manifests []entry) []*FileError {
 			roots = append(roots, real)
 		}
 		for _, r := range roots {
-			checkDirs(r, "")
+			checkDirs(r)
 		}
 	}
 	for _, e := range manifests {
 		if s.files != nil {
-			checkDirs(filepath.Dir(e.path), "")
+			checkDirs(filepath.Dir(e.path))
 		}
 		fi, err := os.Stat(e.path)
 		if err != nil {

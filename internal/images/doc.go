@@ -25,5 +25,11 @@
 //     and at once when the archive is written again.
 //   - OnImport is called after every pass that imported at least one
 //     archive, so that pods waiting for an image try again.
+//   - Each pass checks the directory and its parents, and each archive
+//     before its import, with internal/trust (owner not root or
+//     TrustedUID, group- or world-writable): an archive replaces an image
+//     by name, so whoever can write it chooses what runs as root. Every
+//     problem is logged and told to OnWarning once while it lasts; the
+//     archive is imported all the same, as manifests are.
 //   - Run's state belongs to its goroutine; Run ends with its context.
 package images

@@ -13,6 +13,7 @@ import (
 
 	"github.com/podvisor/podvisor/internal/backoff"
 	"github.com/podvisor/podvisor/internal/inotify"
+	"github.com/podvisor/podvisor/internal/trust"
 )
 
 // DefaultRetryMax is the longest wait between two tries of a failed
@@ -37,6 +38,14 @@ type Options struct {
 	// OnImport, when set, is called after a pass that imported at least one
 	// archive.
 	OnImport func()
+	// OnWarning, when set, hears every permission warning (also logged):
+	// the images directory, a parent or an archive can be changed by
+	// someone other than root or TrustedUID. Each is told once while it
+	// lasts; the archive is imported all the same.
+	OnWarning func(msg string)
+	// TrustedUID is a user trusted besides root to own the directory, its
+	// parents and the archives; 0 trusts root only.
+	TrustedUID int
 	// Backoff returns a new back-off for each thing retried: failed
 	// imports, and a watch that cannot be set up. Nil means
 	// backoff.Retry(time.Now, DefaultRetryMax).
@@ -57,12 +66,13 @@ type Watcher struct {
 	ready chan struct{}
 
 	// Owned by Run's goroutine.
-	done    map[string]version // by file name: imported
-	failed  map[string]version // by file name: last import failed
-	pending map[string]bool    // announced complete since the last pass
-	full    bool               // every archive must be looked at
-	retry   *backoff.Backoff   // between passes retrying failures
-	retryAt time.Time          // when failures are tried again; zero: none
+	done    map[string]version  // by file name: imported
+	failed  map[string]version  // by file name: last import failed
+	pending map[string]bool     // announced complete since the last pass
+	full    bool                // every archive must be looked at
+	retry   *backoff.Backoff    // between passes retrying failures
+	retryAt time.Time           // when failures are tried again; zero: none
+	warned  map[string][]string // by file name ("" the directory): warnings told
 }
 
 // New returns a Watcher configured by opts, with its defaults applied.
@@ -80,6 +90,7 @@ func New(opts Options) *Watcher {
 		done:    map[string]version{},
 		failed:  map[string]version{},
 		pending: map[string]bool{},
+		warned:  map[string][]string{},
 		full:    true,
 		retry:   opts.Backoff(),
 	}
@@ -155,6 +166,7 @@ func (w *Watcher) step(ctx context.Context, now time.Time) time.Time {
 func (w *Watcher) pass(ctx context.Context, now time.Time) {
 	retryDue := !now.Before(w.retryAt)
 	nImported, nFailed := 0, 0
+	w.checkDir()
 	names, err := w.candidates()
 	var errs []error
 	if err != nil {
@@ -167,6 +179,7 @@ func (w *Watcher) pass(ctx context.Context, now time.Time) {
 		if err != nil || !fi.Mode().IsRegular() {
 			delete(w.done, name)
 			delete(w.failed, name)
+			delete(w.warned, name)
 			continue
 		}
 		v := version{size: fi.Size(), mtime: fi.ModTime()}
@@ -176,6 +189,7 @@ func (w *Watcher) pass(ctx context.Context, now time.Time) {
 		if f, ok := w.failed[name]; ok && f == v && !retryDue {
 			continue
 		}
+		w.warn(name, problemsOf(p, fi, w.opts.TrustedUID))
 		imgs, err := w.opts.Importer.Import(ctx, p)
 		if ctx.Err() != nil {
 			return // stopping: nothing more is due
@@ -233,5 +247,52 @@ func (w *Watcher) candidates() ([]string, error) {
 	for _, m := range []map[string]version{w.done, w.failed} {
 		maps.DeleteFunc(m, func(name string, _ version) bool { return !slices.Contains(names, name) })
 	}
+	maps.DeleteFunc(w.warned, func(name string, _ []string) bool { return name != "" && !slices.Contains(names, name) })
 	return names, nil
+}
+
+// checkDir warns of the problems of the images directory and its
+// parents, as given and with symlinks resolved.
+func (w *Watcher) checkDir() {
+	if _, err := os.Stat(w.opts.Dir); err != nil {
+		return
+	}
+	seen := map[string]bool{}
+	problems := trust.Dir(w.opts.Dir, w.opts.TrustedUID, seen)
+	if real, err := filepath.EvalSymlinks(w.opts.Dir); err == nil {
+		problems = append(problems, trust.Dir(real, w.opts.TrustedUID, seen)...)
+	}
+	var msgs []string
+	for _, p := range problems {
+		msgs = append(msgs, p.String())
+	}
+	w.warn("", msgs)
+}
+
+// problemsOf returns the warnings of the archive at path with info fi.
+func problemsOf(path string, fi os.FileInfo, trustedUID int) []string {
+	var msgs []string
+	for _, r := range trust.Reasons(fi, true, trustedUID, "") {
+		msgs = append(msgs, trust.Problem{Path: path, Reason: r}.String())
+	}
+	return msgs
+}
+
+// warn tells the warnings of key (an archive's name, "" the directory)
+// not told at its last check, and remembers them all.
+func (w *Watcher) warn(key string, msgs []string) {
+	for _, m := range msgs {
+		if slices.Contains(w.warned[key], m) {
+			continue
+		}
+		w.log.Warn("insecure images permissions", "warning", m)
+		if w.opts.OnWarning != nil {
+			w.opts.OnWarning(m)
+		}
+	}
+	if len(msgs) == 0 {
+		delete(w.warned, key)
+	} else {
+		w.warned[key] = msgs
+	}
 }

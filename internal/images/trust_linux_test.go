@@ -1,0 +1,68 @@
+package images
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestWatcherWarnsOfInsecurePermissions: an images dir or archive that
+// others can change is warned of once while it lasts, and imported all
+// the same.
+func TestWatcherWarnsOfInsecurePermissions(t *testing.T) {
+	tests := []struct {
+		name       string
+		dirMode    os.FileMode
+		tarMode    os.FileMode
+		tarOwner   int // -1: unchanged
+		wantSuffix string
+	}{
+		{name: "clean", dirMode: 0o755, tarMode: 0o644, tarOwner: -1},
+		{name: "world-writable dir", dirMode: 0o777, tarMode: 0o644, tarOwner: -1, wantSuffix: "mode 0777 is group- or world-writable: other users can change what podvisor runs as root"},
+		{name: "group-writable archive", dirMode: 0o755, tarMode: 0o664, tarOwner: -1, wantSuffix: "a.tar: mode 0664 is group- or world-writable: other users can change what podvisor runs as root"},
+		{name: "archive not root's", dirMode: 0o755, tarMode: 0o644, tarOwner: 65534, wantSuffix: "a.tar: owned by uid 65534, not root: that user can change what podvisor runs as root"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.tarOwner >= 0 && os.Getuid() != 0 {
+				t.Skip("chown needs root")
+			}
+			dir := t.TempDir()
+			tar := filepath.Join(dir, "a.tar")
+			write(t, tar, "v")
+			if err := os.Chmod(tar, tt.tarMode); err != nil {
+				t.Fatal(err)
+			}
+			if tt.tarOwner >= 0 {
+				if err := os.Chown(tar, tt.tarOwner, -1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Chmod(dir, tt.dirMode); err != nil {
+				t.Fatal(err)
+			}
+			var warnings []string
+			f := newFake()
+			// The test's own user owns the temporary directory.
+			w := New(Options{Dir: dir, Importer: f, TrustedUID: os.Getuid(),
+				OnWarning: func(msg string) { warnings = append(warnings, msg) }})
+			for i := range 3 {
+				// A new version of the archive is checked again.
+				write(t, tar, strings.Repeat("v", i+1))
+				w.full = true
+				w.pass(t.Context(), time.Now())
+			}
+			if n := len(f.of("a.tar")); n != 3 {
+				t.Errorf("imported %d times, want 3: warnings must not refuse", n)
+			}
+			switch {
+			case tt.wantSuffix == "" && len(warnings) != 0:
+				t.Errorf("warnings = %q, want none", warnings)
+			case tt.wantSuffix != "" && (len(warnings) != 1 || !strings.HasSuffix(warnings[0], tt.wantSuffix)):
+				t.Errorf("warnings = %q, want one ending in %q", warnings, tt.wantSuffix)
+			}
+		})
+	}
+}
