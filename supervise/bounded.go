@@ -103,6 +103,12 @@ func (b boundedRuntime) Collect(ctx context.Context) ([]string, error) {
 	return b.rt.Collect(ctx)
 }
 
+func (b boundedRuntime) ReleaseShims(ctx context.Context, ids []string) error {
+	ctx, cancel := b.ctx(ctx, 0)
+	defer cancel()
+	return b.rt.ReleaseShims(ctx, ids)
+}
+
 func (b boundedRuntime) Exec(ctx context.Context, id string, p ExecProcess) (int, error) {
 	return b.rt.Exec(ctx, id, p)
 }

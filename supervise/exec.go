@@ -343,7 +343,11 @@ func (w *podWorker) applyBackOffs(pod *v1.Pod, bs []backOff) {
 func (w *podWorker) cleanup(ctx context.Context, pod *v1.Pod) error {
 	// Containers carrying this pod's label that the record does not know
 	// (a podvisor crash between create and record) go too.
-	if err := w.s.removePodContainers(ctx, w.uid); err != nil {
+	var sandbox []string
+	if w.rec.Sandbox != nil {
+		sandbox = append(sandbox, w.rec.Sandbox.ID)
+	}
+	if err := w.s.removePodContainers(ctx, w.uid, sandbox...); err != nil {
 		return err
 	}
 	var leaks []error

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -245,6 +246,10 @@ func (r *fakeRuntime) Import(_ context.Context, path string) ([]string, error) {
 
 func (r *fakeRuntime) Collect(context.Context) ([]string, error) {
 	return nil, r.call("Collect", "")
+}
+
+func (r *fakeRuntime) ReleaseShims(_ context.Context, ids []string) error {
+	return r.call("ReleaseShims", strings.Join(ids, ","))
 }
 
 func (r *fakeRuntime) Exec(_ context.Context, id string, _ ExecProcess) (int, error) {

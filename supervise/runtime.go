@@ -66,6 +66,9 @@ type Runtime interface {
 	// with no owner (leases, unlabelled containers, shims serving no
 	// task) and says what it removed. It runs before any pod is worked on.
 	Collect(ctx context.Context) ([]string, error)
+	// ReleaseShims ends what the runtime still runs for the given
+	// sandboxes once none of their containers has a task.
+	ReleaseShims(ctx context.Context, sandboxIDs []string) error
 }
 
 // ErrContainerConfig marks a container the runtime refuses for its own

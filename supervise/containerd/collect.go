@@ -136,6 +136,48 @@ func (r *Runtime) Collect(ctx context.Context) (_ []string, err error) {
 	return done, errors.Join(errs...)
 }
 
+// ReleaseShims kills the runc shims of the given groups (sandbox IDs) that
+// serve no task any more: a pod's shim exits when its last task is deleted,
+// but one whose task creation was cut short (podvisor killed) keeps waiting
+// for it. Called once a pod's containers are all gone.
+func (r *Runtime) ReleaseShims(ctx context.Context, groups []string) (err error) {
+	defer markUnavailable(&err)
+	ns, _ := namespaces.Namespace(ctx)
+	if ns == "" {
+		ns = r.opts.Namespace
+	}
+	shims := findShims(ns)
+	if len(shims) == 0 {
+		return nil
+	}
+	ctrs, err := r.client.Containers(ctx)
+	if err != nil {
+		return fmt.Errorf("list containers: %w", err)
+	}
+	ts, err := r.client.TaskService().List(ctx, &tasks.ListTasksRequest{})
+	if err != nil {
+		return fmt.Errorf("list tasks: %w", err)
+	}
+	live := map[string]bool{}
+	for _, t := range ts.Tasks {
+		live[t.ID] = true
+	}
+	var errs []error
+	for _, sh := range shims {
+		for _, g := range groups {
+			if g == "" || sh.socket == "" || shimSocket(sh.address, ns, g) != sh.socket || r.groupHasTask(ctx, g, ctrs, live) {
+				continue
+			}
+			if err := syscall.Kill(sh.pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+				errs = append(errs, fmt.Errorf("kill shim %d of sandbox %s: %w", sh.pid, g, err))
+				continue
+			}
+			os.Remove(sh.socket)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // groupHasTask reports whether a container of group g (its sandbox, or the
 // container itself) has a task.
 func (r *Runtime) groupHasTask(ctx context.Context, g string, ctrs []client.Container, live map[string]bool) bool {

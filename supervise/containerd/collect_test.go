@@ -212,6 +212,35 @@ func TestCollect(t *testing.T) {
 	if !slices.ContainsFunc(done, func(s string) bool { return strings.HasPrefix(s, "shim ") }) {
 		t.Errorf("Collect did not say it removed a shim: %v", done)
 	}
+
+	// ReleaseShims ends the shim of a sandbox whose containers have no
+	// task, and keeps one whose container runs.
+	released := exec.Command(os.Args[0])
+	sock2 := shimSocket(env.Address, env.Namespace, "sb-released")
+	released.Args = []string{"/fake/containerd-shim-runc-v2", "-namespace", env.Namespace, "-id", "released", "-address", env.Address}
+	released.Env = append(os.Environ(), fakeShimEnv+"="+sock2)
+	if err := released.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer released.Process.Kill()
+	ended := make(chan struct{})
+	go func() { released.Wait(); close(ended) }()
+	for deadline := time.Now().Add(30 * time.Second); listeningSocket(released.Process.Pid) != sock2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the second fake shim did not listen")
+		}
+	}
+	if err := rt.ReleaseShims(ctx, []string{"sb-released", "sb-keep"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the shim of a sandbox without tasks was not ended")
+	}
+	if st, err := rt.State(ctx, "keep"); err != nil || !st.Running {
+		t.Fatalf("the running container's shim was ended: %+v %v", st, err)
+	}
 	rt.Stop(ctx, "keep", 0)
 	rt.Remove(ctx, "keep")
 }
