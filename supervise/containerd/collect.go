@@ -77,63 +77,22 @@ func (r *Runtime) Collect(ctx context.Context) (_ []string, err error) {
 	if err != nil {
 		return done, fmt.Errorf("list containers: %w", err)
 	}
-	groups := map[string]bool{}
 	for _, c := range ctrs {
 		info, err := c.Info(ctx, client.WithoutRefreshedMetadata)
-		if err != nil {
+		if err != nil || info.Labels[supervise.LabelPodUID] != "" {
 			continue
 		}
-		if info.Labels[supervise.LabelPodUID] == "" {
-			if err := r.Stop(ctx, c.ID(), 0); err != nil {
-				errs = append(errs, err)
-			}
-			if err := r.Remove(ctx, c.ID()); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			done = append(done, "container "+c.ID())
+		if err := r.Stop(ctx, c.ID(), 0); err != nil {
+			errs = append(errs, err)
+		}
+		if err := r.Remove(ctx, c.ID()); err != nil {
+			errs = append(errs, err)
 			continue
 		}
-		if g := info.Labels[supervise.LabelSandboxID]; g != "" {
-			groups[g] = true
-		}
-		groups[c.ID()] = true
+		done = append(done, "container "+c.ID())
 	}
-	// The shims that serve a task are those whose socket is that of a
-	// task's group; any other shim of this namespace serves nothing.
-	ts, err := r.client.TaskService().List(ctx, &tasks.ListTasksRequest{})
-	if err != nil {
-		return done, fmt.Errorf("list tasks: %w", err)
-	}
-	live := map[string]bool{}
-	for _, t := range ts.Tasks {
-		live[t.ID] = true
-	}
-	ns, _ := namespaces.Namespace(ctx)
-	if ns == "" {
-		ns = r.opts.Namespace
-	}
-	for _, sh := range findShims(ns) {
-		needed := false
-		for g := range groups {
-			if shimSocket(sh.address, ns, g) == sh.socket {
-				// Kept while any task of its group lives; a group whose
-				// containers have no task left has a shim with nothing
-				// to serve.
-				needed = needed || r.groupHasTask(ctx, g, ctrs, live)
-			}
-		}
-		if needed || sh.socket == "" || sh.children {
-			continue
-		}
-		if err := syscall.Kill(sh.pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-			errs = append(errs, fmt.Errorf("kill orphan shim %d: %w", sh.pid, err))
-			continue
-		}
-		os.Remove(sh.socket)
-		done = append(done, fmt.Sprintf("shim %d", sh.pid))
-	}
-	return done, errors.Join(errs...)
+	killed, err := r.killIdleShims(ctx, nil)
+	return append(done, killed...), errors.Join(append(errs, err)...)
 }
 
 // ReleaseShims kills the runc shims of the given groups (sandbox IDs) that
@@ -142,57 +101,70 @@ func (r *Runtime) Collect(ctx context.Context) (_ []string, err error) {
 // for it. Called once a pod's containers are all gone.
 func (r *Runtime) ReleaseShims(ctx context.Context, groups []string) (err error) {
 	defer markUnavailable(&err)
+	if len(groups) == 0 {
+		return nil
+	}
+	_, err = r.killIdleShims(ctx, groups)
+	return err
+}
+
+// killIdleShims kills the shims of this namespace that serve no task: a
+// shim serves the tasks of its group (a sandbox, or a container without
+// one), and listens on that group's socket. With only set, just the shims
+// of those groups are candidates. It says what it killed.
+func (r *Runtime) killIdleShims(ctx context.Context, only []string) ([]string, error) {
 	ns, _ := namespaces.Namespace(ctx)
 	if ns == "" {
 		ns = r.opts.Namespace
 	}
 	shims := findShims(ns)
 	if len(shims) == 0 {
-		return nil
-	}
-	ctrs, err := r.client.Containers(ctx)
-	if err != nil {
-		return fmt.Errorf("list containers: %w", err)
+		return nil, nil
 	}
 	ts, err := r.client.TaskService().List(ctx, &tasks.ListTasksRequest{})
 	if err != nil {
-		return fmt.Errorf("list tasks: %w", err)
+		return nil, fmt.Errorf("list tasks: %w", err)
 	}
 	live := map[string]bool{}
 	for _, t := range ts.Tasks {
 		live[t.ID] = true
 	}
-	var errs []error
-	for _, sh := range shims {
-		for _, g := range groups {
-			if g == "" || sh.socket == "" || shimSocket(sh.address, ns, g) != sh.socket || r.groupHasTask(ctx, g, ctrs, live) {
-				continue
-			}
-			if err := syscall.Kill(sh.pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-				errs = append(errs, fmt.Errorf("kill shim %d of sandbox %s: %w", sh.pid, g, err))
-				continue
-			}
-			os.Remove(sh.socket)
-		}
+	ctrs, err := r.client.Containers(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
 	}
-	return errors.Join(errs...)
-}
-
-// groupHasTask reports whether a container of group g (its sandbox, or the
-// container itself) has a task.
-func (r *Runtime) groupHasTask(ctx context.Context, g string, ctrs []client.Container, live map[string]bool) bool {
+	var busy []string // groups with a task
 	for _, c := range ctrs {
 		if !live[c.ID()] {
 			continue
 		}
-		if c.ID() == g {
-			return true
-		}
-		if labels, err := c.Labels(ctx); err == nil && labels[supervise.LabelSandboxID] == g {
-			return true
+		busy = append(busy, c.ID())
+		if info, err := c.Info(ctx, client.WithoutRefreshedMetadata); err == nil && info.Labels[supervise.LabelSandboxID] != "" {
+			busy = append(busy, info.Labels[supervise.LabelSandboxID])
 		}
 	}
-	return false
+	servesOneOf := func(sh shim, groups []string) bool {
+		for _, g := range groups {
+			if shimSocket(sh.address, ns, g) == sh.socket {
+				return true
+			}
+		}
+		return false
+	}
+	var done []string
+	var errs []error
+	for _, sh := range shims {
+		if sh.socket == "" || sh.children || servesOneOf(sh, busy) || (only != nil && !servesOneOf(sh, only)) {
+			continue
+		}
+		if err := syscall.Kill(sh.pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			errs = append(errs, fmt.Errorf("kill idle shim %d: %w", sh.pid, err))
+			continue
+		}
+		os.Remove(sh.socket)
+		done = append(done, fmt.Sprintf("shim %d", sh.pid))
+	}
+	return done, errors.Join(errs...)
 }
 
 // shimSocket is the socket a runc shim of group id listens on
