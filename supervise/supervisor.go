@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -409,18 +410,17 @@ func (s *Supervisor) nodeEvent(typ, reason, format string, args ...any) {
 // removePodContainers kills and removes every container labelled with the
 // pod's UID, then ends what the runtime still runs for their sandboxes and
 // extra ones.
-func (s *Supervisor) removePodContainers(ctx context.Context, uid types.UID, extra ...string) error {
+func (s *Supervisor) removePodContainers(ctx context.Context, uid types.UID, sandboxes ...string) error {
 	all, err := s.rt.List(ctx)
 	if err != nil {
 		return err
 	}
 	var errs []error
-	groups := map[string]bool{}
 	for _, c := range all {
 		if c.Labels[LabelPodUID] != string(uid) {
 			continue
 		}
-		groups[c.Labels[LabelSandboxID]] = true
+		sandboxes = append(sandboxes, c.Labels[LabelSandboxID])
 		if err := s.rt.Stop(ctx, c.ID, 0); err != nil {
 			errs = append(errs, err)
 		}
@@ -429,21 +429,11 @@ func (s *Supervisor) removePodContainers(ctx context.Context, uid types.UID, ext
 		}
 		s.untrack(c.ID)
 	}
-	if len(errs) == 0 && len(extra) > 0 {
-		for _, g := range extra {
-			groups[g] = true
-		}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
 	}
-	if len(errs) == 0 && len(groups) > 0 {
-		ids := make([]string, 0, len(groups))
-		for g := range groups {
-			ids = append(ids, g)
-		}
-		if err := s.rt.ReleaseShims(ctx, ids); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	slices.Sort(sandboxes)
+	return s.rt.ReleaseShims(ctx, slices.Compact(sandboxes))
 }
 
 // cleanupContext returns a context for cleanup that survives the

@@ -214,15 +214,15 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 		w.rec.StartTime = &t
 	}
 	w.rec.ensureContainers(pod)
-	if w.conds == nil {
-		// Shown from the moment it is known: Pending, ContainerCreating.
-		w.publish(pod)
-	}
 	if w.s.down.Load() != nil {
 		// Nothing can be observed or done, and nothing is charged to a
 		// back-off: the pod says why, and waits to be woken.
 		w.publish(pod)
 		return time.Time{}, false
+	}
+	if w.conds == nil {
+		// Shown from the moment it is known: Pending, ContainerCreating.
+		w.publish(pod)
 	}
 	w.steps++
 	w.failed = false

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -101,6 +102,7 @@ func (r *Runtime) Collect(ctx context.Context) (_ []string, err error) {
 // for it. Called once a pod's containers are all gone.
 func (r *Runtime) ReleaseShims(ctx context.Context, groups []string) (err error) {
 	defer markUnavailable(&err)
+	groups = slices.DeleteFunc(slices.Clone(groups), func(g string) bool { return g == "" })
 	if len(groups) == 0 {
 		return nil
 	}
