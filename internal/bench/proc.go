@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/podvisor/podvisor/internal/procfs"
 	"github.com/podvisor/podvisor/internal/testenv"
 )
 
@@ -37,19 +38,10 @@ type usage struct {
 
 // listProcs returns every process whose command line is readable.
 func listProcs() []proc {
-	ents, _ := os.ReadDir("/proc")
 	var out []proc
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || len(b) == 0 {
-			continue // gone, or a kernel thread
-		}
-		exe, _ := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
-		out = append(out, proc{pid: pid, args: strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"), exe: exe})
+	for _, p := range procfs.List() {
+		exe, _ := os.Readlink(filepath.Join("/proc", strconv.Itoa(p.PID), "exe"))
+		out = append(out, proc{pid: p.PID, args: p.Args, exe: exe})
 	}
 	return out
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/podvisor/podvisor/api"
 	"github.com/podvisor/podvisor/internal/cgroupfs"
+	"github.com/podvisor/podvisor/internal/procfs"
 	"github.com/podvisor/podvisor/supervise"
 	v1 "k8s.io/api/core/v1"
 )
@@ -509,19 +510,10 @@ func requireRunFlag(t *testing.T, name string) {
 
 // containerdPID finds the harness's containerd by its config file.
 func containerdPID() int {
-	conf := []byte("\x00" + filepath.Join(env.Dir, "config.toml"))
-	procs, _ := os.ReadDir("/proc")
-	for _, p := range procs {
-		pid, err := strconv.Atoi(p.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		if strings.HasPrefix(string(b), env.Containerd+"\x00") && bytes.Contains(b, conf) && pidAlive(pid, "containerd") {
-			return pid
+	conf := filepath.Join(env.Dir, "config.toml")
+	for _, p := range procfs.List() {
+		if p.Args[0] == env.Containerd && slices.Contains(p.Args[1:], conf) && pidAlive(p.PID, "containerd") {
+			return p.PID
 		}
 	}
 	return 0

@@ -18,6 +18,7 @@ import (
 	client "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/leases"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/podvisor/podvisor/internal/procfs"
 	"github.com/podvisor/podvisor/supervise"
 )
 
@@ -186,25 +187,15 @@ type shim struct {
 
 // findShims lists the long-running runc shims of namespace ns.
 func findShims(ns string) []shim {
-	entries, _ := os.ReadDir("/proc")
 	var out []shim
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		sh, ok := parseShim(args, ns)
+	for _, p := range procfs.List() {
+		sh, ok := parseShim(p.Args, ns)
 		if !ok {
 			continue
 		}
-		sh.pid = pid
-		sh.socket = listeningSocket(pid)
-		sh.children = hasChildren(pid)
+		sh.pid = p.PID
+		sh.socket = listeningSocket(p.PID)
+		sh.children = hasChildren(p.PID)
 		out = append(out, sh)
 	}
 	return out
