@@ -62,9 +62,9 @@ func New(c *client.Client, opts Options) *Runtime {
 	return &Runtime{client: c, opts: opts, unpacked: map[string]bool{}, images: map[string]client.Image{}}
 }
 
-// NormalizeImage turns a pod's image into containerd's name as docker
+// normalizeImage turns a pod's image into containerd's name as docker
 // does: "busybox" is "docker.io/library/busybox:latest".
-func NormalizeImage(image string) (string, error) {
+func normalizeImage(image string) (string, error) {
 	named, err := reference.ParseDockerRef(image)
 	if err != nil {
 		return "", fmt.Errorf("invalid image name %q: %w", image, err)
@@ -77,7 +77,7 @@ func NormalizeImage(image string) (string, error) {
 // is used with a warning: an air-gapped box must boot.
 func (r *Runtime) EnsureImage(ctx context.Context, c *v1.Container) (_ supervise.Image, err error) {
 	defer markUnavailable(&err)
-	ref, err := NormalizeImage(c.Image)
+	ref, err := normalizeImage(c.Image)
 	if err != nil {
 		return supervise.Image{}, err
 	}
