@@ -18,7 +18,6 @@ import (
 	"github.com/containerd/containerd/v2/core/leases"
 	"github.com/opencontainers/go-digest"
 	"github.com/opencontainers/image-spec/identity"
-	"github.com/podvisor/podvisor/internal/testenv"
 	"github.com/podvisor/podvisor/supervise"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -87,20 +86,7 @@ func TestParseShim(t *testing.T) {
 // unlabelled containers, and a shim that serves no task; it keeps the shim
 // of a running container.
 func TestCollect(t *testing.T) {
-	testenv.RequireRoot(t)
-	dir := t.TempDir()
-	env, err := testenv.Start(filepath.Join(dir, "env"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	env.Logf = t.Logf
-	t.Cleanup(func() { env.Stop() })
-	c, err := env.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	rt := New(c, Options{Namespace: env.Namespace, LogDriver: "/bin/true"})
+	_, env, c, rt := startRuntime(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if _, err := rt.Import(ctx, env.ImageArchive); err != nil {
@@ -144,14 +130,7 @@ func TestCollect(t *testing.T) {
 	if err := rt.Create(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
-	driver := filepath.Join(dir, "podvisor-log-driver")
-	build := exec.Command("go", "build", "-o", driver, "github.com/podvisor/podvisor/cmd/podvisor-log-driver")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build log driver: %v\n%s", err, out)
-	}
-	rt.opts.LogDriver = driver
-	if err := rt.Start(ctx, "keep", filepath.Join(dir, "keep.log")); err != nil {
+	if err := rt.Start(ctx, "keep", filepath.Join(t.TempDir(), "keep.log")); err != nil {
 		t.Fatal(err)
 	}
 	// A shim of this namespace that serves nothing.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	client "github.com/containerd/containerd/v2/client"
 	"github.com/podvisor/podvisor/internal/image"
 	"github.com/podvisor/podvisor/internal/testenv"
 	"github.com/podvisor/podvisor/supervise"
@@ -22,6 +23,32 @@ import (
 // stopperRef names a test image on a registry at a loopback port nothing
 // serves: a pull fails at once and sends nothing off the machine.
 const stopperRef = "127.0.0.1:9/stopper:1.0"
+
+// startRuntime starts a private containerd (skipping without root) and a
+// Runtime on it whose log driver is built from this module.
+func startRuntime(t *testing.T) (string, *testenv.Env, *client.Client, *Runtime) {
+	t.Helper()
+	testenv.RequireRoot(t)
+	dir := t.TempDir()
+	env, err := testenv.Start(filepath.Join(dir, "env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Logf = t.Logf
+	t.Cleanup(func() { env.Stop() })
+	c, err := env.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	driver := filepath.Join(dir, "podvisor-log-driver")
+	build := exec.Command("go", "build", "-o", driver, "github.com/podvisor/podvisor/cmd/podvisor-log-driver")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build log driver: %v\n%s", err, out)
+	}
+	return dir, env, c, New(c, Options{Namespace: env.Namespace, LogDriver: driver, LogMaxSize: 1 << 20})
+}
 
 func poll(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -38,26 +65,7 @@ func poll(t *testing.T, what string, cond func() bool) {
 // images by pull policy, create with the stop signal fixed in a label,
 // start with CRI logs, exec, events, stop with a deadline, remove.
 func TestRuntime(t *testing.T) {
-	testenv.RequireRoot(t)
-	dir := t.TempDir()
-	env, err := testenv.Start(filepath.Join(dir, "env"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	env.Logf = t.Logf
-	t.Cleanup(func() { env.Stop() })
-	c, err := env.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	driver := filepath.Join(dir, "podvisor-log-driver")
-	build := exec.Command("go", "build", "-o", driver, "github.com/podvisor/podvisor/cmd/podvisor-log-driver")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build log driver: %v\n%s", err, out)
-	}
-	rt := New(c, Options{Namespace: env.Namespace, LogDriver: driver, LogMaxSize: 1 << 20})
+	dir, env, c, rt := startRuntime(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
