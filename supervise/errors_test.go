@@ -149,9 +149,7 @@ func TestWorkerTerminateErrors(t *testing.T) {
 			w := e.worker(p)
 			e.step(w)
 			e.rt.setFail(method, errTest)
-			w.inbox.send(stopMsg{})
-			w.receive(w.inbox.take())
-			wake, finished := w.step(context.Background())
+			wake, finished := e.stopStep(w)
 			if finished {
 				t.Fatal("finished although the stop failed")
 			}
@@ -177,9 +175,7 @@ func TestWorkerStuckContainer(t *testing.T) {
 	w := e.worker(p)
 	e.step(w)
 	e.rt.stopIgnores = true
-	w.inbox.send(stopMsg{})
-	w.receive(w.inbox.take())
-	wake, finished := w.step(context.Background())
+	wake, finished := e.stopStep(w)
 	if finished || wake.IsZero() {
 		t.Fatalf("finished %v wake %v with a container still running", finished, wake)
 	}

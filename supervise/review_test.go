@@ -112,9 +112,7 @@ func TestWorkerStopsWhileStateFails(t *testing.T) {
 	w := e.worker(p)
 	e.step(w)
 	e.rt.setFail("State", errTest)
-	w.inbox.send(stopMsg{})
-	w.receive(w.inbox.take())
-	if _, finished := w.step(context.Background()); !finished {
+	if _, finished := e.stopStep(w); !finished {
 		t.Fatal("the pod did not stop")
 	}
 	if len(e.rt.ctrs) != 0 || e.rt.count("Stop") > 3 {

@@ -22,6 +22,13 @@ func (e *env) step(w *podWorker) time.Time {
 	return wake
 }
 
+// stopStep asks w to stop, as a removed manifest does, and runs one step.
+func (e *env) stopStep(w *podWorker) (time.Time, bool) {
+	w.inbox.send(stopMsg{})
+	w.receive(w.inbox.take())
+	return w.step(context.Background())
+}
+
 func (e *env) status(p *v1.Pod, name string) v1.ContainerStatus {
 	e.t.Helper()
 	pod := e.st.pod(p.UID)
@@ -244,9 +251,7 @@ func TestWorkerTerminates(t *testing.T) {
 	e.step(w)
 	logs := e.s.layout.PodLogs(p.Namespace, p.Name, string(p.UID))
 	os.MkdirAll(logs, 0o755)
-	w.inbox.send(stopMsg{})
-	w.receive(w.inbox.take())
-	if _, finished := w.step(context.Background()); !finished {
+	if _, finished := e.stopStep(w); !finished {
 		t.Fatal("worker did not finish")
 	}
 	if len(e.rt.ctrs) != 0 {
@@ -278,9 +283,7 @@ func TestWorkerCleanupLeakReported(t *testing.T) {
 	w := e.worker(p)
 	e.step(w)
 	e.net.delErr = errTest
-	w.inbox.send(stopMsg{})
-	w.receive(w.inbox.take())
-	if _, finished := w.step(context.Background()); !finished {
+	if _, finished := e.stopStep(w); !finished {
 		t.Fatal("a clean-up leak kept the worker")
 	}
 	if !e.st.has("CleanupFailed") {
