@@ -159,20 +159,8 @@ func withIdentity(pod *v1.Pod, c *v1.Container, imageID string, lookup imageUser
 	if psc == nil {
 		psc = &v1.PodSecurityContext{}
 	}
-	sc := c.SecurityContext
-	if sc == nil {
-		sc = &v1.SecurityContext{}
-	}
-	runAsUser, runAsGroup, runAsNonRoot := psc.RunAsUser, psc.RunAsGroup, psc.RunAsNonRoot
-	if sc.RunAsUser != nil {
-		runAsUser = sc.RunAsUser
-	}
-	if sc.RunAsGroup != nil {
-		runAsGroup = sc.RunAsGroup
-	}
-	if sc.RunAsNonRoot != nil {
-		runAsNonRoot = sc.RunAsNonRoot
-	}
+	sc := effectiveSecurityContext(pod, c)
+	runAsUser, runAsGroup, runAsNonRoot := sc.RunAsUser, sc.RunAsGroup, sc.RunAsNonRoot
 	return func(ctx context.Context, cl oci.Client, ctr *containers.Container, s *oci.Spec) error {
 		user, err := lookup(ctx, cl, ctr, imageID)
 		if err != nil {

@@ -194,7 +194,7 @@ func (r *Runtime) Create(ctx context.Context, cfg supervise.ContainerConfig) (er
 	for k, v := range cfg.Labels {
 		labels[k] = v
 	}
-	labels[supervise.LabelStopSignal] = strconv.Itoa(int(stopSignal(ic.Config.StopSignal)))
+	labels[supervise.LabelStopSignal] = strconv.Itoa(int(containerStopSignal(cfg.Container, ic.Config.StopSignal)))
 	all := append([]oci.SpecOpts{oci.WithImageConfig(img)}, opts...)
 	err = r.withLease(ctx, "create", func(ctx context.Context) error {
 		_, err := r.client.NewContainer(ctx, cfg.ID,

@@ -186,21 +186,17 @@ func (h host) specOpts(in supervise.ContainerConfig, imageEntrypoint, imageCmd [
 	}
 
 	opts = append(opts, withIdentity(pod, c, in.Image.ID, h.imageUser))
-	sec, err := h.securityOpts(c)
+	sec, err := h.securityOpts(effectiveSecurityContext(pod, c))
 	if err != nil {
 		return nil, err
 	}
 	return append(opts, sec...), nil
 }
 
-// securityOpts applies the container's securityContext beyond its
-// identity. Fields that manifest validation rejects never reach here.
-func (h host) securityOpts(c *v1.Container) ([]oci.SpecOpts, error) {
+// securityOpts applies the container's effective securityContext beyond
+// its identity. Fields that manifest validation rejects never reach here.
+func (h host) securityOpts(sc *v1.SecurityContext) ([]oci.SpecOpts, error) {
 	var opts []oci.SpecOpts
-	sc := c.SecurityContext
-	if sc == nil {
-		sc = &v1.SecurityContext{}
-	}
 	privileged := sc.Privileged != nil && *sc.Privileged
 	if privileged {
 		opts = append(opts, oci.WithPrivileged, oci.WithAllDevicesAllowed, oci.WithHostDevices)
@@ -297,6 +293,17 @@ func withReplacedMounts(ms []specs.Mount) oci.SpecOpts {
 		s.Mounts = append(s.Mounts, ms...)
 		return nil
 	}
+}
+
+// containerStopSignal is the container's lifecycle.stopSignal, else the
+// image's STOPSIGNAL, else SIGTERM (kubelet's order).
+func containerStopSignal(c *v1.Container, imageStopSignal string) syscall.Signal {
+	if c != nil && c.Lifecycle != nil && c.Lifecycle.StopSignal != nil {
+		if s, err := signal.ParseSignal(string(*c.Lifecycle.StopSignal)); err == nil {
+			return s
+		}
+	}
+	return stopSignal(imageStopSignal)
 }
 
 // stopSignal is the image's StopSignal or SIGTERM.

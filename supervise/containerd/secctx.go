@@ -1,0 +1,44 @@
+package containerd
+
+import v1 "k8s.io/api/core/v1"
+
+// effectiveSecurityContext is the container's securityContext with the
+// pod-level fields it does not set filled in, as the API defines them and
+// kubelet's securitycontext.DetermineEffectiveSecurityContext applies them:
+// a container-level value always wins. The result is a copy; the spec is
+// not changed.
+func effectiveSecurityContext(pod *v1.Pod, c *v1.Container) *v1.SecurityContext {
+	sc := &v1.SecurityContext{}
+	if c.SecurityContext != nil {
+		sc = c.SecurityContext.DeepCopy()
+	}
+	psc := pod.Spec.SecurityContext
+	if psc == nil {
+		return sc
+	}
+	if sc.SELinuxOptions == nil && psc.SELinuxOptions != nil {
+		sc.SELinuxOptions = psc.SELinuxOptions.DeepCopy()
+	}
+	if sc.WindowsOptions == nil && psc.WindowsOptions != nil {
+		sc.WindowsOptions = psc.WindowsOptions.DeepCopy()
+	}
+	if sc.RunAsUser == nil && psc.RunAsUser != nil {
+		v := *psc.RunAsUser
+		sc.RunAsUser = &v
+	}
+	if sc.RunAsGroup == nil && psc.RunAsGroup != nil {
+		v := *psc.RunAsGroup
+		sc.RunAsGroup = &v
+	}
+	if sc.RunAsNonRoot == nil && psc.RunAsNonRoot != nil {
+		v := *psc.RunAsNonRoot
+		sc.RunAsNonRoot = &v
+	}
+	if sc.SeccompProfile == nil && psc.SeccompProfile != nil {
+		sc.SeccompProfile = psc.SeccompProfile.DeepCopy()
+	}
+	if sc.AppArmorProfile == nil && psc.AppArmorProfile != nil {
+		sc.AppArmorProfile = psc.AppArmorProfile.DeepCopy()
+	}
+	return sc
+}
