@@ -3,12 +3,16 @@ package status
 import (
 	"fmt"
 	"io"
+	"maps"
+	"net"
+	"net/url"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // describeTime is kubectl describe's time format (RFC 1123 with a zone).
@@ -30,7 +34,10 @@ func PrintDescribe(w io.Writer, pod *v1.Pod, events []v1.Event, now time.Time) e
 		p(0, "Start Time:\t%s", pod.Status.StartTime.Format(describeTime))
 	}
 	printMap(p, "Labels", pod.Labels)
-	printMap(p, "Annotations", pod.Annotations)
+	probeResults := PodProbeResults(pod)
+	annotations := maps.Clone(pod.Annotations)
+	delete(annotations, ProbeResultsAnnotation) // shown beside each probe
+	printMap(p, "Annotations", annotations)
 	if pod.DeletionTimestamp != nil {
 		p(0, "Status:\tTerminating (lasts %s)", sinceString(*pod.DeletionTimestamp, now))
 		if pod.DeletionGracePeriodSeconds != nil {
@@ -60,10 +67,10 @@ func PrintDescribe(w io.Writer, pod *v1.Pod, events []v1.Event, now time.Time) e
 	}
 	if len(pod.Spec.InitContainers) > 0 {
 		p(0, "Init Containers:")
-		describeContainers(p, pod.Spec.InitContainers, pod.Status.InitContainerStatuses)
+		describeContainers(p, pod.Spec.InitContainers, pod.Status.InitContainerStatuses, probeResults, now)
 	}
 	p(0, "Containers:")
-	describeContainers(p, pod.Spec.Containers, pod.Status.ContainerStatuses)
+	describeContainers(p, pod.Spec.Containers, pod.Status.ContainerStatuses, probeResults, now)
 	if len(pod.Status.Conditions) > 0 {
 		p(0, "Conditions:")
 		p(1, "Type\tStatus")
@@ -167,7 +174,7 @@ func tolerationsString(ts []v1.Toleration) string {
 	return strings.Join(parts, ", ")
 }
 
-func describeContainers(p printer, cs []v1.Container, statuses []v1.ContainerStatus) {
+func describeContainers(p printer, cs []v1.Container, statuses []v1.ContainerStatus, results ProbeResults, now time.Time) {
 	byName := map[string]v1.ContainerStatus{}
 	for _, s := range statuses {
 		byName[s.Name] = s
@@ -214,6 +221,22 @@ func describeContainers(p printer, cs []v1.Container, statuses []v1.ContainerSta
 		}
 		describeResources(p, "Limits", c.Resources.Limits)
 		describeResources(p, "Requests", c.Resources.Requests)
+		for _, pr := range []struct {
+			title, key string
+			probe      *v1.Probe
+		}{{"Liveness", "liveness", c.LivenessProbe}, {"Readiness", "readiness", c.ReadinessProbe}, {"Startup", "startup", c.StartupProbe}} {
+			if pr.probe == nil {
+				continue
+			}
+			p(2, "%s:\t%s", pr.title, describeProbe(pr.probe))
+			if r, ok := results[c.Name][pr.key]; ok {
+				last := r.Result + " " + sinceString(metav1.NewTime(r.Time), now) + " ago"
+				if r.Message != "" {
+					last += ": " + r.Message
+				}
+				p(3, "Last Result:\t%s", last)
+			}
+		}
 		if len(c.Env) == 0 {
 			p(2, "Environment:\t<none>")
 		} else {
@@ -323,4 +346,29 @@ func describeEvents(p printer, pod *v1.Pod, events []v1.Event, now time.Time) {
 		}
 		p(1, "%s\t%s\t%s\t%s\t%s", e.Type, e.Reason, age, from, strings.TrimSpace(e.Message))
 	}
+}
+
+// describeProbe is a probe as kubectl describe shows it.
+func describeProbe(pr *v1.Probe) string {
+	attrs := fmt.Sprintf("delay=%ds timeout=%ds period=%ds #success=%d #failure=%d",
+		pr.InitialDelaySeconds, pr.TimeoutSeconds, pr.PeriodSeconds, pr.SuccessThreshold, pr.FailureThreshold)
+	switch {
+	case pr.Exec != nil:
+		return fmt.Sprintf("exec %v %s", pr.Exec.Command, attrs)
+	case pr.HTTPGet != nil:
+		u := &url.URL{Scheme: strings.ToLower(string(pr.HTTPGet.Scheme)), Path: pr.HTTPGet.Path, Host: pr.HTTPGet.Host}
+		if port := pr.HTTPGet.Port.String(); port != "" {
+			u.Host = net.JoinHostPort(pr.HTTPGet.Host, port)
+		}
+		return fmt.Sprintf("http-get %s %s", u, attrs)
+	case pr.TCPSocket != nil:
+		return fmt.Sprintf("tcp-socket %s:%s %s", pr.TCPSocket.Host, pr.TCPSocket.Port.String(), attrs)
+	case pr.GRPC != nil:
+		service := ""
+		if pr.GRPC.Service != nil {
+			service = *pr.GRPC.Service
+		}
+		return fmt.Sprintf("grpc <pod>:%d %s %s", pr.GRPC.Port, service, attrs)
+	}
+	return "unknown " + attrs
 }

@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 func TestPrintDescribe(t *testing.T) {
@@ -65,5 +66,42 @@ func TestPrintDescribe(t *testing.T) {
 	}
 	if strings.Contains(out, "not mine") {
 		t.Errorf("describe shows another pod's event:\n%s", out)
+	}
+}
+
+// Each probe is shown as kubectl shows it, with its last result beside it;
+// the results annotation itself is not printed among the annotations.
+func TestPrintDescribeProbes(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	svc := "etcd"
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "etcd-n1", Namespace: "kube-system", Annotations: map[string]string{
+			ProbeResultsAnnotation: `{"etcd":{"liveness":{"result":"Failure","message":"HTTP probe failed with statuscode: 500","time":"2026-11-30T11:59:50Z"}}}`,
+		}},
+		Spec: v1.PodSpec{Containers: []v1.Container{{
+			Name: "etcd", Image: "etcd",
+			LivenessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Host: "127.0.0.1", Path: "/livez", Port: intstr.FromInt32(2381), Scheme: v1.URISchemeHTTP}},
+				InitialDelaySeconds: 10, TimeoutSeconds: 15, PeriodSeconds: 10, SuccessThreshold: 1, FailureThreshold: 8},
+			ReadinessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"cat", "/ok"}}}, TimeoutSeconds: 1, PeriodSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3},
+			StartupProbe:   &v1.Probe{ProbeHandler: v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: 2379, Service: &svc}}, TimeoutSeconds: 1, PeriodSeconds: 10, SuccessThreshold: 1, FailureThreshold: 24},
+		}}},
+	}
+	var b strings.Builder
+	if err := PrintDescribe(&b, pod, nil, now); err != nil {
+		t.Fatal(err)
+	}
+	out := strings.Join(strings.Fields(b.String()), " ")
+	for _, want := range []string{
+		"Liveness: http-get http://127.0.0.1:2381/livez delay=10s timeout=15s period=10s #success=1 #failure=8",
+		"Last Result: Failure 10s ago: HTTP probe failed with statuscode: 500",
+		"Readiness: exec [cat /ok] delay=0s timeout=1s period=1s #success=1 #failure=3",
+		"Startup: grpc <pod>:2379 etcd delay=0s timeout=1s period=10s #success=1 #failure=24",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("describe lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, ProbeResultsAnnotation) {
+		t.Errorf("the results annotation is printed:\n%s", out)
 	}
 }
