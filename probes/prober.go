@@ -57,7 +57,7 @@ func (o outcome) String() string {
 // returns an error and its run does not count; anything the container
 // answered (a refused connection, a timeout, an exit code) is an outcome.
 type runner interface {
-	run(ctx context.Context, spec *v1.Probe, t Target) (outcome, string, error)
+	run(ctx context.Context, kind Kind, spec *v1.Probe, t Target) (outcome, string, error)
 }
 
 // prober is the runner of the real handlers.
@@ -66,7 +66,7 @@ type prober struct {
 	transport http.RoundTripper
 }
 
-func (p *prober) run(ctx context.Context, spec *v1.Probe, t Target) (outcome, string, error) {
+func (p *prober) run(ctx context.Context, _ Kind, spec *v1.Probe, t Target) (outcome, string, error) {
 	timeout := seconds(spec.TimeoutSeconds)
 	switch {
 	case spec.Exec != nil:

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,7 +45,7 @@ func target(c *v1.Container) Target {
 
 func runOnce(t *testing.T, p *prober, spec *v1.Probe, tg Target) (outcome, string, error) {
 	t.Helper()
-	return p.run(t.Context(), withDefaults(spec), tg)
+	return p.run(t.Context(), Liveness, withDefaults(spec), tg)
 }
 
 // serverPort returns the port of an httptest server.
@@ -457,4 +458,25 @@ func TestDefaults(t *testing.T) {
 	if got := withDefaults(set); *got != *set || got == set {
 		t.Fatalf("explicit values changed or not copied: %+v", got)
 	}
+}
+
+// TestUserAgentVersion holds kubeVersion to the k8s.io/api in go.mod,
+// whose minor version is Kubernetes'.
+func TestUserAgentVersion(t *testing.T) {
+	mod, err := os.ReadFile("../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(mod), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != "k8s.io/api" {
+			continue
+		}
+		minor, _, _ := strings.Cut(strings.TrimPrefix(f[1], "v0."), ".")
+		if want := "1." + minor; kubeVersion != want {
+			t.Fatalf("kubeVersion %s, but k8s.io/api %s is Kubernetes %s", kubeVersion, f[1], want)
+		}
+		return
+	}
+	t.Fatal("no k8s.io/api in go.mod")
 }
