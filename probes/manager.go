@@ -275,7 +275,7 @@ func (m *Manager) Terminating(podUID string) {
 		}
 		m.stopLocked(inst)
 		if ps := inst.probes[Readiness]; ps != nil {
-			m.setLocked(inst, Readiness, ps, Failure)
+			m.setLocked(inst, Readiness, ps, Failure, "")
 		}
 	}
 }
@@ -357,7 +357,7 @@ func (m *Manager) record(w *worker, o outcome, out string, err error) bool {
 	if !counts || !w.observe(r) {
 		return true
 	}
-	m.setLocked(w.inst, w.kind, ps, r)
+	m.setLocked(w.inst, w.kind, ps, r, ps.failure)
 	switch {
 	case w.kind == Startup:
 		// Answered either way: started (readiness and liveness begin) or
@@ -377,15 +377,16 @@ func (m *Manager) record(w *worker, o outcome, out string, err error) bool {
 	return true
 }
 
-// setLocked sets a probe's result, telling a change.
-func (m *Manager) setLocked(inst *instance, kind Kind, ps *probeState, r Result) {
+// setLocked sets a probe's result, telling a change; message is the
+// failure's (empty when no run failed: a terminating pod).
+func (m *Manager) setLocked(inst *instance, kind Kind, ps *probeState, r Result, message string) {
 	if ps.result == r {
 		return
 	}
 	ps.result = r
 	c := &Change{PodUID: inst.t.PodUID, Container: inst.t.Container.Name, ContainerID: inst.t.ContainerID, Kind: kind, Result: r}
 	if r == Failure {
-		c.Message = ps.failure
+		c.Message = message
 	}
 	m.log.Info("probe result changed", "pod", inst.t.PodName, "uid", inst.t.PodUID, "container", c.Container,
 		"probe", kind, "result", r, "message", c.Message)

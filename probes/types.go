@@ -126,7 +126,8 @@ type Change struct {
 	Kind                           Kind
 	// Result is Success or Failure.
 	Result Result
-	// Message is the last failed run's output when Result is Failure.
+	// Message is the last failed run's output when Result is Failure;
+	// empty for the readiness Failure of a terminating pod.
 	Message string
 }
 

@@ -392,7 +392,9 @@ func TestTerminating(t *testing.T) {
 	other := target(&v1.Container{Name: "app", ReadinessProbe: probe(1, 3)})
 	other.PodUID = "uid-2"
 	s.m.Add(other, Seed{Ready: true})
-	if !s.step(s.worker(Readiness), pass) {
+	// A failure below the threshold first: its message is not the
+	// terminating pod's.
+	if !s.step(s.worker(Readiness), pass) || !s.step(s.worker(Readiness), fail) {
 		t.Fatal("stopped")
 	}
 	s.notices()
