@@ -2,11 +2,15 @@ package probes
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // call is one run of a chanRunner, waiting for its answer.
@@ -243,4 +247,42 @@ func TestCloseEndsEveryGoroutine(t *testing.T) {
 	}
 	m.Close()
 	eventually(t, "the manager's goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
+}
+
+// TestRealClockAndHandlers wires the defaults end to end: the wall clock,
+// the random jitter and a real HTTP probe.
+func TestRealClockAndHandlers(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	t.Cleanup(srv.Close)
+	changes := make(chan Change, 1)
+	m := NewManager(Options{OnChange: func(c Change) { changes <- c }})
+	defer m.Close()
+	spec := httpProbe(intstr.FromInt(serverPort(t, srv)), "/healthz")
+	spec.PeriodSeconds = 1
+	tg := target(&v1.Container{Name: "app", ReadinessProbe: spec})
+	tg.StartedAt = time.Now()
+	m.Add(tg, Seed{})
+	select {
+	case c := <-changes:
+		if c.Kind != Readiness || c.Result != Success {
+			t.Fatalf("change %+v", c)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("never ready")
+	}
+	if !m.Status("uid-1", "app").Ready {
+		t.Fatal("not ready")
+	}
+}
+
+func TestNames(t *testing.T) {
+	for v, want := range map[fmt.Stringer]string{
+		Liveness: "Liveness", Readiness: "Readiness", Startup: "Startup", Kind(9): "Unknown",
+		Unknown: "Unknown", Success: "Success", Failure: "Failure",
+		outSuccess: "success", outWarning: "warning", outFailure: "failure", outUnknown: "unknown",
+	} {
+		if got := v.String(); got != want {
+			t.Errorf("%#v: %q, want %q", v, got, want)
+		}
+	}
 }
