@@ -1,6 +1,42 @@
-// Package probes will hold the exec, HTTP, TCP and gRPC probers and the
-// startup/readiness/liveness worker semantics. A failed probe is a result,
-// not an error. Until probes are implemented, podvisor rejects manifests
-// that declare them (see manifest's field table), so no probe is ever
-// silently skipped.
+// Package probes runs the startup, readiness and liveness probes of
+// running containers and their postStart and preStop hooks, with kubelet's
+// semantics and messages. A failed probe is a result, not an error.
+//
+// Contract:
+//
+//   - Manager.Add starts probing one container instance: its startup probe
+//     alone until it passes, then its readiness and liveness probes, each on
+//     its own worker goroutine. Each probe's first run is due
+//     initialDelaySeconds after Target.StartedAt (or at once if that is
+//     past) plus a jitter within one period, then every periodSeconds.
+//     Zero timing fields take kubelet's defaults (timeout 1s, period 10s,
+//     successThreshold 1, failureThreshold 3).
+//   - Results before any run: readiness Failure, liveness Success, startup
+//     Unknown; a Seed keeps an adopted container started and ready. A result
+//     changes only after successThreshold successes or failureThreshold
+//     failures in a row, and each change is told once through
+//     Options.OnChange. A Liveness or Startup Failure means "kill this
+//     container": its probes stop until a new ContainerID is added, so it
+//     is asked for once. Readiness failures only make it not ready.
+//   - Every failed run is an event ("<Kind> probe failed: <output>",
+//     reason Unhealthy), every run that passed with a warning too
+//     ("<Kind> probe warning: ...", reason ProbeWarning). A run that could
+//     not be made at all (an unknown port name, no pod IP, an exec that
+//     could not start) is tried three times at once, told as "<Kind> probe
+//     errored and resulted in unknown state: <error>", and not counted.
+//   - Handlers: exec runs through the Execer with the probe's timeout (a
+//     command still running then is a failure and is cancelled); httpGet
+//     sends a GET to the pod IP (or its host) without certificate
+//     verification, follows redirects only to the same host, and passes
+//     on 200–399; tcpSocket passes when a connection opens; grpc passes
+//     when grpc.health.v1 answers SERVING. Refused connections and
+//     timeouts are failures.
+//   - Terminating makes a pod's containers not ready at once and stops its
+//     probes, so none kills a container that is being stopped.
+//   - Callbacks run on one goroutine of the Manager, in the order results
+//     were decided, and may call the Manager; notices about an instance
+//     removed or replaced meanwhile are dropped. Close stops every
+//     goroutine and waits for them.
+//   - RunHook runs one lifecycle handler (exec, httpGet, sleep) until it
+//     ends or its context does, returning kubelet's failure message.
 package probes

@@ -1,0 +1,7 @@
+//go:build !unix
+
+package probes
+
+import "net"
+
+func probeDialer() *net.Dialer { return &net.Dialer{} }

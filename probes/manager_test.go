@@ -1,0 +1,288 @@
+package probes
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// call is one run of a chanRunner, waiting for its answer.
+type call struct {
+	kind  Kind
+	ctx   context.Context
+	reply chan answer
+}
+
+// chanRunner hands each run to the test and waits for its answer.
+type chanRunner struct{ calls chan *call }
+
+func (r *chanRunner) run(ctx context.Context, kind Kind, _ *v1.Probe, _ Target) (outcome, string, error) {
+	c := &call{kind: kind, ctx: ctx, reply: make(chan answer, 1)}
+	select {
+	case r.calls <- c:
+	case <-ctx.Done():
+		return outUnknown, "", ctx.Err()
+	}
+	select {
+	case a := <-c.reply:
+		return a.o, a.out, a.err
+	case <-ctx.Done():
+		return outUnknown, "", ctx.Err()
+	}
+}
+
+// looper is a Manager running its workers on a fake clock.
+type looper struct {
+	t       *testing.T
+	m       *Manager
+	clock   *fakeClock
+	r       *chanRunner
+	jitters chan time.Duration // the n each Rand call got
+	changes chan Change
+	events  chan Event
+}
+
+func newLooper(t *testing.T, jitter time.Duration) *looper {
+	l := &looper{t: t, clock: newFakeClock(), r: &chanRunner{calls: make(chan *call)},
+		jitters: make(chan time.Duration, 10), changes: make(chan Change, 10), events: make(chan Event, 10)}
+	o := Options{
+		Clock:    l.clock,
+		Rand:     func(n time.Duration) time.Duration { l.jitters <- n; return jitter },
+		OnChange: func(c Change) { l.changes <- c },
+		OnEvent:  func(e Event) { l.events <- e },
+	}
+	l.m = newManager(o, l.r)
+	l.m.dispatching = true
+	go l.m.dispatch()
+	t.Cleanup(l.m.Close)
+	return l
+}
+
+func (l *looper) expectCall(kind Kind) *call {
+	l.t.Helper()
+	select {
+	case c := <-l.r.calls:
+		if c.kind != kind {
+			l.t.Fatalf("a %v run, want %v", c.kind, kind)
+		}
+		return c
+	case <-time.After(5 * time.Second):
+		l.t.Fatalf("no %v run", kind)
+		return nil
+	}
+}
+
+func (l *looper) noCall() {
+	l.t.Helper()
+	select {
+	case c := <-l.r.calls:
+		l.t.Fatalf("an unexpected %v run", c.kind)
+	default:
+	}
+}
+
+// parked waits until the workers wait for one timer, due in d.
+func (l *looper) parked(d time.Duration) {
+	l.t.Helper()
+	eventually(l.t, "a worker waiting for its next run", func() bool {
+		in, ok := l.clock.NextIn()
+		return ok && l.clock.Waiters() == 1 && in == d
+	})
+}
+
+func TestFirstRunAfterInitialDelayAndJitter(t *testing.T) {
+	l := newLooper(t, 3*time.Second)
+	tg := target(&v1.Container{Name: "app", ReadinessProbe: &v1.Probe{
+		ProbeHandler:        v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}},
+		InitialDelaySeconds: 5,
+	}})
+	tg.StartedAt = l.clock.Now().Add(-2 * time.Second)
+	l.m.Add(tg, Seed{})
+	if n := <-l.jitters; n != 10*time.Second {
+		t.Fatalf("jitter asked within %v, want the default period 10s", n)
+	}
+	// initialDelaySeconds from StartedAt (3s left), then the jitter.
+	l.parked(6 * time.Second)
+	l.clock.Step(6*time.Second - time.Nanosecond)
+	l.parked(time.Nanosecond)
+	l.noCall()
+	if st := l.m.Status("uid-1", "app"); st.Ready || !st.Probes[Readiness].Time.IsZero() {
+		t.Fatalf("a result before the initial delay: %+v", st)
+	}
+	l.clock.Step(time.Nanosecond)
+	l.expectCall(Readiness).reply <- pass
+	if c := <-l.changes; c.Kind != Readiness || c.Result != Success {
+		t.Fatalf("change %+v", c)
+	}
+	// Then every period.
+	l.parked(10 * time.Second)
+	l.clock.Step(10 * time.Second)
+	c := l.expectCall(Readiness)
+	// A run that overruns its period is followed by the next at once.
+	l.clock.Step(25 * time.Second)
+	c.reply <- pass
+	l.expectCall(Readiness).reply <- pass
+	l.parked(10 * time.Second)
+}
+
+func TestJitterIsBoundedByThePeriod(t *testing.T) {
+	spec := &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}, PeriodSeconds: 4}
+	l := newLooper(t, time.Hour)
+	l.m.Add(target(&v1.Container{Name: "app", LivenessProbe: spec}), Seed{})
+	l.parked(4*time.Second - time.Nanosecond)
+
+	// A negative jitter does not cut the initial delay short.
+	l = newLooper(t, -time.Hour)
+	delayed := *spec
+	delayed.InitialDelaySeconds = 2
+	tg := target(&v1.Container{Name: "app", LivenessProbe: &delayed})
+	tg.StartedAt = l.clock.Now()
+	l.m.Add(tg, Seed{})
+	l.parked(2 * time.Second)
+}
+
+func TestLoopKillRequestOnce(t *testing.T) {
+	l := newLooper(t, 0)
+	spec := &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}, PeriodSeconds: 1, FailureThreshold: 2}
+	l.m.Add(target(&v1.Container{Name: "app", LivenessProbe: spec}), Seed{})
+	l.expectCall(Liveness).reply <- fail
+	l.parked(time.Second)
+	l.clock.Step(time.Second)
+	l.expectCall(Liveness).reply <- fail
+	for range 2 {
+		if e := <-l.events; e.Message != "Liveness probe failed: boom" {
+			t.Fatalf("event %+v", e)
+		}
+	}
+	if c := <-l.changes; c.Kind != Liveness || c.Result != Failure || c.Message != "boom" {
+		t.Fatalf("change %+v", c)
+	}
+	// The worker ended: nothing waits for a timer, stepping runs nothing.
+	eventually(t, "the liveness worker to end", func() bool { return l.clock.Waiters() == 0 })
+	l.clock.Step(time.Hour)
+	l.noCall()
+	select {
+	case c := <-l.changes:
+		t.Fatalf("a second change %+v", c)
+	default:
+	}
+	if st := l.m.Status("uid-1", "app"); st.Probes[Liveness].Result != Failure {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+func TestRemoveCancelsARunInFlight(t *testing.T) {
+	l := newLooper(t, 0)
+	l.m.Add(target(&v1.Container{Name: "app", ReadinessProbe: probe(1, 3)}), Seed{})
+	c := l.expectCall(Readiness)
+	l.m.RemovePod("uid-1")
+	select {
+	case <-c.ctx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the run in flight was not cancelled")
+	}
+}
+
+func TestCallbacksMayCallTheManager(t *testing.T) {
+	clock := newFakeClock()
+	r := &chanRunner{calls: make(chan *call)}
+	var m *Manager
+	got := make(chan Status, 1)
+	m = newManager(Options{Clock: clock, Rand: func(time.Duration) time.Duration { return 0 }, OnChange: func(c Change) {
+		got <- m.Status(c.PodUID, c.Container)
+		m.Terminating(c.PodUID)
+		m.Remove(c.PodUID, c.Container)
+	}}, r)
+	m.dispatching = true
+	go m.dispatch()
+	defer m.Close()
+	m.Add(target(&v1.Container{Name: "app", ReadinessProbe: probe(1, 3)}), Seed{})
+	(<-r.calls).reply <- pass
+	select {
+	case st := <-got:
+		if !st.Ready {
+			t.Fatalf("status in the callback %+v", st)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the callback did not run (or deadlocked)")
+	}
+}
+
+func TestCloseEndsEveryGoroutine(t *testing.T) {
+	before := runtime.NumGoroutine()
+	clock := newFakeClock()
+	r := &chanRunner{calls: make(chan *call)}
+	m := NewManager(Options{Clock: clock, Rand: func(time.Duration) time.Duration { return 0 }})
+	m.runner = r
+	for _, pod := range []string{"a", "b", "c"} {
+		tg := target(&v1.Container{Name: "app", ReadinessProbe: probe(1, 3), LivenessProbe: probe(1, 3)})
+		tg.PodUID = pod
+		m.Add(tg, Seed{})
+	}
+	// Two runs in flight, the rest waiting to send theirs.
+	var inFlight []*call
+	inFlight = append(inFlight, <-r.calls, <-r.calls)
+	closed := make(chan struct{})
+	go func() { m.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not return")
+	}
+	for _, c := range inFlight {
+		if c.ctx.Err() == nil {
+			t.Error("a run in flight outlived Close")
+		}
+	}
+	m.Add(target(&v1.Container{Name: "app", LivenessProbe: probe(1, 3)}), Seed{})
+	if st := m.Status("uid-1", "app"); st.ContainerID != "" {
+		t.Errorf("Add after Close: %+v", st)
+	}
+	m.Close()
+	eventually(t, "the manager's goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
+}
+
+// TestRealClockAndHandlers wires the defaults end to end: the wall clock,
+// the random jitter and a real HTTP probe.
+func TestRealClockAndHandlers(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	t.Cleanup(srv.Close)
+	changes := make(chan Change, 1)
+	m := NewManager(Options{OnChange: func(c Change) { changes <- c }})
+	defer m.Close()
+	spec := httpProbe(intstr.FromInt(serverPort(t, srv)), "/healthz")
+	spec.PeriodSeconds = 1
+	tg := target(&v1.Container{Name: "app", ReadinessProbe: spec})
+	tg.StartedAt = time.Now()
+	m.Add(tg, Seed{})
+	select {
+	case c := <-changes:
+		if c.Kind != Readiness || c.Result != Success {
+			t.Fatalf("change %+v", c)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("never ready")
+	}
+	if !m.Status("uid-1", "app").Ready {
+		t.Fatal("not ready")
+	}
+}
+
+func TestNames(t *testing.T) {
+	for v, want := range map[fmt.Stringer]string{
+		Liveness: "Liveness", Readiness: "Readiness", Startup: "Startup", Kind(9): "Unknown",
+		Unknown: "Unknown", Success: "Success", Failure: "Failure",
+		outSuccess: "success", outWarning: "warning", outFailure: "failure", outUnknown: "unknown",
+	} {
+		if got := v.String(); got != want {
+			t.Errorf("%#v: %q, want %q", v, got, want)
+		}
+	}
+}
