@@ -26,10 +26,13 @@ const maxTerminationMessage = 4096
 // the executor's read side: the planner decides from what it finds.
 func (w *podWorker) observe(ctx context.Context, pod *v1.Pod) {
 	clear(w.obs)
-	w.rec.each(pod, func(ref ctrRef, _ *v1.Container, cr *containerRecord) {
+	w.rec.each(pod, func(ref ctrRef, c *v1.Container, cr *containerRecord) {
 		if cr.ID != "" {
 			w.observeOne(ctx, ref, cr.ID)
 			w.checkLog(pod, ref, cr)
+			if w.obs[cr.ID].State.Running && !cr.StartedAt.IsZero() {
+				w.watchProbes(pod, ref, c, cr)
+			}
 		}
 	})
 }
@@ -81,7 +84,7 @@ func (w *podWorker) execute(ctx context.Context, pod *v1.Pod, actions []action) 
 		case removeContainer:
 			err = w.removeContainer(ctx, a)
 		case killContainers:
-			err = w.kill(ctx, a)
+			err = w.kill(ctx, pod, a)
 		case releaseSandbox:
 			err = w.removeSandbox(ctx, pod)
 		case replaceSandbox:
@@ -129,6 +132,13 @@ func (w *podWorker) adopt(ctx context.Context, a adoptContainer) {
 	}
 	cr.Rerun = false
 	w.save()
+	if w.obs[a.ID].State.Running {
+		if pod := w.pod(); pod != nil {
+			if c := containerSpec(pod, a.Ref); c != nil {
+				w.watchProbes(pod, a.Ref, c, cr)
+			}
+		}
+	}
 }
 
 // recordExit records a run's end. The exit is on disk before the container
@@ -137,6 +147,8 @@ func (w *podWorker) adopt(ctx context.Context, a adoptContainer) {
 func (w *podWorker) recordExit(pod *v1.Pod, a recordExit) error {
 	cr := w.rec.container(a.Ref)
 	delete(w.oom, a.ID)
+	w.forgetProbes(a.Ref, a.ID)
+	cr.Started, cr.Ready = false, false
 	t := &v1.ContainerStateTerminated{
 		ExitCode:    a.ExitCode,
 		Reason:      a.Reason,
@@ -150,7 +162,7 @@ func (w *podWorker) recordExit(pod *v1.Pod, a recordExit) error {
 	}
 	cr.Terminated = t
 	w.exitSeen[a.Ref] = w.s.clock.Now()
-	if a.Ref.Type == containerTypeInit && a.ExitCode == 0 {
+	if c := containerSpec(pod, a.Ref); a.Ref.Type == containerTypeInit && a.ExitCode == 0 && c != nil && !isSidecar(c) {
 		cr.Done = true
 	}
 	return nil // removeContainer, next in the plan, saves before it removes
@@ -191,17 +203,29 @@ func (w *podWorker) removeContainer(ctx context.Context, a removeContainer) erro
 	return nil
 }
 
-// kill stops the targets at once, then looks at them again. During a stop
-// a failure ends the step (retried soon, with the grace period again);
-// otherwise the container that failed is left for a later step.
-func (w *podWorker) kill(ctx context.Context, a killContainers) error {
+// kill stops the targets at once, then looks at them again. Each runs its
+// preStop hook first, within the grace period, as kubelet's killContainer.
+// During a stop a failure ends the step (retried soon, with the grace
+// period again); otherwise the container that failed is left for a later
+// step.
+func (w *podWorker) kill(ctx context.Context, pod *v1.Pod, a killContainers) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(a.Targets))
 	for i, t := range a.Targets {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = w.s.rt.Stop(ctx, t.ID, a.Grace)
+			c := containerSpec(pod, t.Ref)
+			grace := a.Grace
+			if a.Grace > 0 && c != nil {
+				msg := a.Message
+				if msg == "" {
+					msg = "Stopping container " + c.Name
+				}
+				w.event(pod, t.Ref.fieldPath(), v1.EventTypeNormal, a.Reason, "%s", msg)
+				grace = w.preStop(ctx, pod, t.Ref, c, t.ID, grace)
+			}
+			errs[i] = w.s.rt.Stop(ctx, t.ID, grace)
 		}()
 	}
 	wg.Wait()
@@ -365,6 +389,7 @@ func (w *podWorker) cleanup(ctx context.Context, pod *v1.Pod) error {
 	if err := os.RemoveAll(w.s.layout.PodLogs(pod.Namespace, pod.Name, string(pod.UID))); err != nil {
 		leaks = append(leaks, fmt.Errorf("remove pod logs: %w", err))
 	}
+	w.s.prober.RemovePod(string(w.uid))
 	w.dropped = true // the record must not be written back
 	if err := removeRecord(w.s.layout, w.uid); err != nil {
 		return err

@@ -98,6 +98,7 @@ type fakeRuntime struct {
 	// ignores its signal and cannot be killed: a stuck shim).
 	stopIgnores bool
 	pid         uint32
+	graces      map[string]time.Duration // the grace of the last Stop of each container
 }
 
 func newFakeRuntime(clk *fakeClock) *fakeRuntime {
@@ -175,6 +176,10 @@ func (r *fakeRuntime) Stop(_ context.Context, id string, grace time.Duration) er
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.graces == nil {
+		r.graces = map[string]time.Duration{}
+	}
+	r.graces[id] = grace
 	if c := r.ctrs[id]; c != nil && c.state.Running && !r.stopIgnores {
 		code := int32(137)
 		if grace > 0 {
@@ -450,6 +455,8 @@ type env struct {
 	sbx   *fakeSandboxes
 	st    *fakeStatus
 	clock *fakeClock
+	pr    *fakeProber
+	hooks *fakeHooks
 }
 
 func newEnv(t *testing.T) *env {
@@ -461,7 +468,7 @@ func newEnv(t *testing.T) *env {
 			t.Fatal(err)
 		}
 	}
-	e := &env{t: t, clock: newFakeClock(), net: &fakeNet{}, sbx: &fakeSandboxes{}, st: &fakeStatus{}}
+	e := &env{t: t, clock: newFakeClock(), net: &fakeNet{}, sbx: &fakeSandboxes{}, st: &fakeStatus{}, pr: newFakeProber(), hooks: &fakeHooks{}}
 	e.rt = newFakeRuntime(e.clock)
 	e.s = New(Options{
 		Runtime:    e.rt,
@@ -473,6 +480,8 @@ func newEnv(t *testing.T) *env {
 		NodeName:   "node1",
 		NodeIP:     "127.0.0.1",
 		CgroupRoot: cg,
+		Prober:     e.pr,
+		Hooks:      e.hooks.run,
 	})
 	return e
 }

@@ -64,15 +64,28 @@ type waits struct {
 	RetryUntil time.Time // a failed start (image, create) is retried then
 }
 
+// probeView is what the probes say of one running container.
+type probeView struct {
+	Started bool // its startup probe passed, or it has none
+	Ready   bool
+	// Failed is the probe ("liveness" or "startup") whose failure
+	// threshold was reached: the container is killed, and its restart
+	// policy decides what follows.
+	Failed string
+}
+
 // planInput is everything planPod decides from. It is read, never changed.
 type planInput struct {
 	Now      time.Time
 	Pod      *v1.Pod
 	Stopping bool
-	Rec      *podRecord
-	Obs      map[string]observation // by container ID
-	Sandbox  sandboxView
-	Waits    map[ctrRef]waits
+	// StopSince is when the stop began: the grace period counts from it.
+	StopSince time.Time
+	Rec       *podRecord
+	Obs       map[string]observation // by container ID
+	Probes    map[string]probeView   // by container ID, running containers
+	Sandbox   sandboxView
+	Waits     map[ctrRef]waits
 }
 
 // plan is what to do now, and when to look again.
@@ -125,11 +138,12 @@ type killTarget struct {
 }
 
 // killContainers stops containers at once, each with the grace period
-// (0: SIGKILL now).
+// (0: SIGKILL now). Message, when set, is told as a Killing event.
 type killContainers struct {
 	Targets []killTarget
 	Grace   time.Duration
 	Reason  string
+	Message string
 }
 
 // releaseSandbox gives a finished pod's network and namespaces back.
@@ -187,10 +201,19 @@ func planPod(in planInput) plan {
 		return p
 	}
 	if finishedPod(in.Pod, in.Rec) {
+		// Its sidecars stop once the regular containers have ended, last
+		// first, as kubelet stops them.
+		if ts := lastSidecar(in); len(ts) > 0 {
+			p.add(killContainers{Targets: ts, Grace: gracePeriod(in.Pod), Reason: "Killing"})
+			return p
+		}
 		if in.Rec.Sandbox != nil {
 			// As kubelet stops the sandbox of a terminal pod.
 			p.add(releaseSandbox{})
 		}
+		return p
+	}
+	if planProbeKills(&p, in) {
 		return p
 	}
 	if !planSandbox(&p, in) {
@@ -198,6 +221,71 @@ func planPod(in planInput) plan {
 	}
 	planStarts(&p, in)
 	return p
+}
+
+// planProbeKills kills the containers whose liveness or startup probe
+// failed, each with the probe's terminationGracePeriodSeconds or the
+// pod's, as kubelet's computePodActions does; their exits then go the way
+// of any other.
+func planProbeKills(p *plan, in planInput) bool {
+	killed := false
+	in.Rec.each(in.Pod, func(ref ctrRef, c *v1.Container, cr *containerRecord) {
+		pv := in.Probes[cr.ID]
+		if cr.ID == "" || pv.Failed == "" {
+			return
+		}
+		if o, ok := in.Obs[cr.ID]; !ok || o.Err != nil || !o.State.Running {
+			return
+		}
+		msg := "Container " + c.Name + " failed " + pv.Failed + " probe"
+		if isSidecar(c) || in.Pod.Spec.RestartPolicy != v1.RestartPolicyNever {
+			msg += ", will be restarted"
+		}
+		p.add(killContainers{
+			Targets: []killTarget{{Ref: ref, ID: cr.ID}},
+			Grace:   probeGracePeriod(in.Pod, c, pv.Failed),
+			Reason:  "Killing",
+			Message: msg,
+		})
+		killed = true
+	})
+	return killed
+}
+
+// probeGracePeriod is the grace period of a kill for a failed probe: the
+// probe's own terminationGracePeriodSeconds, else the pod's.
+func probeGracePeriod(pod *v1.Pod, c *v1.Container, probe string) time.Duration {
+	pr := c.LivenessProbe
+	if probe == "startup" {
+		pr = c.StartupProbe
+	}
+	if pr != nil && pr.TerminationGracePeriodSeconds != nil {
+		return max(time.Duration(*pr.TerminationGracePeriodSeconds)*time.Second, 2*time.Second)
+	}
+	return gracePeriod(pod)
+}
+
+// isSidecar reports whether c is a native sidecar: an init container with
+// restartPolicy Always.
+func isSidecar(c *v1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+}
+
+// lastSidecar returns the last sidecar, in spec order, with a run: the
+// next one to stop.
+func lastSidecar(in planInput) []killTarget {
+	inits := in.Pod.Spec.InitContainers
+	for i := len(inits) - 1; i >= 0; i-- {
+		c := &inits[i]
+		if !isSidecar(c) {
+			continue
+		}
+		ref := ctrRef{Type: containerTypeInit, Name: c.Name}
+		if ts := killTargets(in, func(r ctrRef) bool { return r == ref }); len(ts) > 0 {
+			return ts
+		}
+	}
+	return nil
 }
 
 // planExits adds what the runtime's view of the recorded containers asks
@@ -254,17 +342,32 @@ func planExits(p *plan, in planInput) bool {
 	return exits
 }
 
-// planStop stops app containers first, all at once, then init containers
-// (kubelet's order), each with the pod's grace period; then cleans up. A
-// container the runtime cannot tell about is left to the clean-up, which
-// kills and removes every container carrying the pod's label.
+// planStop stops app containers first, all at once, then a running
+// regular init container, then the sidecars one at a time, last first
+// (kubelet's order); then cleans up. The grace period counts from the start
+// of the stop, as kubelet's termination ordering, with its 2 s minimum for
+// each container. A container the runtime cannot tell about is left to the
+// clean-up, which kills and removes every container carrying the pod's
+// label.
 func planStop(p *plan, in planInput) {
-	for _, typ := range []string{containerTypeApp, containerTypeInit} {
-		ts := killTargets(in, func(ref ctrRef) bool { return ref.Type == typ })
-		if len(ts) > 0 {
-			p.add(killContainers{Targets: ts, Grace: gracePeriod(in.Pod), Reason: "Killing"})
+	grace := gracePeriod(in.Pod)
+	if !in.StopSince.IsZero() {
+		grace = max(grace-in.Now.Sub(in.StopSince), 2*time.Second)
+	}
+	regular := func(typ string) func(ctrRef) bool {
+		return func(ref ctrRef) bool {
+			return ref.Type == typ && (typ == containerTypeApp || !isSidecar(containerSpec(in.Pod, ref)))
+		}
+	}
+	for _, match := range []func(ctrRef) bool{regular(containerTypeApp), regular(containerTypeInit)} {
+		if ts := killTargets(in, match); len(ts) > 0 {
+			p.add(killContainers{Targets: ts, Grace: grace, Reason: "Killing"})
 			return
 		}
+	}
+	if ts := lastSidecar(in); len(ts) > 0 {
+		p.add(killContainers{Targets: ts, Grace: grace, Reason: "Killing"})
+		return
 	}
 	p.add(cleanupPod{})
 }
@@ -327,13 +430,33 @@ func planSandbox(p *plan, in planInput) bool {
 }
 
 // planStarts runs init containers one at a time in order, then every app
-// container, as the restart policy and back-offs allow.
+// container, as the restart policy and back-offs allow. A sidecar (an init
+// container with restartPolicy Always) keeps running: the next container
+// starts once it has started (its startup probe passed), and it is
+// restarted whatever the pod's policy. Once app containers run, a
+// sidecar's restart holds up nobody, as kubelet's.
 func planStarts(p *plan, in planInput) {
 	pod, rec := in.Pod, in.Rec
 	policy := pod.Spec.RestartPolicy
+	appsRunning := false
+	for _, cr := range rec.Apps {
+		appsRunning = appsRunning || cr.ID != ""
+	}
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		cr := rec.Init[c.Name]
+		if isSidecar(c) {
+			ref := ctrRef{Type: containerTypeInit, Name: c.Name}
+			if cr.ID == "" {
+				startOrWait(p, in, ref, cr)
+			} else if in.Probes[cr.ID].Started {
+				continue
+			}
+			if !appsRunning {
+				return // the next container waits for this one to start
+			}
+			continue
+		}
 		if cr.initComplete() {
 			continue
 		}
@@ -380,9 +503,10 @@ func finishedPod(pod *v1.Pod, rec *podRecord) bool {
 	if policy == v1.RestartPolicyAlways {
 		return false
 	}
-	for _, c := range pod.Spec.InitContainers {
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
 		cr := rec.Init[c.Name]
-		if cr.initComplete() {
+		if isSidecar(c) || cr.initComplete() {
 			continue
 		}
 		return policy == v1.RestartPolicyNever && cr.ID == "" && cr.Terminated != nil && cr.Terminated.ExitCode != 0

@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/podvisor/podvisor/status"
@@ -16,10 +17,13 @@ type projectInput struct {
 	ManErr   error  // the manifest's current error, if any
 	Deleting *metav1.Time
 	Waiting  map[string]*v1.ContainerStateWaiting
-	Conds    []v1.PodCondition // the previous conditions (transition times)
-	Now      time.Time
-	NodeName string
-	NodeIP   string
+	Probes   map[string]probeView // by container ID
+	// ProbeResults are the probes' last results, shown by describe.
+	ProbeResults status.ProbeResults
+	Conds        []v1.PodCondition // the previous conditions (transition times)
+	Now          time.Time
+	NodeName     string
+	NodeIP       string
 	// Down is set while the runtime cannot be reached.
 	Down *runtimeDown
 }
@@ -50,16 +54,26 @@ func projectStatus(in projectInput) *v1.Pod {
 		out.Annotations[status.ManifestErrorAnnotation] = in.ManErr.Error()
 	}
 	out.Annotations[status.ManifestNameAnnotation] = manifestName(pod.Name, in.NodeName)
+	if len(in.ProbeResults) > 0 {
+		if b, err := json.Marshal(in.ProbeResults); err == nil {
+			out.Annotations[status.ProbeResultsAnnotation] = string(b)
+		}
+	}
 
 	initDone := true
-	for _, c := range pod.Spec.InitContainers {
-		if !rec.Init[c.Name].initComplete() {
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		cr := rec.Init[c.Name]
+		if isSidecar(c) {
+			initDone = initDone && cr.ID != "" && in.Probes[cr.ID].Started
+		} else if !cr.initComplete() {
 			initDone = false
 		}
 	}
+	finished := finishedPod(pod, rec)
 	var initSt, appSt []v1.ContainerStatus
 	rec.each(pod, func(ref ctrRef, c *v1.Container, cr *containerRecord) {
-		cs := containerStatus(pod.Spec.RestartPolicy, ref, c, cr, in.Waiting[c.Name], initDone)
+		cs := containerStatus(pod.Spec.RestartPolicy, ref, c, cr, in.Waiting[c.Name], initDone, finished, in.Probes[cr.ID])
 		if ref.Type == containerTypeInit {
 			initSt = append(initSt, cs)
 		} else {
@@ -96,7 +110,15 @@ func projectStatus(in projectInput) *v1.Pod {
 
 // containerStatus is one container's status from its record and what it
 // is waiting for.
-func containerStatus(policy v1.RestartPolicy, ref ctrRef, c *v1.Container, cr *containerRecord, waiting *v1.ContainerStateWaiting, initDone bool) v1.ContainerStatus {
+func containerStatus(policy v1.RestartPolicy, ref ctrRef, c *v1.Container, cr *containerRecord, waiting *v1.ContainerStateWaiting, initDone, podDone bool, pv probeView) v1.ContainerStatus {
+	// A sidecar restarts whatever the pod's policy, until the pod is done.
+	sidecar := ref.Type == containerTypeInit && isSidecar(c)
+	if sidecar {
+		policy = v1.RestartPolicyAlways
+		if podDone {
+			policy = v1.RestartPolicyNever
+		}
+	}
 	cs := v1.ContainerStatus{
 		Name:         c.Name,
 		Image:        c.Image,
@@ -112,11 +134,12 @@ func containerStatus(policy v1.RestartPolicy, ref ctrRef, c *v1.Container, cr *c
 	case cr.ID != "" && !cr.StartedAt.IsZero():
 		cs.ContainerID = "containerd://" + cr.ID
 		cs.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(cr.StartedAt)}
-		t := true
-		cs.Started = &t
-		// Without readiness probes (not yet supported), a running app
-		// container is ready, as in kubelet.
-		cs.Ready = ref.Type == containerTypeApp
+		// started and ready as the probes say (a container without a
+		// startup or readiness probe is both once running); a regular
+		// init container is never ready while it runs.
+		started := pv.Started
+		cs.Started = &started
+		cs.Ready = pv.Ready && (ref.Type == containerTypeApp || sidecar)
 	case waiting != nil:
 		cs.State.Waiting = waiting.DeepCopy()
 	case cr.Terminated != nil && (!shouldRestart(policy, cr.Terminated.ExitCode) || cr.Done):
@@ -124,7 +147,7 @@ func containerStatus(policy v1.RestartPolicy, ref ctrRef, c *v1.Container, cr *c
 		cs.ContainerID = cr.Terminated.ContainerID
 		// kubelet's prober manager marks an init container that
 		// completed successfully as ready.
-		cs.Ready = ref.Type == containerTypeInit && cr.Terminated.ExitCode == 0
+		cs.Ready = ref.Type == containerTypeInit && !sidecar && cr.Terminated.ExitCode == 0
 	default:
 		reason := "ContainerCreating"
 		if ref.Type == containerTypeApp && !initDone {
@@ -147,15 +170,17 @@ func containerStatus(policy v1.RestartPolicy, ref ctrRef, c *v1.Container, cr *c
 // publish hands the pod's status to the status store.
 func (w *podWorker) publish(pod *v1.Pod) {
 	in := projectInput{
-		Pod:      pod,
-		Rec:      w.rec,
-		Deleting: w.deleting,
-		Waiting:  w.waiting,
-		Conds:    w.conds,
-		Now:      w.s.clock.Now(),
-		NodeName: w.s.opts.NodeName,
-		NodeIP:   w.s.opts.NodeIP,
-		Down:     w.s.down.Load(),
+		Pod:          pod,
+		Rec:          w.rec,
+		Deleting:     w.deleting,
+		Waiting:      w.waiting,
+		Probes:       w.probeViews(pod),
+		Conds:        w.conds,
+		ProbeResults: w.probeResults(pod),
+		Now:          w.s.clock.Now(),
+		NodeName:     w.s.opts.NodeName,
+		NodeIP:       w.s.opts.NodeIP,
+		Down:         w.s.down.Load(),
 	}
 	if d := w.desired; d != nil {
 		in.Path, in.ManErr = d.Path, d.Err

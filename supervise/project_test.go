@@ -67,7 +67,39 @@ func TestContainerStatus(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.check(t, containerStatus(tc.policy, tc.ref, &v1.Container{Name: tc.ref.Name, Image: "busybox"}, tc.cr, tc.waiting, tc.initDone))
+			tc.check(t, containerStatus(tc.policy, tc.ref, &v1.Container{Name: tc.ref.Name, Image: "busybox"}, tc.cr, tc.waiting, tc.initDone, false, probeView{Started: true, Ready: true}))
+		})
+	}
+}
+
+// started and ready come from the probes; a sidecar counts toward
+// readiness, and restarts whatever the pod's policy until the pod is done.
+func TestContainerStatusProbes(t *testing.T) {
+	sidecar := &v1.Container{Name: "s", RestartPolicy: ptr(v1.ContainerRestartPolicyAlways)}
+	plain := &v1.Container{Name: "a"}
+	term := &v1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", ContainerID: "containerd://old"}
+	for _, tc := range []struct {
+		name          string
+		ref           ctrRef
+		c             *v1.Container
+		cr            *containerRecord
+		podDone       bool
+		pv            probeView
+		started, read bool
+		terminated    bool
+	}{
+		{"startup probe not passed: neither started nor ready", app("a"), plain, running("c"), false, probeView{}, false, false, false},
+		{"started, readiness failing", app("a"), plain, running("c"), false, probeView{Started: true}, true, false, false},
+		{"started and ready", app("a"), plain, running("c"), false, probeView{Started: true, Ready: true}, true, true, false},
+		{"a running sidecar is ready", init_("s"), sidecar, running("c"), false, probeView{Started: true, Ready: true}, true, true, false},
+		{"an exited sidecar waits for its restart under Never", init_("s"), sidecar, &containerRecord{Terminated: term}, false, probeView{}, false, false, false},
+		{"an exited sidecar of a finished pod is terminated", init_("s"), sidecar, &containerRecord{Terminated: term}, true, probeView{}, false, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := containerStatus(v1.RestartPolicyNever, tc.ref, tc.c, tc.cr, nil, true, tc.podDone, tc.pv)
+			if *cs.Started != tc.started || cs.Ready != tc.read || (cs.State.Terminated != nil) != tc.terminated {
+				t.Errorf("started %v ready %v terminated %v, want %v %v %v", *cs.Started, cs.Ready, cs.State.Terminated != nil, tc.started, tc.read, tc.terminated)
+			}
 		})
 	}
 }
@@ -81,7 +113,7 @@ func TestProjectStatus(t *testing.T) {
 		Apps:    map[string]*containerRecord{"a": running("c1")}}
 	del := metav1.NewTime(t0)
 	out := projectStatus(projectInput{Pod: pod, Rec: rec, Path: "/m/web.yaml", ManErr: errors.New("bad edit"), Deleting: &del,
-		Now: t0, NodeName: "node1", NodeIP: "192.0.2.1"})
+		Probes: map[string]probeView{"c1": {Started: true, Ready: true}}, Now: t0, NodeName: "node1", NodeIP: "192.0.2.1"})
 	st := out.Status
 	if st.Phase != v1.PodRunning || st.PodIP != "10.0.0.5" || len(st.PodIPs) != 2 || st.HostIP != "192.0.2.1" || !st.StartTime.Time.Equal(start) {
 		t.Errorf("status %+v", st)

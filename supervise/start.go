@@ -180,5 +180,8 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef,
 		os.Remove(crilog.DropsPath(old))
 	}
 	w.event(pod, fp, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
+	if w.postStart(ctx, pod, ref, c, id, cr.StartedAt) {
+		w.watchProbes(pod, ref, c, cr)
+	}
 	return nil
 }

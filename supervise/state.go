@@ -60,6 +60,10 @@ type containerRecord struct {
 	// run has started; LastState is the run before the current one.
 	Terminated *v1.ContainerStateTerminated `json:"terminated,omitempty"`
 	LastState  *v1.ContainerStateTerminated `json:"lastState,omitempty"`
+	// Started and Ready are the current run's probe results as last
+	// known, to seed its probes after a podvisor restart.
+	Started bool `json:"started,omitempty"`
+	Ready   bool `json:"ready,omitempty"`
 	// Done marks an init container that completed successfully.
 	Done bool `json:"done,omitempty"`
 	// Rerun marks an init container that completed in a sandbox since

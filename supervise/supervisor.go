@@ -14,6 +14,7 @@ import (
 	"github.com/podvisor/podvisor/internal/backoff"
 	"github.com/podvisor/podvisor/internal/layout"
 	"github.com/podvisor/podvisor/manifest"
+	"github.com/podvisor/podvisor/probes"
 	"github.com/podvisor/podvisor/status"
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
@@ -97,6 +98,11 @@ type Options struct {
 	// RequestTimeout bounds every runtime and network call (default
 	// DefaultRequestTimeout; negative: unbounded).
 	RequestTimeout time.Duration
+	// Prober runs the containers' probes; by default a probes.Manager
+	// that runs exec probes through Runtime. Hooks, when set, runs
+	// lifecycle hooks (default probes.RunHook).
+	Prober Prober
+	Hooks  func(ctx context.Context, h *v1.LifecycleHandler, t probes.Target) (string, error)
 }
 
 // Supervisor keeps the pods of the latest desired snapshot running.
@@ -120,10 +126,15 @@ type Supervisor struct {
 	// down is set while the runtime cannot be reached.
 	down atomic.Pointer[runtimeDown]
 
+	prober    Prober
+	ownProber *probes.Manager // the default prober, closed when Run ends
+	runHook   func(ctx context.Context, h *v1.LifecycleHandler, t probes.Target) (string, error)
+
 	mu          sync.Mutex
 	workers     map[types.UID]*podWorker
 	sent        map[types.UID]*manifest.Pod // the spec last sent to each worker
 	byContainer map[string]*podWorker
+	probed      map[string]probeOwner // by container ID
 }
 
 // New returns a Supervisor.
@@ -166,6 +177,25 @@ func New(opts Options) *Supervisor {
 		workers:     map[types.UID]*podWorker{},
 		sent:        map[types.UID]*manifest.Pod{},
 		byContainer: map[string]*podWorker{},
+		probed:      map[string]probeOwner{},
+		prober:      opts.Prober,
+		runHook:     opts.Hooks,
+	}
+	exec := runtimeExec{rt: s.rt}
+	if s.prober == nil {
+		s.ownProber = probes.NewManager(probes.Options{
+			Exec:     exec,
+			OnEvent:  s.probeEvent,
+			OnChange: s.probeChanged,
+		})
+		s.prober = s.ownProber
+	}
+	if s.runHook == nil {
+		s.runHook = func(ctx context.Context, h *v1.LifecycleHandler, t probes.Target) (string, error) {
+			return probes.RunHook(ctx, h, t, probes.HookOptions{Exec: exec, OnWarning: func(reason, msg string) {
+				s.log.Warn("lifecycle hook", "pod", t.Namespace+"/"+t.PodName, "container", t.Container.Name, "reason", reason, "message", msg)
+			}})
+		}
 	}
 	s.oomFloor = probeOOMFloor()
 	var si unix.Sysinfo_t
@@ -201,6 +231,9 @@ func (s *Supervisor) ImagesImported() {
 
 // Run supervises until ctx ends. It never stops a pod on its way out.
 func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot) error {
+	if s.ownProber != nil {
+		defer s.ownProber.Close()
+	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)

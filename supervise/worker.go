@@ -49,6 +49,10 @@ type podWorker struct {
 	saved []byte // the record as last written, to skip writes of no change
 	obs   map[string]observation
 	oom   map[string]bool // container IDs that saw an OOM event
+	// probing holds the container IDs whose probes run; probeFailed
+	// those whose liveness or startup probe failed ("liveness", "startup").
+	probing     map[string]bool
+	probeFailed map[string]string
 
 	crash        map[ctrRef]*backoff.Backoff // kubelet's restart back-off
 	retry        map[ctrRef]*retryClock      // failed starts
@@ -75,20 +79,22 @@ type retryClock struct {
 
 func newPodWorker(s *Supervisor, uid types.UID, desired *manifest.Pod, rec *podRecord) *podWorker {
 	w := &podWorker{
-		s:         s,
-		uid:       uid,
-		inbox:     newInbox(),
-		done:      make(chan struct{}),
-		desired:   desired,
-		rec:       rec,
-		obs:       map[string]observation{},
-		oom:       map[string]bool{},
-		crash:     map[ctrRef]*backoff.Backoff{},
-		retry:     map[ctrRef]*retryClock{},
-		exitSeen:  map[ctrRef]time.Time{},
-		dropsSeen: map[ctrRef]int64{},
-		waiting:   map[string]*v1.ContainerStateWaiting{},
-		warned:    map[string]bool{},
+		s:           s,
+		uid:         uid,
+		inbox:       newInbox(),
+		done:        make(chan struct{}),
+		desired:     desired,
+		rec:         rec,
+		obs:         map[string]observation{},
+		oom:         map[string]bool{},
+		probing:     map[string]bool{},
+		probeFailed: map[string]string{},
+		crash:       map[ctrRef]*backoff.Backoff{},
+		retry:       map[ctrRef]*retryClock{},
+		exitSeen:    map[ctrRef]time.Time{},
+		dropsSeen:   map[ctrRef]int64{},
+		waiting:     map[string]*v1.ContainerStateWaiting{},
+		warned:      map[string]bool{},
 	}
 	if rec != nil {
 		w.recorded = rec.Pod
@@ -174,6 +180,8 @@ func (w *podWorker) receive(msgs []message) {
 			w.stopping = true
 		case oomMsg:
 			w.oom[m.containerID] = true
+		case probeMsg:
+			w.receiveProbe(m.change)
 		}
 	}
 }
@@ -207,6 +215,8 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 		t := metav1.NewTime(now)
 		w.deleting = &t
 		w.log.Info("stopping pod", "gracePeriod", gracePeriod(pod))
+		// Not ready from now on, and no more liveness kills.
+		w.s.prober.Terminating(string(w.uid))
 		w.publish(pod)
 	}
 	if w.rec.StartTime == nil {
@@ -276,7 +286,11 @@ func (w *podWorker) planInput(pod *v1.Pod) planInput {
 		Stopping: w.stopping,
 		Rec:      w.rec,
 		Obs:      w.obs,
+		Probes:   w.probeViews(pod),
 		Waits:    map[ctrRef]waits{},
+	}
+	if w.deleting != nil {
+		in.StopSince = w.deleting.Time
 	}
 	if sb := w.rec.Sandbox; sb != nil {
 		in.Sandbox.Alive = w.s.sandboxes.Alive(sb)
