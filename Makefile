@@ -17,10 +17,14 @@ export CGO_ENABLED := 0
 all: build
 
 # podvisor and its log driver (which the shims start once per container;
-# podvisor uses it when it sits beside podvisor).
+# podvisor uses it when it sits beside podvisor), and probetarget, the probe
+# tests' target (internal/probetarget): internal/testenv puts it in the test
+# image at /bin/probetarget, building its own unless
+# PODVISOR_TEST_PROBETARGET names one (e.g. $(CURDIR)/bin/probetarget).
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/podvisor .
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/podvisor-log-driver ./cmd/podvisor-log-driver
+	$(GO) build -trimpath -ldflags '-s -w' -o bin/probetarget ./internal/probetarget
 
 # Debian packages the tests and the demo use, installed only when missing.
 deps:

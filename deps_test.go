@@ -16,7 +16,7 @@ const module = "github.com/podvisor/podvisor/"
 // types); nothing below main imports the API server; supervise reaches
 // containerd only through the Runtime that supervise/containerd implements.
 func TestPackageDependencies(t *testing.T) {
-	tooling := map[string]bool{"internal/testenv": true, "internal/e2e": true, "internal/bench": true, "internal/mkimage": true, "internal/image": true}
+	tooling := map[string]bool{"internal/testenv": true, "internal/e2e": true, "internal/bench": true, "internal/mkimage": true, "internal/image": true, "internal/probetarget": true}
 	leaves := map[string]bool{"cni": true, "mounts": true, "probes": true, "manifest": true, "status": true}
 	allowed := func(pkg, dep string) bool {
 		internalLeaf := strings.HasPrefix(dep, "internal/") && !tooling[dep]

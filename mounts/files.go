@@ -25,7 +25,8 @@ const (
 
 // HostsFile renders a pod's /etc/hosts as kubelet does. A pod on the pod
 // network gets the managed file: localhost and the IPv6 boilerplate, one
-// "<ip>\t<hostname>" line per pod IP, then the hostAliases section. A
+// "<ip>\t<hostname>" line per pod IP, then the hostAliases section (a
+// "<ip>\t<hostname>\t<hostname>..." line per alias). A
 // hostNetwork pod gets the host's hosts file (hostHosts) under kubelet's
 // host-network header, then the hostAliases section.
 func HostsFile(hostname string, podIPs []string, aliases []v1.HostAlias, hostNetwork bool, hostHosts []byte) []byte {
@@ -46,11 +47,12 @@ func HostsFile(hostname string, podIPs []string, aliases []v1.HostAlias, hostNet
 		}
 	}
 	if len(aliases) > 0 {
+		// One line per alias, its hostnames tab-separated, as kubelet's
+		// hostsEntriesFromHostAliases writes them (very old kubelets wrote
+		// a line per hostname).
 		b.WriteString("\n# Entries added by HostAliases.\n")
 		for _, a := range aliases {
-			for _, h := range a.Hostnames {
-				fmt.Fprintf(&b, "%s\t%s\n", a.IP, h)
-			}
+			fmt.Fprintf(&b, "%s\t%s\n", a.IP, strings.Join(a.Hostnames, "\t"))
 		}
 	}
 	return b.Bytes()

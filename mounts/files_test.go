@@ -23,7 +23,7 @@ func TestHostsFile(t *testing.T) {
 		{IP: "10.1.2.3", Hostnames: []string{"foo.remote"}},
 	}
 	const aliasSection = "\n# Entries added by HostAliases.\n" +
-		"127.0.0.1\tfoo.local\n127.0.0.1\tbar.local\n10.1.2.3\tfoo.remote\n"
+		"127.0.0.1\tfoo.local\tbar.local\n10.1.2.3\tfoo.remote\n"
 	hostHosts := []byte("127.0.0.1 localhost\n192.0.2.2 node1\n")
 
 	tests := []struct {

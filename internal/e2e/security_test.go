@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -44,8 +45,13 @@ const (
 
 // secProbe prints, from inside the container, what the security cases
 // look at, one "key=value" a line, then sleeps. /proc/1 is the container's
-// own process: its initial environment is what the runtime gave it.
-const secProbe = `grep -E '^(Uid|Gid|Groups):' /proc/self/status | tr -s '\t ' '  ' | sed 's/: */=/'
+// own process (unless hostPID): its initial environment is what the
+// runtime gave it. Files come base64-encoded, on one line.
+const secProbe = `grep -E '^(Uid|Gid|Groups|CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status | tr -s '\t ' '  ' | sed 's/: */=/'
+echo "pidns=$(readlink /proc/self/ns/pid)"
+echo "dev=$(ls /dev | tr '\n' ' ')"
+echo "hosts=$(base64 -w0 /etc/hosts)"
+echo "resolv=$(base64 -w0 /etc/resolv.conf)"
 echo "HOSTNAME=$(tr '\0' '\n' < /proc/1/environ | sed -n 's/^HOSTNAME=//p')"
 echo "etc-hostname=$(cat /etc/hostname)"
 echo "kernel-hostname=$(cat /proc/sys/kernel/hostname)"
@@ -73,8 +79,9 @@ type secCase struct {
 	refused string
 }
 
-// TestSecurity proves issue 8's identity, swap, hostname, AppArmor and OOM
-// score items on real containers, one small pod a case, all under one
+// TestSecurity proves issue 8's identity, swap, hostname, AppArmor, OOM
+// score, privileged, capability, seccomp, no-new-privileges, hostPID,
+// hostAliases and dnsConfig items on real containers, one small pod a case, all under one
 // podvisor: what the process is and sees is read from inside it, the swap
 // limit from its cgroup. Cases this host cannot show (no AppArmor, no
 // negative oom_score_adj, no swap accounting) are skipped saying so; their
@@ -95,6 +102,7 @@ func TestSecurity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	host := secHost(t)
 	nonRootMsg := func(pod string) string {
 		return `container has runAsNonRoot and image has non-numeric user (app), cannot verify user is non-root (pod: "` + pod + "-" + node + "_default("
 	}
@@ -186,6 +194,148 @@ func TestSecurity(t *testing.T) {
   - {name: probe, image: busybox, imagePullPolicy: IfNotPresent, command: %s}
 `,
 			want: secValues(map[string]string{"etc-hostname": nodeName}),
+		},
+		{
+			// Privileged: every capability this host has (podvisor's own
+			// set, as containerd's WithPrivileged takes it), the host's
+			// devices, no seccomp filter.
+			name: "privileged",
+			spec: `  containers:
+  - name: probe
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: %s
+    securityContext: {privileged: true}
+`,
+			want: func(t *testing.T, got map[string]string, p *v1.Pod) {
+				secValues(map[string]string{"CapEff": host.capBnd, "CapBnd": host.capBnd, "NoNewPrivs": "0", "Seccomp": "0"})(t, got, p)
+				if missing := secMissing(host.devices, got["dev"]); len(missing) > 0 {
+					t.Errorf("host devices %v missing from the container's /dev: %s", missing, got["dev"])
+				}
+			},
+		},
+		{
+			// Nothing set: the CRI default capabilities (CHOWN,
+			// DAC_OVERRIDE, FSETID, FOWNER, MKNOD, NET_RAW, SETGID, SETUID,
+			// SETFCAP, SETPCAP, NET_BIND_SERVICE, SYS_CHROOT, KILL,
+			// AUDIT_WRITE), no filter (kubelet's seccomp default is
+			// Unconfined), privilege escalation allowed, the runtime's
+			// minimal /dev, a PID namespace of its own.
+			name: "unprivileged-default",
+			spec: `  containers:
+  - {name: probe, image: busybox, imagePullPolicy: IfNotPresent, command: %s}
+`,
+			want: func(t *testing.T, got map[string]string, p *v1.Pod) {
+				secValues(map[string]string{"CapEff": "00000000a80425fb", "CapBnd": "00000000a80425fb", "NoNewPrivs": "0", "Seccomp": "0"})(t, got, p)
+				var extra []string
+				for _, d := range host.devices {
+					if !slices.Contains(secRuntimeDevices, d) && slices.Contains(strings.Fields(got["dev"]), d) {
+						extra = append(extra, d)
+					}
+				}
+				if len(extra) > 0 {
+					t.Errorf("host devices %v in an unprivileged container's /dev: %s", extra, got["dev"])
+				}
+				if got["pidns"] == host.pidNS || got["pidns"] == "" {
+					t.Errorf("pid namespace %q, want one of its own (the host's is %s)", got["pidns"], host.pidNS)
+				}
+			},
+		},
+		{
+			name: "seccomp-runtime-default",
+			spec: `  containers:
+  - name: probe
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: %s
+    securityContext: {seccompProfile: {type: RuntimeDefault}}
+`,
+			want: secValues(map[string]string{"Seccomp": "2"}), // SECCOMP_MODE_FILTER
+		},
+		{
+			name: "seccomp-unconfined",
+			spec: `  containers:
+  - name: probe
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: %s
+    securityContext: {seccompProfile: {type: Unconfined}}
+`,
+			want: secValues(map[string]string{"Seccomp": "0"}),
+		},
+		{
+			name: "no-privilege-escalation",
+			spec: `  containers:
+  - name: probe
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: %s
+    securityContext: {allowPrivilegeEscalation: false}
+`,
+			want: secValues(map[string]string{"NoNewPrivs": "1"}),
+		},
+		{
+			// The host's PID namespace: the one this test (and the
+			// containerd it started) runs in.
+			name: "host-pid",
+			spec: `  hostPID: true
+  containers:
+  - {name: probe, image: busybox, imagePullPolicy: IfNotPresent, command: %s}
+`,
+			want: secValues(map[string]string{"pidns": host.pidNS}),
+		},
+		{
+			// kubelet's managedHostsFileContent and
+			// hostsEntriesFromHostAliases (pkg/kubelet/kubelet_pods.go):
+			// the boilerplate, "<pod IP>\t<hostname>", then one line per
+			// alias, its hostnames tab-separated.
+			name: "host-aliases",
+			spec: `  hostAliases:
+  - {ip: 10.1.2.3, hostnames: [foo.local, bar.local]}
+  - {ip: "fd00::3", hostnames: [six.local]}
+  containers:
+  - {name: probe, image: busybox, imagePullPolicy: IfNotPresent, command: %s}
+`,
+			want: func(t *testing.T, got map[string]string, p *v1.Pod) {
+				want := "# Kubernetes-managed hosts file.\n" +
+					"127.0.0.1\tlocalhost\n" +
+					"::1\tlocalhost ip6-localhost ip6-loopback\n" +
+					"fe00::0\tip6-localnet\n" +
+					"fe00::0\tip6-mcastprefix\n" +
+					"fe00::1\tip6-allnodes\n" +
+					"fe00::2\tip6-allrouters\n"
+				for _, ip := range p.Status.PodIPs {
+					want += ip.IP + "\t" + p.Name + "\n"
+				}
+				want += "\n# Entries added by HostAliases.\n" +
+					"10.1.2.3\tfoo.local\tbar.local\n" +
+					"fd00::3\tsix.local\n"
+				if len(p.Status.PodIPs) == 0 {
+					t.Errorf("pod has no IPs: %+v", p.Status)
+				}
+				secFile(t, got, "hosts", want)
+			},
+		},
+		{
+			// dnsPolicy None: only dnsConfig, in the format containerd's
+			// CRI writes from kubelet's DNS config (search, nameserver
+			// lines, options). kubelet orders options from a map; podvisor
+			// keeps dnsConfig's order.
+			name: "dns-none",
+			spec: `  dnsPolicy: None
+  dnsConfig:
+    nameservers: [192.0.2.10, 192.0.2.11]
+    searches: [ns1.svc.example, example]
+    options: [{name: ndots, value: "2"}, {name: edns0}]
+  containers:
+  - {name: probe, image: busybox, imagePullPolicy: IfNotPresent, command: %s}
+`,
+			want: func(t *testing.T, got map[string]string, _ *v1.Pod) {
+				secFile(t, got, "resolv", "search ns1.svc.example example\n"+
+					"nameserver 192.0.2.10\n"+
+					"nameserver 192.0.2.11\n"+
+					"options ndots:2 edns0\n")
+			},
 		},
 		{
 			name: "memory-limit-no-swap",
@@ -326,6 +476,72 @@ func TestSecurity(t *testing.T) {
 			p := d.waitPod(name, 60*time.Second, "Running", running)
 			tc.want(t, secOutput(t, &d, p), p)
 		})
+	}
+}
+
+// secHostView is what the host side of the cases compares with.
+type secHostView struct {
+	capBnd  string   // this process's bounding set: every capability the host has
+	pidNS   string   // readlink of this process's /proc/self/ns/pid
+	devices []string // names of the device nodes directly in /dev
+}
+
+// secRuntimeDevices are the nodes runc makes in every container's /dev
+// (console only with a terminal; ptmx links to pts/ptmx).
+var secRuntimeDevices = []string{"null", "zero", "full", "random", "urandom", "tty", "ptmx", "console"}
+
+func secHost(t *testing.T) secHostView {
+	t.Helper()
+	var h secHostView
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapBnd:"); ok {
+			h.capBnd = strings.TrimSpace(v)
+		}
+	}
+	if h.pidNS, err = os.Readlink("/proc/self/ns/pid"); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir("/dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		// console is the one device containerd's WithHostDevices skips.
+		if e.Type()&os.ModeDevice != 0 && e.Name() != "console" {
+			h.devices = append(h.devices, e.Name())
+		}
+	}
+	if h.capBnd == "" || len(h.devices) == 0 {
+		t.Fatalf("host view incomplete: %+v", h)
+	}
+	return h
+}
+
+// secMissing returns the names of want not among the fields of list.
+func secMissing(want []string, list string) []string {
+	have := strings.Fields(list)
+	var missing []string
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			missing = append(missing, w)
+		}
+	}
+	return missing
+}
+
+// secFile checks a file the probe printed base64-encoded under key.
+func secFile(t *testing.T, got map[string]string, key, want string) {
+	t.Helper()
+	b, err := base64.StdEncoding.DecodeString(got[key])
+	if err != nil {
+		t.Fatalf("%s: %v (%q)", key, err, got[key])
+	}
+	if string(b) != want {
+		t.Errorf("%s in the container:\n%s\nwant:\n%s", key, b, want)
 	}
 }
 

@@ -4,9 +4,11 @@
 // daemon's config, root, state, socket and log, a CNI conflist for a bridge
 // network of its own (unique bridge name, network name and /24 from
 // 10.222.0.0/16, no masquerade, no default route), the CNI IPAM data and a
-// busybox OCI image archive built by internal/image. Stop removes all of it:
-// containers, shims and their processes, mounts, the bridge and the
-// directory. Restart bounces only the daemon, so tests can check that
+// busybox OCI image archive built by internal/image, with probetarget
+// (internal/probetarget) at /bin/probetarget: built by Start with the go
+// command, unless $PODVISOR_TEST_PROBETARGET names a binary. Stop removes
+// all of it: containers, shims and their processes, mounts, the bridge and
+// the directory. Restart bounces only the daemon, so tests can check that
 // running tasks survive a containerd restart.
 //
 // Each Env has its own containerd namespace (Env.Namespace): runc's state

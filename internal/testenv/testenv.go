@@ -57,7 +57,8 @@ type Env struct {
 	NetName    string // unique CNI network name
 	Subnet     *net.IPNet
 	// ImageArchive is an OCI archive built by internal/image with Ref
-	// ImageRef; import it with ImportImage or a plain client.Import.
+	// ImageRef: busybox and probetarget at ProbeTargetPath. Import it
+	// with ImportImage or a plain client.Import.
 	ImageArchive string
 	ImageRef     string
 	// Containerd is the path of the containerd binary used.
@@ -165,7 +166,11 @@ func Start(dir string) (_ *Env, err error) {
 	if err := writeCNIConfig(e); err != nil {
 		return nil, err
 	}
-	if err := image.Build(e.ImageArchive, image.Options{Ref: e.ImageRef}); err != nil {
+	pt, err := probeTarget(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := image.Build(e.ImageArchive, image.Options{Ref: e.ImageRef, ExtraFiles: map[string]string{ProbeTargetPath: pt}}); err != nil {
 		return nil, fmt.Errorf("build image archive: %w", err)
 	}
 	if err := e.startDaemon(); err != nil {

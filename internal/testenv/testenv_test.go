@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -168,6 +170,53 @@ func TestEnv(t *testing.T) {
 	}
 	if got := out.String(); got != "hi\n" {
 		t.Errorf("echo output %q, want %q", got, "hi\n")
+	}
+
+	// The image's probetarget runs (static) and answers on loopback; it
+	// exits 0 on SIGTERM as the container's pid 1.
+	target := newHostNetContainer(ctx, t, c, img, "probetarget", ProbeTargetPath,
+		"-addr", "127.0.0.1", "-http", "0", "-https", "-1", "-tcp", "-1", "-grpc", "-1")
+	var tout syncBuffer
+	ttask, err := target.NewTask(ctx, cio.NewCreator(cio.WithStreams(nil, &tout, &tout)))
+	if err != nil {
+		t.Fatalf("new task: %v", err)
+	}
+	tstatus, err := ttask.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ttask.Start(ctx); err != nil {
+		t.Fatalf("start probetarget: %v", err)
+	}
+	var addr string
+	pollUntil(t, 10*time.Second, "probetarget's listening line", func() bool {
+		line, _, _ := strings.Cut(tout.String(), "\n")
+		var ok bool
+		addr, ok = strings.CutPrefix(line, "probetarget: listening http=")
+		return ok && strings.HasSuffix(tout.String(), "\n")
+	})
+	hc := http.Client{Timeout: 5 * time.Second}
+	resp, err := hc.Get("http://" + addr + "/healthz")
+	if err != nil {
+		t.Fatalf("GET probetarget: %v (output %q)", err, tout.String())
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("probetarget answered %d", resp.StatusCode)
+	}
+	if err := ttask.Kill(ctx, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case st := <-tstatus:
+		if code, _, err := st.Result(); err != nil || code != 0 {
+			t.Errorf("probetarget exited %d, %v after SIGTERM, want 0", code, err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("probetarget did not exit on SIGTERM")
+	}
+	if _, err := ttask.Delete(ctx); err != nil {
+		t.Fatalf("delete task: %v", err)
 	}
 
 	// A long task survives Restart and is still ours afterwards.
