@@ -341,12 +341,12 @@ spec: {containers: [{name: app, image: "busybox:1.36"}]}
 		}
 	})
 
-	t.Run("node name is lower-cased in the pod name", func(t *testing.T) {
+	t.Run("node name is lower-cased in the pod name and spec.nodeName", func(t *testing.T) {
 		pods, errs := ParseFile(path, []byte(basePod), "Node-A")
 		if len(errs) > 0 {
 			t.Fatal(errs)
 		}
-		if pods[0].Pod.Name != "web-node-a" || pods[0].Pod.Spec.NodeName != "Node-A" {
+		if pods[0].Pod.Name != "web-node-a" || pods[0].Pod.Spec.NodeName != "node-a" {
 			t.Errorf("name %q nodeName %q", pods[0].Pod.Name, pods[0].Pod.Spec.NodeName)
 		}
 	})
@@ -401,6 +401,13 @@ func TestDefaults(t *testing.T) {
 		}
 	}
 
+	// SetDefaults_Pod: a negative grace period means 1 second, so kubelet
+	// accepts it.
+	negative := mustParse(t, "/m/web.yaml", basePod+"  terminationGracePeriodSeconds: -1\n")[0].Pod
+	if g := *negative.Spec.TerminationGracePeriodSeconds; g != 1 {
+		t.Errorf("terminationGracePeriodSeconds -1 became %d, want 1", g)
+	}
+
 	hostNet := mustParse(t, "/m/web.yaml", basePod+"    ports: [{containerPort: 8080}, {containerPort: 9090, hostPort: 9090}]\n  hostNetwork: true\n")[0].Pod
 	if hp := hostNet.Spec.Containers[0].Ports[0].HostPort; hp != 8080 {
 		t.Errorf("hostNetwork hostPort = %d, want containerPort 8080", hp)
@@ -416,11 +423,12 @@ func TestDefaults(t *testing.T) {
 		{"localhost:5000/busybox", v1.PullAlways},
 		{"localhost:5000/busybox:v1", v1.PullIfNotPresent},
 		{"busybox@sha256:abc", v1.PullIfNotPresent},
-		{"busybox:latest@sha256:abc", v1.PullAlways},
+		{"busybox:latest@sha256:abc", v1.PullIfNotPresent}, // the digest decides, as in Kubernetes
 	}
 	for _, tt := range pullPolicies {
-		if got := defaultPullPolicy(tt.image); got != tt.want {
-			t.Errorf("defaultPullPolicy(%q) = %s, want %s", tt.image, got, tt.want)
+		data := strings.Replace(basePod, "image: busybox:1.36", "image: "+tt.image, 1)
+		if got := mustParse(t, "/m/web.yaml", data)[0].Pod.Spec.Containers[0].ImagePullPolicy; got != tt.want {
+			t.Errorf("imagePullPolicy of %q = %s, want %s", tt.image, got, tt.want)
 		}
 	}
 }
