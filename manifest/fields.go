@@ -74,7 +74,7 @@ const (
 // fields_test.go fails when it and the structs disagree.
 var fieldTable = []FieldSupport{
 	// PodSpec
-	{"PodSpec", "volumes", impl, "hostPath and emptyDir sources only"},
+	{"PodSpec", "volumes", impl, "hostPath and emptyDir sources only; emptyDir sizeLimit with medium Memory only (it sizes the tmpfs)"},
 	{"PodSpec", "initContainers", impl, "run in order before the app containers"},
 	{"PodSpec", "containers", impl, ""},
 	{"PodSpec", "ephemeralContainers", reject, "there is no API to add them"},
@@ -424,6 +424,12 @@ func (c *supportChecker) checkVolume(path string, vol *v1.Volume) {
 		}
 		if ed.Mode != nil {
 			c.p.invalid(path+".emptyDir.mode", notSupported(""))
+		}
+		// kubelet enforces a disk emptyDir's limit by evicting the pod;
+		// podvisor has no eviction, and a limit never enforced must not
+		// look like one. A zero limit is no limit, in Kubernetes too.
+		if ed.Medium == v1.StorageMediumDefault && ed.SizeLimit != nil && !ed.SizeLimit.IsZero() {
+			c.p.invalid(path+".emptyDir.sizeLimit", "podvisor cannot limit a disk emptyDir; use medium: Memory or remove sizeLimit")
 		}
 	}
 }

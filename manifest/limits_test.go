@@ -68,7 +68,7 @@ func TestValidateLimits(t *testing.T) {
 
 		// Quantities: the requests defaulted from a limit are not reported
 		// twice.
-		{"cpu and memory at the largest", withSpec("web", oneContainer+"    resources: {limits: {cpu: 1e9, memory: 8Pi}}\n  volumes: [{name: d, emptyDir: {sizeLimit: 8Pi}}]\n"), nil},
+		{"cpu and memory at the largest", withSpec("web", oneContainer+"    resources: {limits: {cpu: 1e9, memory: 8Pi}}\n  volumes: [{name: d, emptyDir: {medium: Memory, sizeLimit: 8Pi}}]\n"), nil},
 		{"cpu 1e309", withSpec("web", oneContainer+"    resources: {limits: {cpu: 1e309}}\n"), []string{
 			"/m/x.yaml:9: spec.containers[0].resources.limits[cpu]: must be at most 1e9, got 1e309",
 		}},
@@ -84,7 +84,7 @@ func TestValidateLimits(t *testing.T) {
 		{"ephemeral-storage", withSpec("web", oneContainer+"    resources:\n      limits:\n        ephemeral-storage: 1e20\n"), []string{
 			"/m/x.yaml:11: spec.containers[0].resources.limits[ephemeral-storage]: must be at most 8Pi, got 100E",
 		}},
-		{"emptyDir sizeLimit", withSpec("web", oneContainer+"  volumes:\n  - name: d\n    emptyDir: {sizeLimit: 9Pi}\n"), []string{
+		{"emptyDir sizeLimit", withSpec("web", oneContainer+"  volumes:\n  - name: d\n    emptyDir: {medium: Memory, sizeLimit: 9Pi}\n"), []string{
 			"/m/x.yaml:11: spec.volumes[0].emptyDir.sizeLimit: must be at most 8Pi, got 9Pi",
 		}},
 		{"cpu limits adding up to too much", twoContainers("cpu: 6e8", "cpu: 6e8"), []string{

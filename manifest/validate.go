@@ -98,7 +98,7 @@ func validatePod(pod *v1.Pod, baseName string, rejected []string, p *problems) {
 		if hp := vol.HostPath; hp != nil && hp.Path != "" && !path.IsAbs(hp.Path) {
 			p.invalidf(vp+".hostPath.path", "must be an absolute path, got %q", hp.Path)
 		}
-		if ed := vol.EmptyDir; ed != nil && ed.SizeLimit != nil {
+		if ed := vol.EmptyDir; ed != nil && ed.SizeLimit != nil && !under(vp+".emptyDir.sizeLimit", rejected) {
 			validateQuantity(vp+".emptyDir.sizeLimit", v1.ResourceStorage, *ed.SizeLimit, p)
 		}
 	}
