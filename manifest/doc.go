@@ -22,10 +22,14 @@
 //     defaults are applied; the pod is validated and given its static-pod
 //     identity: name "<name>-<node>", UID derived from the decoded content,
 //     the file path and the node name (never from defaults or timestamps),
-//     so reformatting a file keeps the UID. Validation includes the limits
-//     the apiserver enforces (apimachinery's ValidateObjectMeta:
-//     annotations at most 256 KiB, labels), a log directory name that fits
-//     in 255 bytes, and quantities small enough for int64 cgroup values.
+//     so reformatting a file keeps the UID. Defaulting and validation are
+//     Kubernetes' own, as kubelet's file source runs them
+//     (SetObjectDefaults_Pod, then ValidatePodCreate on the pod named
+//     "<name>-<node>" in namespace "default" when it has none), each error
+//     at its field's line; podvisor adds its own: the field table, paths the
+//     runtime needs absolute, a hostIP that is an address, a log directory
+//     name that fits in 255 bytes, and quantities small enough for int64
+//     cgroup values.
 //   - Every problem is a *FileError carrying the file, the line when it can
 //     be found, and the field path; all of them wrap ErrInvalid unless they
 //     are I/O errors. Warnings wrap ErrInsecure or ErrIgnored.

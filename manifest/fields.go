@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/podvisor/podvisor/internal/version"
 )
@@ -73,7 +74,7 @@ const (
 // fields_test.go fails when it and the structs disagree.
 var fieldTable = []FieldSupport{
 	// PodSpec
-	{"PodSpec", "volumes", impl, "hostPath and emptyDir sources only"},
+	{"PodSpec", "volumes", impl, "hostPath and emptyDir sources only; emptyDir sizeLimit with medium Memory only (it sizes the tmpfs)"},
 	{"PodSpec", "initContainers", impl, "run in order before the app containers"},
 	{"PodSpec", "containers", impl, ""},
 	{"PodSpec", "ephemeralContainers", reject, "there is no API to add them"},
@@ -128,14 +129,14 @@ var fieldTable = []FieldSupport{
 	{"Container", "env", impl, "value only; valueFrom is rejected"},
 	{"Container", "resources", impl, "cpu and memory; ephemeral-storage ignored with a warning; claims and other resources rejected"},
 	{"Container", "resizePolicy", ignore, "resources change only by editing the manifest"},
-	{"Container", "restartPolicy", reject, "sidecar containers"},
-	{"Container", "restartPolicyRules", reject, "sidecar containers"},
+	{"Container", "restartPolicy", impl, "Always on initContainers only (sidecar containers); app containers follow the pod's restartPolicy"},
+	{"Container", "restartPolicyRules", reject, "container restart rules"},
 	{"Container", "volumeMounts", impl, "mountPropagation None, recursiveReadOnly Disabled; subPathExpr and bindMountOptions rejected"},
 	{"Container", "volumeDevices", reject, ""},
-	{"Container", "livenessProbe", reject, "not yet"},
-	{"Container", "readinessProbe", reject, "not yet"},
-	{"Container", "startupProbe", reject, "not yet"},
-	{"Container", "lifecycle", reject, "not yet"},
+	{"Container", "livenessProbe", impl, probeNote},
+	{"Container", "readinessProbe", impl, probeNote},
+	{"Container", "startupProbe", impl, probeNote},
+	{"Container", "lifecycle", impl, "postStart and preStop with exec, httpGet or sleep (tcpSocket is rejected: Kubernetes does not run it); stopSignal (Linux signal names, needs spec.os.name linux)"},
 	{"Container", "terminationMessagePath", impl, ""},
 	{"Container", "terminationMessagePolicy", impl, ""},
 	{"Container", "imagePullPolicy", impl, ""},
@@ -155,8 +156,8 @@ var fieldTable = []FieldSupport{
 	{"PodSecurityContext", "fsGroup", reject, ""},
 	{"PodSecurityContext", "sysctls", reject, ""},
 	{"PodSecurityContext", "fsGroupChangePolicy", reject, ""},
-	{"PodSecurityContext", "seccompProfile", reject, "set it per container"},
-	{"PodSecurityContext", "appArmorProfile", reject, "set it per container"},
+	{"PodSecurityContext", "seccompProfile", impl, "RuntimeDefault and Unconfined only; inherited by containers that set none"},
+	{"PodSecurityContext", "appArmorProfile", impl, "RuntimeDefault (none on hosts without AppArmor), Localhost (loaded profiles), Unconfined; inherited by containers that set none"},
 	{"PodSecurityContext", "seLinuxChangePolicy", reject, ""},
 
 	// SecurityContext (container)
@@ -173,6 +174,9 @@ var fieldTable = []FieldSupport{
 	{"SecurityContext", "seccompProfile", impl, "RuntimeDefault and Unconfined only"},
 	{"SecurityContext", "appArmorProfile", impl, "RuntimeDefault (none on hosts without AppArmor), Localhost (loaded profiles), Unconfined"},
 }
+
+// probeNote is the field table's note for the three probes.
+const probeNote = "exec; httpGet (scheme HTTP or HTTPS, host, path, httpHeaders, port by number or container port name; HTTP/1.1 only); tcpSocket; grpc (plaintext, optional service); all timing and threshold fields; terminationGracePeriodSeconds"
 
 var fieldIndex = func() map[string]FieldSupport {
 	m := make(map[string]FieldSupport, len(fieldTable))
@@ -313,15 +317,96 @@ func (c *supportChecker) checkPod(pod *v1.Pod) {
 	if spec.HostUsers != nil && !*spec.HostUsers {
 		c.p.invalid("spec.hostUsers", notSupported("user namespaces; hostUsers: false"))
 	}
-	if spec.SecurityContext != nil {
-		c.checkStruct("spec.securityContext", reflect.ValueOf(spec.SecurityContext).Elem())
+	if sc := spec.SecurityContext; sc != nil {
+		c.checkStruct("spec.securityContext", reflect.ValueOf(sc).Elem())
+		c.checkSeccomp("spec.securityContext.seccompProfile", sc.SeccompProfile)
 	}
 	for i := range spec.InitContainers {
-		c.checkContainer(fmt.Sprintf("spec.initContainers[%d]", i), &spec.InitContainers[i])
+		ip := fmt.Sprintf("spec.initContainers[%d]", i)
+		c.checkContainer(ip, &spec.InitContainers[i])
+		// Kubernetes takes OnFailure and Never too (container restart
+		// rules); podvisor runs sidecars only.
+		if rp := spec.InitContainers[i].RestartPolicy; rp != nil && *rp != v1.ContainerRestartPolicyAlways {
+			c.p.invalid(ip+".restartPolicy", notSupported(fmt.Sprintf("%q; Always (a sidecar container) only", *rp)))
+		}
 	}
 	for i := range spec.Containers {
-		c.checkContainer(fmt.Sprintf("spec.containers[%d]", i), &spec.Containers[i])
+		cp := fmt.Sprintf("spec.containers[%d]", i)
+		c.checkContainer(cp, &spec.Containers[i])
+		if rp := spec.Containers[i].RestartPolicy; rp != nil {
+			c.p.invalid(cp+".restartPolicy", notSupported(fmt.Sprintf("%q on an app container, which follows the pod's restartPolicy; restartPolicy Always makes a sidecar of an init container", *rp)))
+		}
 	}
+}
+
+// checkSeccomp applies podvisor's restriction of seccomp profiles, at the
+// pod or the container level.
+func (c *supportChecker) checkSeccomp(path string, p *v1.SeccompProfile) {
+	if p != nil && p.Type != v1.SeccompProfileTypeRuntimeDefault && p.Type != v1.SeccompProfileTypeUnconfined {
+		c.p.invalid(path+".type", notSupported(fmt.Sprintf("%q; RuntimeDefault and Unconfined only", p.Type)))
+	}
+}
+
+// checkProbe rejects what podvisor's probers do not do; Kubernetes'
+// validation checks the rest (one handler, thresholds, port formats).
+func (c *supportChecker) checkProbe(path string, pr *v1.Probe, ctr *v1.Container) {
+	if pr == nil {
+		return
+	}
+	c.checkHTTPGet(path+".httpGet", pr.HTTPGet, ctr)
+	if t := pr.TCPSocket; t != nil {
+		c.checkPortName(path+".tcpSocket.port", t.Port, ctr)
+	}
+	if g := pr.GRPC; g != nil && g.Mode != nil && *g.Mode != v1.GRPCProbeModePlaintext {
+		c.p.invalid(path+".grpc.mode", notSupported(fmt.Sprintf("%q; Plaintext only", *g.Mode)))
+	}
+}
+
+// checkLifecycle rejects the handlers podvisor does not run.
+func (c *supportChecker) checkLifecycle(path string, lc *v1.Lifecycle, ctr *v1.Container) {
+	if lc == nil {
+		return
+	}
+	for _, h := range []struct {
+		name string
+		h    *v1.LifecycleHandler
+	}{{"postStart", lc.PostStart}, {"preStop", lc.PreStop}} {
+		if h.h == nil {
+			continue
+		}
+		hp := path + "." + h.name
+		// Kubernetes accepts tcpSocket here for compatibility and kubelet
+		// does nothing with it: a hook that silently never runs.
+		if h.h.TCPSocket != nil {
+			c.p.invalid(hp+".tcpSocket", notSupported("Kubernetes does not support tcpSocket lifecycle handlers and kubelet never runs them; use exec, httpGet or sleep"))
+		}
+		c.checkHTTPGet(hp+".httpGet", h.h.HTTPGet, ctr)
+	}
+}
+
+func (c *supportChecker) checkHTTPGet(path string, h *v1.HTTPGetAction, ctr *v1.Container) {
+	if h == nil {
+		return
+	}
+	if h.Protocol != nil && *h.Protocol != v1.HTTPProtocolHTTP1 {
+		c.p.invalid(path+".protocol", notSupported(fmt.Sprintf("%q; HTTP1 only", *h.Protocol)))
+	}
+	c.checkPortName(path+".port", h.Port, ctr)
+}
+
+// checkPortName requires a port given by name to name one of the
+// container's ports, which is where kubelet looks it up when the probe or
+// hook runs; Kubernetes' validation only checks the name's form.
+func (c *supportChecker) checkPortName(path string, port intstr.IntOrString, ctr *v1.Container) {
+	if port.Type != intstr.String || port.StrVal == "" {
+		return
+	}
+	for _, p := range ctr.Ports {
+		if p.Name == port.StrVal {
+			return
+		}
+	}
+	c.p.invalidf(path, "port %q is not the name of one of this container's ports", port.StrVal)
 }
 
 func (c *supportChecker) checkVolume(path string, vol *v1.Volume) {
@@ -339,6 +424,12 @@ func (c *supportChecker) checkVolume(path string, vol *v1.Volume) {
 		}
 		if ed.Mode != nil {
 			c.p.invalid(path+".emptyDir.mode", notSupported(""))
+		}
+		// kubelet enforces a disk emptyDir's limit by evicting the pod;
+		// podvisor has no eviction, and a limit never enforced must not
+		// look like one. A zero limit is no limit, in Kubernetes too.
+		if ed.Medium == v1.StorageMediumDefault && ed.SizeLimit != nil && !ed.SizeLimit.IsZero() {
+			c.p.invalid(path+".emptyDir.sizeLimit", "podvisor cannot limit a disk emptyDir; use medium: Memory or remove sizeLimit")
 		}
 	}
 }
@@ -377,13 +468,12 @@ func (c *supportChecker) checkContainer(path string, ctr *v1.Container) {
 		if sc.ProcMount != nil && *sc.ProcMount != "" && *sc.ProcMount != v1.DefaultProcMount {
 			c.p.invalid(sp+".procMount", notSupported(fmt.Sprintf("%q; Default only", *sc.ProcMount)))
 		}
-		if p := sc.SeccompProfile; p != nil && p.Type != v1.SeccompProfileTypeRuntimeDefault && p.Type != v1.SeccompProfileTypeUnconfined {
-			c.p.invalid(sp+".seccompProfile.type", notSupported(fmt.Sprintf("%q; RuntimeDefault and Unconfined only", p.Type)))
-		}
-		if p := sc.AppArmorProfile; p != nil && p.Type == v1.AppArmorProfileTypeLocalhost && (p.LocalhostProfile == nil || *p.LocalhostProfile == "") {
-			c.p.invalid(sp+".appArmorProfile.localhostProfile", "must be set when type is Localhost")
-		}
+		c.checkSeccomp(sp+".seccompProfile", sc.SeccompProfile)
 	}
+	c.checkProbe(path+".livenessProbe", ctr.LivenessProbe, ctr)
+	c.checkProbe(path+".readinessProbe", ctr.ReadinessProbe, ctr)
+	c.checkProbe(path+".startupProbe", ctr.StartupProbe, ctr)
+	c.checkLifecycle(path+".lifecycle", ctr.Lifecycle, ctr)
 }
 
 func (c *supportChecker) checkResourceList(path string, rl v1.ResourceList) {

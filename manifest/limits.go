@@ -91,13 +91,10 @@ func quantityOK(name v1.ResourceName, q resource.Quantity) bool {
 	return q.Sign() >= 0 && q.Cmp(maxQuantity(name)) <= 0
 }
 
-// validateQuantity rejects a negative quantity or one too large to
-// account for.
+// validateQuantity rejects a quantity too large to account for
+// (Kubernetes' validation rejects negative ones).
 func validateQuantity(fieldPath string, name v1.ResourceName, q resource.Quantity, p *problems) {
-	switch most := maxQuantity(name); {
-	case q.Sign() < 0:
-		p.invalidf(fieldPath, "must be greater than or equal to 0, got %s", q.String())
-	case q.Cmp(most) > 0:
+	if most := maxQuantity(name); q.Cmp(most) > 0 {
 		p.invalidf(fieldPath, "must be at most %s, got %s", most.String(), q.String())
 	}
 }

@@ -44,7 +44,7 @@ func TestValidateLimits(t *testing.T) {
 			"/m/x.yaml:5: metadata.name: the pod's log directory <namespace>_<name>-<node>_<uid> would be a 264-byte file name, over the limit of 255; the namespace and the static pod name (<name>-<node>) may have 221 bytes together, they have 230",
 		}},
 		{"name over 253 bytes says only that", name(250), []string{
-			"/m/x.yaml:4: metadata.name: the static pod name \"" + strings.Repeat("a", 250) + "-node-1\" (<name>-<node>) is invalid: must be no more than 253 characters",
+			"/m/x.yaml:4: metadata.name: Invalid value: \"" + strings.Repeat("a", 250) + "-node-1\": must be no more than 253 characters",
 		}},
 
 		// ValidateObjectMeta.
@@ -63,11 +63,12 @@ func TestValidateLimits(t *testing.T) {
 		}},
 		{"finalizer", withMeta("  finalizers: [\"no spaces\"]\n"), []string{
 			`/m/x.yaml:5: metadata.finalizers: Invalid value: "no spaces": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`,
+			`/m/x.yaml:5: metadata.finalizers[0]: Invalid value: "no spaces": name is neither a standard finalizer name nor is it fully qualified`,
 		}},
 
 		// Quantities: the requests defaulted from a limit are not reported
 		// twice.
-		{"cpu and memory at the largest", withSpec("web", oneContainer+"    resources: {limits: {cpu: 1e9, memory: 8Pi}}\n  volumes: [{name: d, emptyDir: {sizeLimit: 8Pi}}]\n"), nil},
+		{"cpu and memory at the largest", withSpec("web", oneContainer+"    resources: {limits: {cpu: 1e9, memory: 8Pi}}\n  volumes: [{name: d, emptyDir: {medium: Memory, sizeLimit: 8Pi}}]\n"), nil},
 		{"cpu 1e309", withSpec("web", oneContainer+"    resources: {limits: {cpu: 1e309}}\n"), []string{
 			"/m/x.yaml:9: spec.containers[0].resources.limits[cpu]: must be at most 1e9, got 1e309",
 		}},
@@ -83,7 +84,7 @@ func TestValidateLimits(t *testing.T) {
 		{"ephemeral-storage", withSpec("web", oneContainer+"    resources:\n      limits:\n        ephemeral-storage: 1e20\n"), []string{
 			"/m/x.yaml:11: spec.containers[0].resources.limits[ephemeral-storage]: must be at most 8Pi, got 100E",
 		}},
-		{"emptyDir sizeLimit", withSpec("web", oneContainer+"  volumes:\n  - name: d\n    emptyDir: {sizeLimit: 9Pi}\n"), []string{
+		{"emptyDir sizeLimit", withSpec("web", oneContainer+"  volumes:\n  - name: d\n    emptyDir: {medium: Memory, sizeLimit: 9Pi}\n"), []string{
 			"/m/x.yaml:11: spec.volumes[0].emptyDir.sizeLimit: must be at most 8Pi, got 9Pi",
 		}},
 		{"cpu limits adding up to too much", twoContainers("cpu: 6e8", "cpu: 6e8"), []string{
@@ -118,7 +119,7 @@ func TestValidateLimits(t *testing.T) {
 func TestObjectDataLimit(t *testing.T) {
 	var p problems
 	validateConfigMap(&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Data: map[string]string{"k": strings.Repeat("x", maxObjectSize+1)}}, &p)
-	if len(p.errs) != 1 || p.errs[0] != (fieldErr{"data", "too long: must have at most 1048576 bytes, got 1048577"}) {
+	if len(p.errs) != 1 || p.errs[0] != (fieldErr{field: "data", reason: "too long: must have at most 1048576 bytes, got 1048577"}) {
 		t.Errorf("errors %v", p.errs)
 	}
 }
@@ -200,7 +201,7 @@ func TestDecodeBounds(t *testing.T) {
 // TestDocumentErrorsCapped: a document reports 100 errors, then one that
 // says how many more there are.
 func TestDocumentErrorsCapped(t *testing.T) {
-	const notALabel = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+	const notALabel = ": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
 	unknown := func(n int) string {
 		var b strings.Builder
 		b.WriteString(withSpec("web", oneContainer))
@@ -212,8 +213,8 @@ func TestDocumentErrorsCapped(t *testing.T) {
 	badNames := func(n int) string {
 		var b strings.Builder
 		b.WriteString(withSpec("web", "  containers:\n"))
-		for range n {
-			b.WriteString("  - {name: A, image: b}\n")
+		for i := range n {
+			fmt.Fprintf(&b, "  - {name: A%d, image: b}\n", i) // not a label, and each a different name
 		}
 		return b.String()
 	}
@@ -232,11 +233,11 @@ func TestDocumentErrorsCapped(t *testing.T) {
 			-1: "/m/x.yaml:109: more than 100 unknown fields; the rest are not listed",
 		}},
 		{"101 invalid container names", badNames(101), 101, map[int]string{
-			-1: "/m/x.yaml:107: spec.containers[100].name: " + notALabel,
+			-1: `/m/x.yaml:107: spec.containers[100].name: Invalid value: "A100"` + notALabel,
 		}},
 		{"150 invalid container names", badNames(150), 101, map[int]string{
-			0:  "/m/x.yaml:7: spec.containers[0].name: " + notALabel,
-			99: "/m/x.yaml:106: spec.containers[99].name: " + notALabel,
+			0:  `/m/x.yaml:7: spec.containers[0].name: Invalid value: "A0"` + notALabel,
+			99: `/m/x.yaml:106: spec.containers[99].name: Invalid value: "A99"` + notALabel,
 			-1: "/m/x.yaml:107: 50 more errors in this document are not listed",
 		}},
 	}

@@ -226,3 +226,86 @@ func yamlErrorLine(msg string) (line int, reason string) {
 	}
 	return line, reason
 }
+
+// addMissingIndex puts back the index of a sequence item that a field path
+// skips ("spec.containers[0].volumeMounts.subPath": Kubernetes' validation
+// names some fields of list items without the item). The item is the only
+// one that has the field, or the only one whose field has the scalar value
+// value. A path that skips no index, or whose item cannot be told, is
+// returned as it is.
+func addMissingIndex(root *yaml3.Node, path, value string) string {
+	type seg struct {
+		s       string
+		bracket bool
+	}
+	var segs []seg
+	for rest := path; rest != ""; {
+		switch {
+		case rest[0] == '.':
+			rest = rest[1:]
+		case rest[0] == '[':
+			end := strings.IndexByte(rest, ']')
+			if end < 0 {
+				return path
+			}
+			segs = append(segs, seg{rest[1:end], true})
+			rest = rest[end+1:]
+		default:
+			end := strings.IndexAny(rest, ".[")
+			if end < 0 {
+				end = len(rest)
+			}
+			segs = append(segs, seg{rest[:end], false})
+			rest = rest[end:]
+		}
+	}
+	var out strings.Builder
+	n, changed := resolveAlias(root), false
+	for i, sg := range segs {
+		if n != nil && n.Kind == yaml3.SequenceNode && !sg.bracket {
+			found := -1
+			for j, item := range n.Content {
+				_, v := mappingValue(item, sg.s)
+				if v = resolveAlias(v); v == nil || (value != "" && i == len(segs)-1 && (v.Kind != yaml3.ScalarNode || v.Value != value)) {
+					continue
+				}
+				if found >= 0 {
+					return path // more than one: cannot tell
+				}
+				found = j
+			}
+			if found < 0 {
+				return path
+			}
+			out.WriteString("[" + strconv.Itoa(found) + "]")
+			n, changed = resolveAlias(n.Content[found]), true
+		}
+		if sg.bracket {
+			out.WriteString("[" + sg.s + "]")
+		} else {
+			if out.Len() > 0 {
+				out.WriteByte('.')
+			}
+			out.WriteString(sg.s)
+		}
+		switch {
+		case n == nil:
+		case n.Kind == yaml3.MappingNode:
+			_, n = mappingValue(n, sg.s)
+			n = resolveAlias(n)
+		case n.Kind == yaml3.SequenceNode:
+			k, err := strconv.Atoi(sg.s)
+			if err != nil || k < 0 || k >= len(n.Content) {
+				n = nil
+			} else {
+				n = resolveAlias(n.Content[k])
+			}
+		default:
+			n = nil
+		}
+	}
+	if !changed {
+		return path
+	}
+	return out.String()
+}

@@ -175,11 +175,11 @@ func TestParseFileBad(t *testing.T) {
 		{"bad quantity", basePod + "    resources:\n      limits: {cpu: lots}\n", []string{"quantities must match"}, 0},
 
 		// Field table: rejected fields and values.
-		{"rejected container field", basePod + "    lifecycle:\n      preStop: {exec: {command: [x]}}\n",
-			[]string{"spec.containers[0].lifecycle: not supported by podvisor " + ver}, 9},
-		{"rejected probe", basePod + "    livenessProbe: {exec: {command: [x]}}\n", []string{"spec.containers[0].livenessProbe: not supported"}, 9},
+		{"rejected container field", basePod + "    stdin: true\n",
+			[]string{"spec.containers[0].stdin: not supported by podvisor " + ver}, 9},
+		{"rejected probe field", basePod + "    livenessProbe:\n      grpc: {port: 9000, mode: TLS}\n", []string{"spec.containers[0].livenessProbe.grpc.mode: not supported"}, 10},
 		{"rejected pod field", basePod + "  serviceAccountName: x\n", []string{"spec.serviceAccountName: not supported by podvisor " + ver + " (static pods cannot use service account tokens)"}, 9},
-		{"rejected init container field", basePod + "  initContainers:\n  - name: init\n    image: busybox\n    restartPolicy: Always\n", []string{"spec.initContainers[0].restartPolicy: not supported"}, 12},
+		{"rejected init container field", basePod + "  initContainers:\n  - name: init\n    image: busybox\n    restartPolicy: OnFailure\n", []string{"spec.initContainers[0].restartPolicy: not supported by podvisor " + ver + ` ("OnFailure"; Always (a sidecar container) only)`}, 12},
 		{"unsupported volume source", basePod + "  volumes:\n  - name: d\n    nfs: {server: s, path: /x}\n", []string{"spec.volumes[0].nfs: not supported by podvisor " + ver}, 11},
 		{"configMap volume", basePod + "  volumes:\n  - name: d\n    configMap: {name: c}\n", []string{"spec.volumes[0].configMap: not supported"}, 0},
 		{"windows pod", basePod + "  os: {name: windows}\n", []string{"spec.os.name: not supported"}, 0},
@@ -197,7 +197,7 @@ func TestParseFileBad(t *testing.T) {
 		{"seccomp localhost", basePod + "    securityContext:\n      seccompProfile: {type: Localhost, localhostProfile: p.json}\n",
 			[]string{"securityContext.seccompProfile.type: not supported"}, 0},
 		{"apparmor localhost without a profile", basePod + "    securityContext:\n      appArmorProfile: {type: Localhost}\n",
-			[]string{"securityContext.appArmorProfile.localhostProfile: must be set"}, 0},
+			[]string{"securityContext.appArmorProfile.localhostProfile: Required value: must be set when AppArmor type is Localhost"}, 10},
 		{"unmasked proc", basePod + "    securityContext: {procMount: Unmasked}\n", []string{"securityContext.procMount: not supported"}, 0},
 		{"pod fsGroup", basePod + "  securityContext: {fsGroup: 1000}\n", []string{"spec.securityContext.fsGroup: not supported"}, 9},
 		{"tty", basePod + "    tty: true\n", []string{"spec.containers[0].tty: not supported"}, 9},
@@ -341,12 +341,12 @@ spec: {containers: [{name: app, image: "busybox:1.36"}]}
 		}
 	})
 
-	t.Run("node name is lower-cased in the pod name", func(t *testing.T) {
+	t.Run("node name is lower-cased in the pod name and spec.nodeName", func(t *testing.T) {
 		pods, errs := ParseFile(path, []byte(basePod), "Node-A")
 		if len(errs) > 0 {
 			t.Fatal(errs)
 		}
-		if pods[0].Pod.Name != "web-node-a" || pods[0].Pod.Spec.NodeName != "Node-A" {
+		if pods[0].Pod.Name != "web-node-a" || pods[0].Pod.Spec.NodeName != "node-a" {
 			t.Errorf("name %q nodeName %q", pods[0].Pod.Name, pods[0].Pod.Spec.NodeName)
 		}
 	})
@@ -401,6 +401,13 @@ func TestDefaults(t *testing.T) {
 		}
 	}
 
+	// SetDefaults_Pod: a negative grace period means 1 second, so kubelet
+	// accepts it.
+	negative := mustParse(t, "/m/web.yaml", basePod+"  terminationGracePeriodSeconds: -1\n")[0].Pod
+	if g := *negative.Spec.TerminationGracePeriodSeconds; g != 1 {
+		t.Errorf("terminationGracePeriodSeconds -1 became %d, want 1", g)
+	}
+
 	hostNet := mustParse(t, "/m/web.yaml", basePod+"    ports: [{containerPort: 8080}, {containerPort: 9090, hostPort: 9090}]\n  hostNetwork: true\n")[0].Pod
 	if hp := hostNet.Spec.Containers[0].Ports[0].HostPort; hp != 8080 {
 		t.Errorf("hostNetwork hostPort = %d, want containerPort 8080", hp)
@@ -416,11 +423,12 @@ func TestDefaults(t *testing.T) {
 		{"localhost:5000/busybox", v1.PullAlways},
 		{"localhost:5000/busybox:v1", v1.PullIfNotPresent},
 		{"busybox@sha256:abc", v1.PullIfNotPresent},
-		{"busybox:latest@sha256:abc", v1.PullAlways},
+		{"busybox:latest@sha256:abc", v1.PullIfNotPresent}, // the digest decides, as in Kubernetes
 	}
 	for _, tt := range pullPolicies {
-		if got := defaultPullPolicy(tt.image); got != tt.want {
-			t.Errorf("defaultPullPolicy(%q) = %s, want %s", tt.image, got, tt.want)
+		data := strings.Replace(basePod, "image: busybox:1.36", "image: "+tt.image, 1)
+		if got := mustParse(t, "/m/web.yaml", data)[0].Pod.Spec.Containers[0].ImagePullPolicy; got != tt.want {
+			t.Errorf("imagePullPolicy of %q = %s, want %s", tt.image, got, tt.want)
 		}
 	}
 }

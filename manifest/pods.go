@@ -57,13 +57,20 @@ func parsePod(path string, docRoot *yaml3.Node, t target, docIndex int, nodeName
 	(&supportChecker{nodeName: nodeName, p: &p}).checkPod(&decoded)
 	metadataWarnings(&decoded, &p)
 
+	// The table's errors and the requests defaulted from limits: Kubernetes'
+	// errors about them would say again what is already said.
+	rejected := defaultedRequests(&decoded.Spec)
+	for _, e := range p.errs {
+		rejected = append(rejected, e.field)
+	}
 	pod := decoded.DeepCopy()
 	setDefaults(pod)
 	applyIdentity(pod, uid, nodeName, now)
-	validatePod(pod, decoded.Name, &p)
+	validatePod(pod, decoded.Name, rejected, &p)
 
 	for _, e := range p.errs {
-		add(e.field, e.reason, 0)
+		field := addMissingIndex(docRoot, t.full(e.field), e.value)
+		errs = append(errs, &FileError{Path: path, Line: lineOf(docRoot, field), Field: field, Reason: e.reason})
 	}
 	if len(errs) > 0 {
 		return nil, errs
@@ -117,7 +124,9 @@ func applyIdentity(pod *v1.Pod, uid, nodeName string, now time.Time) {
 	pod.Annotations[AnnotationConfigHash] = uid
 	pod.Annotations[AnnotationConfigSource] = "file"
 	pod.Annotations[AnnotationConfigSeen] = now.UTC().Format(time.RFC3339Nano)
-	pod.Spec.NodeName = nodeName
+	// Kubernetes node names are lowercase (kubelet lowercases the hostname
+	// or --hostname-override, and so does podvisor's CLI).
+	pod.Spec.NodeName = strings.ToLower(nodeName)
 }
 
 // metadataWarnings reports metadata and status fields that podvisor sets
