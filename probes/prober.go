@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/podvisor/podvisor/internal/expand"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -175,48 +177,12 @@ func expandCommand(cmd []string, env []v1.EnvVar) []string {
 	for _, e := range env {
 		vars[e.Name] = e.Value
 	}
+	lookup := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
 	out := make([]string, len(cmd))
 	for i, s := range cmd {
-		out[i] = expand(s, vars)
+		out[i] = expand.Vars(s, lookup)
 	}
 	return out
-}
-
-// expand replaces $(VAR) references with vars' values the way Kubernetes
-// expands commands: "$$" is a literal "$", an unknown or unterminated
-// reference stays as written.
-func expand(s string, vars map[string]string) string {
-	if !strings.Contains(s, "$") {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '$' || i+1 == len(s) {
-			b.WriteByte(s[i])
-			continue
-		}
-		switch s[i+1] {
-		case '$':
-			b.WriteByte('$')
-			i++
-		case '(':
-			end := strings.IndexByte(s[i+2:], ')')
-			if end < 0 {
-				b.WriteString(s[i:])
-				return b.String()
-			}
-			ref := s[i : i+3+end]
-			if v, ok := vars[ref[2:len(ref)-1]]; ok {
-				b.WriteString(v)
-			} else {
-				b.WriteString(ref)
-			}
-			i += 2 + end
-		default:
-			b.WriteByte('$')
-		}
-	}
-	return b.String()
 }
 
 // withDefaults returns a copy of p with kubelet's defaults for the zero

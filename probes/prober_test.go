@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -429,23 +430,14 @@ func TestExecProbe(t *testing.T) {
 	}
 }
 
-func TestExpand(t *testing.T) {
-	vars := map[string]string{"A": "x", "B": "$(A)"}
-	for in, want := range map[string]string{
-		"plain":       "plain",
-		"$(A)":        "x",
-		"a$(A)b$(A)c": "axbxc",
-		"$(B)":        "$(A)",
-		"$$(A)":       "$(A)",
-		"$$":          "$",
-		"$":           "$",
-		"a$b":         "a$b",
-		"$(C)":        "$(C)",
-		"$(A":         "$(A",
-	} {
-		if got := expand(in, vars); got != want {
-			t.Errorf("expand(%q) = %q, want %q", in, got, want)
-		}
+// An exec probe's command is expanded with the container's literal env
+// values only, as kubelet's ExpandContainerCommandOnlyStatic.
+func TestExpandCommand(t *testing.T) {
+	env := []v1.EnvVar{{Name: "A", Value: "x"}, {Name: "B", Value: "$(A)"}, {Name: "S", ValueFrom: &v1.EnvVarSource{}}}
+	got := expandCommand([]string{"plain", "$(A)", "a$(A)b", "$(B)", "$$(A)", "$(C)", "$(S)"}, env)
+	want := []string{"plain", "x", "axb", "$(A)", "$(A)", "$(C)", ""}
+	if !slices.Equal(got, want) {
+		t.Errorf("expandCommand = %q, want %q", got, want)
 	}
 }
 

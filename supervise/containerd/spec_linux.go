@@ -18,6 +18,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/podvisor/podvisor/internal/expand"
 	"github.com/podvisor/podvisor/supervise"
 )
 
@@ -44,7 +45,7 @@ func expandAll(in []string, lookup func(string) (string, bool)) []string {
 	}
 	out := make([]string, len(in))
 	for i, a := range in {
-		out[i] = expand(a, lookup)
+		out[i] = expand.Vars(a, lookup)
 	}
 	return out
 }
@@ -57,7 +58,7 @@ func containerEnv(c *v1.Container) []string {
 	lookup := func(k string) (string, bool) { v, ok := defined[k]; return v, ok }
 	var out []string
 	for _, e := range c.Env {
-		v := expand(e.Value, lookup)
+		v := expand.Vars(e.Value, lookup)
 		defined[e.Name] = v
 		out = append(out, e.Name+"="+v)
 	}

@@ -1,9 +1,9 @@
-package containerd
+package expand
 
 import "testing"
 
 // Cases from Kubernetes' third_party/forked/golang/expansion/expand_test.go.
-func TestExpand(t *testing.T) {
+func TestVars(t *testing.T) {
 	vars := map[string]string{"VAR_A": "A", "VAR_B": "B", "VAR_C": "C", "VAR_EMPTY": ""}
 	lookup := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
 	for _, tc := range []struct{ in, want string }{
@@ -22,8 +22,8 @@ func TestExpand(t *testing.T) {
 		{"$()", "$()"},
 		{"no refs", "no refs"},
 	} {
-		if got := expand(tc.in, lookup); got != tc.want {
-			t.Errorf("expand(%q) = %q, want %q", tc.in, got, tc.want)
+		if got := Vars(tc.in, lookup); got != tc.want {
+			t.Errorf("Vars(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }

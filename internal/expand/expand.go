@@ -1,13 +1,15 @@
-package containerd
+// Package expand is Kubernetes' $(VAR) expansion of command, args and env
+// values, the one copy used by container specs and exec probes.
+package expand
 
 import "strings"
 
-// expand replaces $(VAR) references in s with values from lookup, as
+// Vars replaces $(VAR) references in s with values from lookup, as
 // Kubernetes expands command, args and env values
 // (third_party/forked/golang/expansion): "$$" escapes a literal "$", a
 // reference to an unknown variable is left as written, and an unterminated
 // "$(" is left alone.
-func expand(s string, lookup func(string) (string, bool)) string {
+func Vars(s string, lookup func(string) (string, bool)) string {
 	if !strings.Contains(s, "$") {
 		return s
 	}
