@@ -120,14 +120,7 @@ func (w *podWorker) forgetProbes(ref ctrRef, id string) {
 // for describe.
 func (w *podWorker) probeResults(pod *v1.Pod) status.ProbeResults {
 	var out status.ProbeResults
-	w.rec.each(pod, func(ref ctrRef, c *v1.Container, cr *containerRecord) {
-		if cr.ID == "" || !w.probing[cr.ID] {
-			return
-		}
-		st := w.s.prober.Status(string(w.uid), c.Name)
-		if st.ContainerID != cr.ID {
-			return
-		}
+	w.eachProbed(pod, func(c *v1.Container, _ *containerRecord, st probes.Status) {
 		for k, ps := range st.Probes {
 			if ps.Time.IsZero() {
 				continue
@@ -148,18 +141,24 @@ func (w *podWorker) probeResults(pod *v1.Pod) status.ProbeResults {
 // container ID. It also keeps started and ready in the record.
 func (w *podWorker) probeViews(pod *v1.Pod) map[string]probeView {
 	out := map[string]probeView{}
-	w.rec.each(pod, func(ref ctrRef, c *v1.Container, cr *containerRecord) {
-		if cr.ID == "" || !w.probing[cr.ID] {
-			return
-		}
-		st := w.s.prober.Status(string(w.uid), c.Name)
-		if st.ContainerID != cr.ID {
-			return
-		}
+	w.eachProbed(pod, func(_ *v1.Container, cr *containerRecord, st probes.Status) {
 		if !w.stopping {
 			cr.Started, cr.Ready = st.Started, st.Ready
 		}
 		out[cr.ID] = probeView{Started: st.Started, Ready: st.Ready, Failed: w.probeFailed[cr.ID]}
 	})
 	return out
+}
+
+// eachProbed calls f for each container whose current run is probed, with
+// what the prober says of that run.
+func (w *podWorker) eachProbed(pod *v1.Pod, f func(c *v1.Container, cr *containerRecord, st probes.Status)) {
+	w.rec.each(pod, func(_ ctrRef, c *v1.Container, cr *containerRecord) {
+		if cr.ID == "" || !w.probing[cr.ID] {
+			return
+		}
+		if st := w.s.prober.Status(string(w.uid), c.Name); st.ContainerID == cr.ID {
+			f(c, cr, st)
+		}
+	})
 }
