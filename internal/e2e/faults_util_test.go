@@ -228,18 +228,28 @@ func (v inventory) nonEmpty() []string {
 // the harness's IPAM directory).
 func (d *daemon) take(baseIPs []string) inventory {
 	d.t.Helper()
+	v, err := d.inventory(baseIPs)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return v
+}
+
+// inventory is take returning its error, for the harness's clean-up,
+// which must go on after it.
+func (d *daemon) inventory(baseIPs []string) (inventory, error) {
 	var v inventory
 	v.Shims = shimPIDs(d.ns)
 
 	ctx := context.Background()
 	cl, err := containerd.New(env.Address, containerd.WithDefaultNamespace(d.ns))
 	if err != nil {
-		d.t.Fatal(err)
+		return v, err
 	}
 	defer cl.Close()
 	ctrs, err := cl.Containers(ctx)
 	if err != nil {
-		d.t.Fatalf("list containers: %v", err)
+		return v, fmt.Errorf("list containers: %w", err)
 	}
 	uids := map[string]string{}
 	for _, c := range ctrs {
@@ -250,7 +260,7 @@ func (d *daemon) take(baseIPs []string) inventory {
 	}
 	resp, err := cl.TaskService().List(ctx, &tasksapi.ListTasksRequest{})
 	if err != nil {
-		d.t.Fatalf("list tasks: %v", err)
+		return v, fmt.Errorf("list tasks: %w", err)
 	}
 	for _, tk := range resp.Tasks {
 		v.Tasks = append(v.Tasks, tk.ID+":"+strings.ToLower(strings.TrimPrefix(tk.Status.String(), "Status_")))
@@ -268,17 +278,21 @@ func (d *daemon) take(baseIPs []string) inventory {
 		return nil
 	})
 	if err != nil {
-		d.t.Fatalf("walk snapshots: %v", err)
+		return v, fmt.Errorf("walk snapshots: %w", err)
 	}
 	ls, err := cl.LeasesService().List(ctx)
 	if err != nil {
-		d.t.Fatalf("list leases: %v", err)
+		return v, fmt.Errorf("list leases: %w", err)
 	}
 	for _, l := range ls {
 		v.Leases = append(v.Leases, l.ID)
 	}
 
-	for _, ip := range allocatedIPs(d.t) {
+	ips, err := hostLocalIPs()
+	if err != nil {
+		return v, err
+	}
+	for _, ip := range ips {
 		if !slices.Contains(baseIPs, ip) {
 			v.IPs = append(v.IPs, ip)
 		}
@@ -300,7 +314,7 @@ func (d *daemon) take(baseIPs []string) inventory {
 	for _, r := range records {
 		v.Records = append(v.Records, r.Name())
 	}
-	return v
+	return v, nil
 }
 
 // onePerPod lists how inv differs from one running container (task,

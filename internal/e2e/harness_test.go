@@ -106,6 +106,9 @@ type daemon struct {
 	cmd                                     *exec.Cmd
 	exited                                  chan error
 	extraArgs                               []string
+	// baseIPs are the test network's allocations before this daemon:
+	// cleanup reports only those beyond them.
+	baseIPs []string
 }
 
 func newDaemon(t *testing.T, extra ...string) *daemon {
@@ -136,6 +139,7 @@ func newDaemon(t *testing.T, extra ...string) *daemon {
 	if err := os.Link(env.ImageArchive, filepath.Join(d.images, "busybox.tar")); err != nil {
 		t.Fatal(err)
 	}
+	d.baseIPs = allocatedIPs(t)
 	t.Cleanup(d.cleanup)
 	return d
 }
@@ -222,32 +226,24 @@ func (d *daemon) waitExit() {
 	d.cmd = nil
 }
 
-// cleanup removes every manifest and lets podvisor stop and clean up its
-// pods (the real path), then stops podvisor and removes what is left.
+// Clean-up deadlines: podvisor's removal of every pod, its exit on
+// SIGTERM, and what containerd finishes after it (snapshots, leases).
+const (
+	cleanupPodsTimeout = 60 * time.Second
+	cleanupExitTimeout = 20 * time.Second
+	cleanupGCTimeout   = 10 * time.Second
+)
+
+// cleanup, when podvisor is still running, removes every manifest and lets
+// podvisor stop and clean up its pods (the real path), then stops it; the
+// test fails, naming what remained, when that path leaves anything behind.
+// Then, in any case, it removes what is left (a test that stopped or
+// killed podvisor leaves its pods running on purpose).
 func (d *daemon) cleanup() {
 	if d.cmd != nil {
-		entries, _ := os.ReadDir(d.manifests)
-		for _, e := range entries {
-			os.Remove(filepath.Join(d.manifests, e.Name()))
-		}
-		c := api.NewClient(d.sock)
-		deadline := time.Now().Add(60 * time.Second)
-		for time.Now().Before(deadline) {
-			l, err := c.Pods(context.Background())
-			if err != nil || len(l.Items) == 0 {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		d.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-d.exited:
-		case <-time.After(20 * time.Second):
-			syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
-		}
-		d.cmd = nil
+		d.cleanupThroughPodvisor()
 	}
-	// Anything left (a failed test): remove containers and mounts.
+	// Anything left: remove containers and mounts.
 	ctx := context.Background()
 	if cl, err := containerd.New(env.Address, containerd.WithDefaultNamespace(d.ns)); err == nil {
 		ctrs, _ := cl.Containers(ctx)
@@ -277,6 +273,71 @@ func (d *daemon) cleanup() {
 		d.t.Logf("podvisor log:\n%s", d.logTail())
 	}
 	os.RemoveAll(d.dir)
+}
+
+// cleanupThroughPodvisor is cleanup's real path; each thing that does not
+// happen in time fails the test.
+func (d *daemon) cleanupThroughPodvisor() {
+	t := d.t
+	entries, _ := os.ReadDir(d.manifests)
+	for _, e := range entries {
+		os.Remove(filepath.Join(d.manifests, e.Name()))
+	}
+	deadline := time.Now().Add(cleanupPodsTimeout)
+	for {
+		names, err := statusPods(d)
+		if err == nil && len(names) == 0 {
+			break
+		}
+		exited := false
+		select {
+		case exit := <-d.exited:
+			d.exited <- exit // for the wait below
+			t.Errorf("cleanup: podvisor exited (%v) before removing its pods (%v, %v)", exit, names, err)
+			exited = true
+		default:
+		}
+		if exited {
+			break
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				t.Errorf("cleanup: podvisor's API still fails %s after every manifest was removed: %v", cleanupPodsTimeout, err)
+			} else {
+				t.Errorf("cleanup: %d pods still listed %s after every manifest was removed: %v", len(names), cleanupPodsTimeout, names)
+			}
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+	case <-time.After(cleanupExitTimeout):
+		t.Errorf("cleanup: podvisor did not exit within %s of SIGTERM; killed", cleanupExitTimeout)
+		syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
+		<-d.exited
+	}
+	d.cmd = nil
+
+	// What podvisor left: containerd finishes some removals after it
+	// (snapshots, leases), so poll a little.
+	deadline = time.Now().Add(cleanupGCTimeout)
+	for {
+		inv, err := d.inventory(d.baseIPs)
+		left := inv.nonEmpty()
+		if err != nil {
+			left = append(left, "(inventory incomplete: "+err.Error()+")")
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("cleanup: left after podvisor stopped:\n  %s", strings.Join(left, "\n  "))
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 func mountsUnder(dir string) []string {
@@ -427,12 +488,21 @@ func (d *daemon) containers() []string {
 // network.
 func allocatedIPs(t *testing.T) []string {
 	t.Helper()
-	entries, err := os.ReadDir(filepath.Join(env.Dir, "cni", "ipam", env.NetName))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
+	ips, err := hostLocalIPs()
 	if err != nil {
 		t.Fatal(err)
+	}
+	return ips
+}
+
+// hostLocalIPs is allocatedIPs returning its error.
+func hostLocalIPs() ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(env.Dir, "cni", "ipam", env.NetName))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
 	}
 	var ips []string
 	for _, e := range entries {
@@ -440,7 +510,7 @@ func allocatedIPs(t *testing.T) []string {
 			ips = append(ips, n)
 		}
 	}
-	return ips
+	return ips, nil
 }
 
 func shimCount(ns string) int {
