@@ -222,6 +222,11 @@ func TestRuntime(t *testing.T) {
 	if _, err := three.SetLabels(ctx, map[string]string{supervise.LabelStopSignal: ""}); err != nil {
 		t.Fatal(err)
 	}
+	// The trap is set once it says hello; a signal before that is lost.
+	poll(t, "hello from three", func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, "logs", "three", "0.log"))
+		return bytes.Contains(b, []byte(" stdout F hello"))
+	})
 	if err := rt.Stop(ctx, "three", 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
