@@ -33,6 +33,17 @@ func decodeTarget(t target, v any, opts ParseOptions, errs, warns *[]fieldProble
 		*errs = append(*errs, fieldProblem{"", fmt.Sprintf("more than %d unknown fields; the rest are not listed", maxUnknownFields), unknown[maxUnknownFields].line})
 		return false
 	}
+	// Every value of the wrong kind, each at its line, rather than
+	// encoding/json's first one.
+	doc, err := decodeGeneric(raw)
+	if err != nil {
+		*errs = append(*errs, fieldProblem{"", strings.TrimPrefix(err.Error(), "json: "), 0})
+		return false
+	}
+	typeErrs := findTypeErrors(doc, reflect.TypeOf(v).Elem())
+	for _, e := range typeErrs {
+		*errs = append(*errs, fieldProblem{e.path, e.reason, lineOf(t.node, e.path)})
+	}
 	if len(unknown) > 0 {
 		if opts.UnknownFields != UnknownFieldsWarn {
 			for _, u := range unknown {
@@ -49,6 +60,9 @@ func decodeTarget(t target, v any, opts ParseOptions, errs, warns *[]fieldProble
 			return false
 		}
 		raw = stripped
+	}
+	if len(typeErrs) > 0 {
+		return false
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()

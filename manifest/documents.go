@@ -26,10 +26,9 @@ func parseNode(path string, d rawDoc, jerr error) (*yaml3.Node, *FileError) {
 			return nil, nil
 		}
 		// Prefer the message of the parser that decodes the pod: it is what
-		// kubectl would say, and yaml/v3 reports some scanner errors one line
-		// early.
+		// kubectl would say; both lines help find the line at fault.
 		if jerr != nil {
-			err = jerr
+			return nil, yamlError(path, d, jerr, err)
 		}
 		return nil, yamlError(path, d, err)
 	}
@@ -55,14 +54,24 @@ func parseNode(path string, d rawDoc, jerr error) (*yaml3.Node, *FileError) {
 	return root, nil
 }
 
-func yamlError(path string, d rawDoc, err error) *FileError {
+// yamlError is a syntax error of document d, at the line that breaks it
+// and with the field path there when they can be told. err's message is
+// the reason; others are the same error as other parsers report it, whose
+// lines help find the line.
+func yamlError(path string, d rawDoc, err error, others ...error) *FileError {
 	line, reason := yamlErrorLine(err.Error())
+	lines := []int{line}
+	for _, o := range others {
+		l, _ := yamlErrorLine(o.Error())
+		lines = append(lines, l)
+	}
+	line, field := locateSyntaxError(d.data, reason, lines...)
 	if line > 0 {
 		line += d.line - 1
 	} else {
 		line = d.line
 	}
-	return &FileError{Path: path, Line: line, Reason: reason}
+	return &FileError{Path: path, Line: line, Field: field, Reason: reason}
 }
 
 // target is one object inside a document: the document itself, or an item

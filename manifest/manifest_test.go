@@ -168,11 +168,11 @@ func TestParseFileBad(t *testing.T) {
 		{"unknown field in list item", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: a}\n  spec: {containers: [{name: app, image: busybox, nope: 1}]}\n",
 			[]string{"items[0].spec.containers[0].nope: unknown field"}, 7},
 		{"list item of other kind", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Service\n  metadata: {name: a}\n", []string{"items[0]: list items must be v1 Pods"}, 4},
-		{"wrong type", basePod + "    ports:\n    - containerPort: http\n", []string{"spec.containers[0].ports[0].containerPort: cannot use a string here"}, 10},
+		{"wrong type", basePod + "    ports:\n    - containerPort: http\n", []string{"spec.containers[0].ports[0].containerPort: must be an integer, not a string"}, 10},
 		{"duplicate key", basePod + "    image: again\n", []string{`"image" already set`}, 9},
 		{"two pods with one name", basePod + "---\n" + basePod, []string{"pod default/web-node-1 is defined twice"}, 0},
 		{"content on a separator line", basePod + "--- foo: bar\n", []string{"x.yaml:9: "}, 9},
-		{"bad quantity", basePod + "    resources:\n      limits: {cpu: lots}\n", []string{"quantities must match"}, 0},
+		{"bad quantity", basePod + "    resources:\n      limits: {cpu: lots}\n", []string{`spec.containers[0].resources.limits[cpu]: "lots" is not a quantity`}, 10},
 
 		// Field table: rejected fields and values.
 		{"rejected container field", basePod + "    stdin: true\n",

@@ -41,7 +41,7 @@ func TestParseObjects(t *testing.T) {
 		{"basic auth without username or password", "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ntype: kubernetes.io/basic-auth\n", "data", "needs username or password", 0},
 		{"dockerconfigjson not JSON", "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ntype: kubernetes.io/dockerconfigjson\nstringData: {.dockerconfigjson: \"{\"}\n", "data[.dockerconfigjson]", "valid JSON", 0},
 		{"service account token", "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ntype: kubernetes.io/service-account-token\n", "type", "static pods cannot use service account tokens", 4},
-		{"secret data not base64", "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata: {k: \"not base64!\"}\n", "", "illegal base64", 0},
+		{"secret data not base64", "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata: {k: \"not base64!\"}\n", "data[k]", "must be base64-encoded: illegal base64 data at input byte 3", 4},
 
 		// Lists.
 		{"List item of other kind", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Service\n  metadata: {name: a}\n", "items[0]", "list items must be v1 Pods, ConfigMaps or Secrets", 4},

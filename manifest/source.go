@@ -67,6 +67,8 @@ type SourceOptions struct {
 type Source struct {
 	opts SourceOptions // defaults applied
 	log  *slog.Logger
+	// watch is inotify.Watch; a test replaces it to lose events.
+	watch func(context.Context, inotify.Options, func(inotify.Event), func(time.Time) (time.Time, error)) error
 }
 
 // NewSource returns a Source configured by opts, with its defaults applied.
@@ -77,7 +79,7 @@ func NewSource(opts SourceOptions) *Source {
 	opts.RelistPeriod = cmpOr(opts.RelistPeriod, DefaultRelistPeriod)
 	opts.Debounce = cmpOr(opts.Debounce, DefaultDebounce)
 	opts.QuickDebounce = min(cmpOr(opts.QuickDebounce, DefaultQuickDebounce), opts.Debounce)
-	return &Source{opts: opts, log: opts.Log.With("dir", opts.Dir)}
+	return &Source{opts: opts, log: opts.Log.With("dir", opts.Dir), watch: inotify.Watch}
 }
 
 // newScanner returns the scanner Run uses, with the persisted state loaded.
@@ -224,7 +226,7 @@ func (s *Source) Run(ctx context.Context, out chan<- Snapshot) error {
 		return next, nil
 	}
 
-	err := inotify.Watch(ctx, inotify.Options{Dir: dir, Mask: dirMask, Log: s.log}, handle, step)
+	err := s.watch(ctx, inotify.Options{Dir: dir, Mask: dirMask, Log: s.log}, handle, step)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}

@@ -11,8 +11,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/podvisor/podvisor/internal/inotify"
 )
 
 // named returns basePod with another metadata.name.
@@ -394,15 +397,26 @@ func TestSourceDuplicates(t *testing.T) {
 }
 
 func TestSourceRelist(t *testing.T) {
-	// Events are held back for an hour, so only the relist can find the
-	// change in time.
+	// The watch loses every event of the directory's entries (as after
+	// an overflow nobody reported, or on a filesystem whose changes
+	// inotify does not see): only the relist can find a new file, and a
+	// changed one. Set RelistPeriod to an hour and this fails.
 	dir := t.TempDir()
 	src := NewSource(SourceOptions{
 		Dir:          dir,
 		NodeName:     node,
 		RelistPeriod: 50 * time.Millisecond,
-		Debounce:     time.Hour, // events never trigger a rescan in time
 	})
+	var lost atomic.Int64
+	src.watch = func(ctx context.Context, opts inotify.Options, handle func(inotify.Event), step func(time.Time) (time.Time, error)) error {
+		return inotify.Watch(ctx, opts, func(ev inotify.Event) {
+			if ev.Name != "" {
+				lost.Add(1)
+				return
+			}
+			handle(ev)
+		}, step)
+	}
 	out := make(chan Snapshot)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
@@ -412,8 +426,14 @@ func TestSourceRelist(t *testing.T) {
 		<-done
 	}()
 	waitFor(t, out, "first snapshot", hasPods())
-	writeFile(t, filepath.Join(dir, "web.yaml"), basePod)
-	waitFor(t, out, "relisted pod", hasPods("default/web-node-1"))
+	path := filepath.Join(dir, "web.yaml")
+	writeFile(t, path, basePod)
+	waitFor(t, out, "relisted new pod", hasPods("default/web-node-1"))
+	writeFile(t, path, named("db"))
+	waitFor(t, out, "relisted changed pod", hasPods("default/db-node-1"))
+	if lost.Load() == 0 {
+		t.Fatal("no event was lost: the test proves nothing about the relist")
+	}
 }
 
 // rescan reads every file, as the first scan and a scan after an inotify

@@ -1,0 +1,234 @@
+package manifest
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// typeProblem is a value of the wrong kind for its field, with its path.
+type typeProblem struct {
+	path, reason string
+}
+
+var (
+	quantityType    = reflect.TypeFor[resource.Quantity]()
+	intOrStringType = reflect.TypeFor[intstr.IntOrString]()
+	bytesType       = reflect.TypeFor[[]byte]()
+)
+
+// findTypeErrors walks a decoded JSON document (objects, arrays, strings,
+// json.Number, booleans, nil) alongside the Go type it is to be decoded
+// into and reports every value encoding/json would refuse, each with its
+// full path in the manifest's (JSON) field names. encoding/json stops at
+// the first such value and names it by Go struct fields
+// ("ProbeHandler.exec.command", without list indexes); this reports all of
+// them, where they are. Keys that name no field are left to
+// findUnknownFields. It stops after maxDocProblems+1 problems.
+func findTypeErrors(doc any, t reflect.Type) []typeProblem {
+	w := typeWalk{}
+	w.walk(doc, t, 0)
+	return w.out
+}
+
+type typeWalk struct {
+	segs []pathSeg
+	out  []typeProblem
+}
+
+func (w *typeWalk) path() string {
+	var b strings.Builder
+	for i, s := range w.segs {
+		switch s.kind {
+		case segField:
+			if i > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(s.name)
+		case segKey:
+			b.WriteString("[" + s.name + "]")
+		case segIndex:
+			b.WriteString("[" + strconv.Itoa(s.index) + "]")
+		}
+	}
+	return b.String()
+}
+
+func (w *typeWalk) bad(reason string) {
+	w.out = append(w.out, typeProblem{w.path(), reason})
+}
+
+func (w *typeWalk) full() bool { return len(w.out) > maxDocProblems }
+
+func (w *typeWalk) walk(v any, t reflect.Type, depth int) {
+	if depth > maxUnknownDepth || w.full() {
+		return
+	}
+	if v == nil {
+		return // null is the zero value, for every type
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t {
+	case quantityType:
+		var s string
+		switch v := v.(type) {
+		case string:
+			s = v
+		case json.Number:
+			s = v.String()
+		default:
+			w.bad(fmt.Sprintf("must be a quantity (a number with an optional suffix, such as 500m, 64Mi or 1G), not %s", jsonKind(v)))
+			return
+		}
+		if _, err := resource.ParseQuantity(s); err != nil {
+			w.bad(fmt.Sprintf("%q is not a quantity (a number with an optional suffix, such as 500m, 64Mi or 1G)", s))
+		}
+		return
+	case intOrStringType:
+		switch v := v.(type) {
+		case string:
+		case json.Number:
+			if _, err := strconv.ParseInt(v.String(), 10, 32); err != nil {
+				w.bad(fmt.Sprintf("must be an integer (a 32-bit one) or a string, got %s", v))
+			}
+		default:
+			w.bad("must be an integer or a string, not " + jsonKind(v))
+		}
+		return
+	case bytesType:
+		s, ok := v.(string)
+		if !ok {
+			w.bad("must be a base64-encoded string, not " + jsonKind(v))
+		} else if _, err := base64.StdEncoding.DecodeString(s); err != nil {
+			w.bad("must be base64-encoded: " + err.Error())
+		}
+		return
+	}
+	if implementsUnmarshal(t) {
+		// Another type with its own decoding (a time, raw fields): ask it.
+		raw, err := json.Marshal(v)
+		if err == nil {
+			err = json.Unmarshal(raw, reflect.New(t).Interface())
+		}
+		if err != nil {
+			w.bad(strings.TrimPrefix(err.Error(), "json: "))
+		}
+		return
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		m, ok := v.(map[string]any)
+		if !ok {
+			w.bad("must be a mapping, not " + jsonKind(v))
+			return
+		}
+		fields := jsonFields(t)
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			ft, ok := fields[k]
+			if !ok {
+				continue // an unknown field: findUnknownFields reports it
+			}
+			w.segs = append(w.segs, pathSeg{name: k, kind: segField})
+			w.walk(m[k], ft, depth+1)
+			w.segs = w.segs[:len(w.segs)-1]
+		}
+	case reflect.Map:
+		m, ok := v.(map[string]any)
+		if !ok {
+			w.bad("must be a mapping, not " + jsonKind(v))
+			return
+		}
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			w.segs = append(w.segs, pathSeg{name: k, kind: segKey})
+			w.walk(m[k], t.Elem(), depth+1)
+			w.segs = w.segs[:len(w.segs)-1]
+		}
+	case reflect.Slice, reflect.Array:
+		a, ok := v.([]any)
+		if !ok {
+			w.bad("must be a list, not " + jsonKind(v))
+			return
+		}
+		for i, e := range a {
+			w.segs = append(w.segs, pathSeg{index: i, kind: segIndex})
+			w.walk(e, t.Elem(), depth+1)
+			w.segs = w.segs[:len(w.segs)-1]
+		}
+	case reflect.String:
+		switch v.(type) {
+		case string:
+		case json.Number, bool:
+			w.bad(fmt.Sprintf("must be a string, not %s; quote it (\"%v\")", jsonKind(v), v))
+		default:
+			w.bad("must be a string, not " + jsonKind(v))
+		}
+	case reflect.Bool:
+		if _, ok := v.(bool); !ok {
+			w.bad("must be a boolean (true or false), not " + jsonKind(v))
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, ok := v.(json.Number)
+		if !ok {
+			w.bad("must be an integer, not " + jsonKind(v))
+			return
+		}
+		if _, err := strconv.ParseInt(n.String(), 10, t.Bits()); errors.Is(err, strconv.ErrRange) {
+			w.bad(fmt.Sprintf("%s is out of range for a %d-bit integer", n, t.Bits()))
+		} else if err != nil {
+			w.bad(fmt.Sprintf("must be an integer, got %s", n))
+		}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		n, ok := v.(json.Number)
+		if !ok {
+			w.bad("must be an integer, not " + jsonKind(v))
+			return
+		}
+		if _, err := strconv.ParseUint(n.String(), 10, t.Bits()); err != nil {
+			w.bad(fmt.Sprintf("must be a non-negative %d-bit integer, got %s", t.Bits(), n))
+		}
+	case reflect.Float32, reflect.Float64:
+		if _, ok := v.(json.Number); !ok {
+			w.bad("must be a number, not " + jsonKind(v))
+		}
+	}
+}
+
+// jsonKind names the kind of a decoded JSON value as YAML users call it.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "a mapping"
+	case []any:
+		return "a list"
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case nil:
+		return "null"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// decodeGeneric decodes JSON into objects, arrays and json.Numbers.
+func decodeGeneric(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	err := dec.Decode(&v)
+	return v, err
+}
