@@ -1,15 +1,17 @@
 package main
 
 import (
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseStatTicks(t *testing.T) {
 	tests := []struct {
-		name    string
-		stat    string
-		want    uint64
-		wantErr bool
+		name         string
+		stat         string
+		want, wantCh uint64
+		wantErr      bool
 	}{
 		{
 			name: "plain",
@@ -21,17 +23,23 @@ func TestParseStatTicks(t *testing.T) {
 			stat: "77 (a) b (c) R 1 77 77 0 -1 0 0 0 0 0 7 3 0 0 20 0 1 0 5 0 0",
 			want: 10,
 		},
+		{
+			name: "reaped children",
+			stat: "900 (containerd-shim) S 1 900 900 0 -1 0 0 0 0 0 40 60 1200 800 20 0 12 0 100 0 0",
+			want: 100, wantCh: 2000,
+		},
 		{name: "no comm", stat: "1234 podvisor S 1", wantErr: true},
 		{name: "short", stat: "1 (x) S 1 2 3", wantErr: true},
+		{name: "no children times", stat: "1 (x) S 1 1 1 0 -1 0 0 0 0 0 7 3", wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseStatTicks([]byte(tt.stat))
+			got, ch, err := parseStatTicks([]byte(tt.stat))
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
 			}
-			if got != tt.want {
-				t.Errorf("ticks = %d, want %d", got, tt.want)
+			if got != tt.want || ch != tt.wantCh {
+				t.Errorf("ticks = %d, %d, want %d, %d", got, ch, tt.want, tt.wantCh)
 			}
 		})
 	}
@@ -113,5 +121,61 @@ func TestSummarizeRatios(t *testing.T) {
 	}
 	if many.RatioLast != 1.2 || !*many.Pass {
 		t.Errorf("N=30: ratio last %v pass %v, want 1.2 and a pass against %v", many.RatioLast, *many.Pass, targetMany)
+	}
+}
+
+func TestCountRequests(t *testing.T) {
+	log := strings.Join([]string{
+		`2025-01-01T10:00:00.500000000Z stdout F probetarget: listening http=[::]:8080`,
+		`2025-01-01T10:00:00.900000000Z stdout F http GET /ready -> 200 proto=HTTP/1.1 remote=10.222.0.1:40312`,
+		`2025-01-01T10:00:01.000000000Z stdout F http GET /live -> 200 proto=HTTP/1.1 remote=10.222.0.1:40314`,
+		`2025-01-01T10:00:01.500000000Z stdout F http GET /ready -> 200 proto=HTTP/1.1 remote=10.222.0.1:40316`,
+		`2025-01-01T10:00:01.600000000Z stdout P http GET /live -> 2`,
+		`not a CRI line`,
+		`2025-01-01T10:00:02.000000000Z stdout F http GET /live -> 200 proto=HTTP/1.1 remote=10.222.0.1:40318`,
+	}, "\n")
+	from := time.Date(2025, 1, 1, 10, 0, 1, 0, time.UTC)
+	to := from.Add(time.Second)
+	// In [from, to): the two complete requests and the partial line's
+	// start; the one stamped at `to` belongs to the next window.
+	got, err := countRequests(strings.NewReader(log), from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != 3 {
+		t.Errorf("countRequests = %d, want 3", got)
+	}
+}
+
+func TestParseGoroutineTotal(t *testing.T) {
+	if n, err := parseGoroutineTotal("goroutine profile: total 42\n"); err != nil || n != 42 {
+		t.Errorf("got %d, %v; want 42", n, err)
+	}
+	if _, err := parseGoroutineTotal("<html>"); err == nil {
+		t.Error("no error for a line that is not a goroutine profile")
+	}
+}
+
+func TestPerRun(t *testing.T) {
+	none := probeCost{WindowSec: 10, Podvisor: usage{CPUMS: 100}}
+	tests := []struct {
+		name string
+		c    probeCost
+		want float64
+	}{
+		// 10 ms/s above the 10 ms/s without probes, 20 s, 400 runs.
+		{"longer window", probeCost{WindowSec: 20, Runs: 400, Podvisor: usage{CPUMS: 400}}, 0.5},
+		{"no runs", probeCost{WindowSec: 10, Podvisor: usage{CPUMS: 400}}, 0},
+		{"below the run without probes", probeCost{WindowSec: 10, Runs: 100, Podvisor: usage{CPUMS: 50}}, -0.5},
+	}
+	for _, tt := range tests {
+		if got := perRun(tt.c, none, podvisorMS); got != tt.want {
+			t.Errorf("%s: perRun = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	rt := probeCost{WindowSec: 10, Runs: 10, Shims: usage{CPUMS: 50, ChildCPUPercent: 1}, Containerd: usage{CPUMS: 50}}
+	// 100 ms of the shims and containerd plus 1% of 10 s reaped: 200 ms.
+	if got := perRun(rt, probeCost{WindowSec: 10}, runtimeMS); got != 20 {
+		t.Errorf("runtime perRun = %v, want 20", got)
 	}
 }

@@ -2,7 +2,7 @@
 // that does the same work straight through containerd, and podvisor's
 // footprint with pods running (`make bench`).
 //
-//	go run ./internal/bench [-podvisor bin/podvisor] [-runs 5] [-sizes 1,30] [-json out.json]
+//	go run ./internal/bench [-podvisor bin/podvisor] [-runs 5] [-sizes 1,30] [-probes 30s] [-json out.json]
 //
 // Other flags: -idle (the footprint's CPU window, 0 skips it), -log-level
 // and -podvisor-log (podvisor's log, kept in that file), and
@@ -31,6 +31,18 @@
 // With the largest N running under podvisor, the footprint is taken:
 // podvisor's VmRSS and its CPU over an idle window, and separately its log
 // drivers, the shims of its namespace and containerd.
+//
+// -probes 30s adds the probe-cost phase (-start=false runs it alone): with
+// -probe-pods pods (30) whose container is probetarget answering HTTP on
+// its pod IP, once all are running and ready, podvisor's CPU time
+// (utime+stime) and RSS over the window, for the pods without probes, with
+// an httpGet readiness and liveness probe each, and with an exec liveness
+// probe (`true`) each, every probe at periodSeconds 1. Probe runs are
+// counted from the target's request log and containerd's exec-started
+// events; CPU per run is what a configuration adds over the one without
+// probes. containerd's and the shims' CPU (with the runc processes and
+// probe commands the shims reap) and podvisor's goroutines and open fds
+// (with the pods, and after they are removed) are reported beside it.
 //
 // It needs root, containerd, runc, the CNI plugins and /bin/busybox, like
 // the tests that use internal/testenv.

@@ -38,6 +38,11 @@ type options struct {
 	podvisorLog string
 	// baseLogDriver makes the baseline log through podvisor's log driver.
 	baseLogDriver bool
+	// start runs the start-latency phase (and the footprint).
+	start bool
+	// probes is the probe phase's window (0: skip it), probePods its pods.
+	probes    time.Duration
+	probePods int
 }
 
 func main() {
@@ -51,7 +56,18 @@ func main() {
 	flag.StringVar(&o.logLevel, "log-level", "info", "podvisor's --log-level")
 	flag.StringVar(&o.podvisorLog, "podvisor-log", "", "keep podvisor's log in this file (default: a temp file, removed)")
 	flag.BoolVar(&o.baseLogDriver, "baseline-log-driver", false, "baseline tasks log through podvisor's log driver instead of no IO (isolates that cost)")
+	flag.BoolVar(&o.start, "start", true, "run the start-latency phase against the baseline (and the footprint)")
+	flag.DurationVar(&o.probes, "probes", 0, "window of the probe-cost phase: podvisor's CPU with pods probed every second (0: skip the phase)")
+	flag.IntVar(&o.probePods, "probe-pods", 30, "pods of the probe-cost phase")
 	flag.Parse()
+	if !o.start && o.probes <= 0 {
+		fmt.Fprintln(os.Stderr, "bench: -start=false and no -probes window: nothing to measure")
+		os.Exit(2)
+	}
+	if o.probePods < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -probe-pods must be positive")
+		os.Exit(2)
+	}
 	for _, s := range strings.Split(sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
@@ -130,6 +146,44 @@ func run(ctx context.Context, o options) (err error) {
 	if err := pv.start(ctx); err != nil {
 		return err
 	}
+	res := &report{
+		ContainerdVersion: env.ContainerdVersion,
+		Containerd:        env.Containerd,
+		CPUs:              runtime.NumCPU(),
+		Kernel:            kernelRelease(),
+		BaselineLogDriver: o.baseLogDriver && o.start,
+	}
+	if o.start {
+		if err := runStart(ctx, o, env, dir, bin, rec, pv, res); err != nil {
+			return err
+		}
+	} else {
+		logf("warm-up: podvisor (image import), not measured")
+		if _, err := pv.measure(ctx, "warmup", 1, nil); err != nil {
+			return fmt.Errorf("podvisor warm-up: %w", err)
+		}
+	}
+	if o.probes > 0 {
+		if res.Started.IsZero() {
+			res.LoadStart, res.Started = loadAverage(), time.Now()
+		}
+		if res.Probes, err = pv.probeCosts(ctx, o.probePods, o.probes); err != nil {
+			return err
+		}
+	}
+	res.LoadEnd = loadAverage()
+	res.print(os.Stdout)
+	if o.jsonOut != "" {
+		if err := res.writeJSON(o.jsonOut); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runStart is the start-latency phase: podvisor and the baseline start
+// pods in turn; the footprint is taken with the largest N running.
+func runStart(ctx context.Context, o options, env *testenv.Env, dir, bin string, rec *recorder, pv *pvCase, res *report) (err error) {
 	baseLog := ""
 	if o.baseLogDriver {
 		// The driver podvisor itself uses: the small one beside it, else
@@ -159,15 +213,7 @@ func run(ctx context.Context, o options) (err error) {
 		return fmt.Errorf("baseline warm-up: %w", err)
 	}
 
-	res := &report{
-		ContainerdVersion: env.ContainerdVersion,
-		Containerd:        env.Containerd,
-		CPUs:              runtime.NumCPU(),
-		Kernel:            kernelRelease(),
-		BaselineLogDriver: o.baseLogDriver,
-		LoadStart:         loadAverage(),
-		Started:           time.Now(),
-	}
+	res.LoadStart, res.Started = loadAverage(), time.Now()
 	maxN := slices.Max(o.sizes)
 	for _, n := range o.sizes {
 		runs := o.runsFor(n)
@@ -208,12 +254,6 @@ func run(ctx context.Context, o options) (err error) {
 		}
 	}
 	res.summarize(o.sizes)
-	res.print(os.Stdout)
-	if o.jsonOut != "" {
-		if err := res.writeJSON(o.jsonOut); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 

@@ -289,15 +289,7 @@ func (p *pvCase) footprint(ctx context.Context, n int, window time.Duration) (*f
 	case <-settle.C:
 	}
 	logf("footprint: %d podvisor pods running, measuring for %v", n, window)
-	groups := map[string]func(proc) bool{
-		"podvisor": func(pr proc) bool { return pr.pid == p.cmd.Process.Pid },
-		"log drivers": func(pr proc) bool {
-			return pr.pid != p.cmd.Process.Pid && len(pr.args) > 1 && pr.args[1] == "log-driver" && isLogDriver(strings.TrimSuffix(pr.exe, " (deleted)"), p.bin)
-		},
-		"shims":      shimOf(p.env.Address, pvNamespace),
-		"containerd": containerdOf(p.env),
-	}
-	use, err := measureGroups(ctx, groups, window)
+	use, err := measureGroups(ctx, p.footprintGroups(), window)
 	if err != nil {
 		return nil, err
 	}

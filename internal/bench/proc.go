@@ -33,7 +33,12 @@ type usage struct {
 	PSSMiB float64 `json:"pss_mib"` // sum of Pss (shared pages split)
 	// CPUPercent is of one core over the window; -1 when not measured.
 	CPUPercent float64 `json:"cpu_percent"`
-	Pods       int     `json:"pods,omitempty"`
+	// CPUMS is the CPU time the processes used over the window.
+	CPUMS float64 `json:"cpu_ms,omitempty"`
+	// ChildCPUPercent is the CPU of children the processes reaped during
+	// the window (a shim's runc and exec'd commands), % of one core.
+	ChildCPUPercent float64 `json:"child_cpu_percent,omitempty"`
+	Pods            int     `json:"pods,omitempty"`
 }
 
 // listProcs returns every process whose command line is readable.
@@ -90,6 +95,7 @@ func containerdOf(env *testenv.Env) func(proc) bool {
 type procStat struct {
 	rssKiB, pssKiB int64
 	ticks          uint64 // utime + stime
+	childTicks     uint64 // cutime + cstime: reaped children
 }
 
 // readProc samples a process; it fails once the process is gone.
@@ -100,7 +106,7 @@ func readProc(pid int) (procStat, error) {
 	if err != nil {
 		return s, err
 	}
-	if s.ticks, err = parseStatTicks(stat); err != nil {
+	if s.ticks, s.childTicks, err = parseStatTicks(stat); err != nil {
 		return s, fmt.Errorf("pid %d: %w", pid, err)
 	}
 	st, err := os.ReadFile(filepath.Join(dir, "status"))
@@ -114,25 +120,32 @@ func readProc(pid int) (procStat, error) {
 	return s, nil
 }
 
-// parseStatTicks returns utime+stime from the contents of /proc/<pid>/stat.
-// The command name (field 2) may hold spaces and parentheses, so fields are
-// counted after its last ')'.
-func parseStatTicks(stat []byte) (uint64, error) {
+// parseStatTicks returns utime+stime and cutime+cstime (the children it
+// has waited for) from the contents of /proc/<pid>/stat. The command name
+// (field 2) may hold spaces and parentheses, so fields are counted after
+// its last ')'.
+func parseStatTicks(stat []byte) (self, children uint64, err error) {
 	i := bytes.LastIndexByte(stat, ')')
 	if i < 0 {
-		return 0, errors.New("malformed stat")
+		return 0, 0, errors.New("malformed stat")
 	}
 	f := strings.Fields(string(stat[i+1:]))
-	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
-	if len(f) < 13 {
-		return 0, errors.New("short stat")
+	// f[0] is field 3 (state); utime, stime, cutime and cstime are fields
+	// 14 to 17 (cutime and cstime are signed in the kernel's format).
+	if len(f) < 15 {
+		return 0, 0, errors.New("short stat")
 	}
-	ut, err1 := strconv.ParseUint(f[11], 10, 64)
-	st, err2 := strconv.ParseUint(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, fmt.Errorf("stat times: %w", err)
+	var v [4]uint64
+	var errs []error
+	for k := range v {
+		n, err := strconv.ParseInt(f[11+k], 10, 64)
+		errs = append(errs, err)
+		v[k] = uint64(max(n, 0))
 	}
-	return ut + st, nil
+	if err := errors.Join(errs...); err != nil {
+		return 0, 0, fmt.Errorf("stat times: %w", err)
+	}
+	return v[0] + v[1], v[2] + v[3], nil
 }
 
 // kibField returns the value in kB of a "Name:   123 kB" line, 0 if absent.
@@ -208,7 +221,7 @@ func measureGroups(ctx context.Context, groups map[string]func(proc) bool, windo
 	for g := range groups {
 		out[g] = usage{}
 	}
-	ticks := map[string]uint64{}
+	ticks, childTicks := map[string]uint64{}, map[string]uint64{}
 	for pid, m := range members {
 		s, err := readProc(pid)
 		if err != nil {
@@ -220,9 +233,12 @@ func measureGroups(ctx context.Context, groups map[string]func(proc) bool, windo
 		u.PSSMiB += float64(s.pssKiB) / 1024
 		out[m.group] = u
 		ticks[m.group] += s.ticks - m.first.ticks
+		childTicks[m.group] += s.childTicks - m.first.childTicks
 	}
 	for g, u := range out {
 		u.CPUPercent = float64(ticks[g]) / clockTicks / elapsed * 100
+		u.CPUMS = float64(ticks[g]) * 1000 / clockTicks
+		u.ChildCPUPercent = float64(childTicks[g]) / clockTicks / elapsed * 100
 		out[g] = u
 	}
 	return out, nil

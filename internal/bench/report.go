@@ -98,7 +98,9 @@ type report struct {
 	// BaselineShims is the memory of the baseline's shims with the same
 	// number of pods (no log driver, no CPU window).
 	BaselineShims *usage       `json:"baseline_shims,omitempty"`
-	Runs          []*runResult `json:"runs"`
+	Runs          []*runResult `json:"runs,omitempty"`
+	// Probes is the probe-cost phase (-probes).
+	Probes *probePhase `json:"probes,omitempty"`
 }
 
 func (r *report) summarize(sizes []int) {
@@ -153,6 +155,16 @@ func (r *report) summarize(sizes []int) {
 }
 
 func (r *report) print(w io.Writer) {
+	if len(r.Summaries) > 0 {
+		r.printStart(w)
+	}
+	if r.Probes != nil {
+		r.printProbes(w)
+	}
+	fmt.Fprintln(w)
+}
+
+func (r *report) printStart(w io.Writer) {
 	fmt.Fprintf(w, "\n### Pod start: manifest rename → container's first instruction\n\n")
 	fmt.Fprintf(w, "containerd %s, %d CPUs, kernel %s; medians over runs; ratio = podvisor / baseline.\n", r.ContainerdVersion, r.CPUs, r.Kernel)
 	fmt.Fprintf(w, "Host load average (1 min) before the measured runs: %.2f", r.LoadStart)
@@ -212,7 +224,35 @@ func (r *report) print(w io.Writer) {
 			fmt.Fprintf(w, "- baseline shims (%s, %d pods, no log driver): %s\n", baseNamespace, b.Pods, b.line())
 		}
 	}
-	fmt.Fprintln(w)
+}
+
+func (r *report) printProbes(w io.Writer) {
+	ph := r.Probes
+	if len(ph.Configs) == 0 {
+		return
+	}
+	c0 := ph.Configs[0]
+	fmt.Fprintf(w, "\n### Probe cost: %d probetarget pods, each probe every %v (CPU over a %.0f s window, %% of one core)\n\n", c0.Pods, probePeriod, c0.WindowSec)
+	if len(r.Summaries) == 0 {
+		fmt.Fprintf(w, "containerd %s, %d CPUs, kernel %s; host load average (1 min) %.2f before, %.2f after", r.ContainerdVersion, r.CPUs, r.Kernel, r.LoadStart, r.LoadEnd)
+		if r.LoadStart > float64(r.CPUs)/2 || r.LoadEnd > float64(r.CPUs)/2 {
+			fmt.Fprintf(w, " — other work was running; expect noise")
+		}
+		fmt.Fprint(w, ".\n\n")
+	}
+	fmt.Fprintln(w, "| probes | runs/s | podvisor CPU | podvisor ms/run | podvisor RSS | goroutines | fds | restarts | shims CPU (+ reaped) | containerd CPU | runtime ms/run | log drivers CPU |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, c := range ph.Configs {
+		runs, per, rt := "–", "–", "–"
+		if c.Runs > 0 || c.Expected > 0 {
+			runs = fmt.Sprintf("%.1f (of %.0f)", float64(c.Runs)/c.WindowSec, c.Expected/c.WindowSec)
+			per, rt = fmt.Sprintf("%.3f", c.MSPerRun), fmt.Sprintf("%.2f", c.RuntimeMSPerRun)
+		}
+		fmt.Fprintf(w, "| %s | %s | %.2f%% | %s | %.1f MiB | %d (%d after) | %d (%d after) | %d | %.2f%% (+ %.2f%%) | %.2f%% | %s | %.2f%% |\n",
+			c.Config, runs, c.Podvisor.CPUPercent, per, c.Podvisor.RSSMiB, c.Goroutines, c.GoroutinesAfter, c.FDs, c.FDsAfter, c.Restarts,
+			c.Shims.CPUPercent, c.Shims.ChildCPUPercent, c.Containerd.CPUPercent, rt, c.LogDrivers.CPUPercent)
+	}
+	fmt.Fprintf(w, "\nruns: probe runs seen per second (httpGet: the target's request log; exec: containerd's exec-started events) and those the periods ask for. ms/run: CPU above the run without probes, per probe run; runtime = containerd + shims + what the shims reaped (runc, the probe's command). goroutines and fds: podvisor's at the window's end, and after the pods were removed (before the first pods: %d goroutines, %d fds).\n", ph.GoroutinesBefore, ph.FDsBefore)
 }
 
 func (u usage) line() string {
