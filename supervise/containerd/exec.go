@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 	"syscall"
 
 	client "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/podvisor/podvisor/supervise"
 )
 
@@ -17,25 +19,26 @@ import (
 // is killed and ctx's error returned.
 func (r *Runtime) Exec(ctx context.Context, id string, p supervise.ExecProcess) (_ int, err error) {
 	defer markUnavailable(&err)
-	ctr, err := r.client.LoadContainer(ctx, id)
+	ctr, spec, err := r.execTarget(ctx, id)
 	if err != nil {
-		return 0, fmt.Errorf("load container %s: %w", id, err)
-	}
-	spec, err := ctr.Spec(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("container spec %s: %w", id, err)
+		return 0, err
 	}
 	task, err := ctr.Task(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("load task %s: %w", id, err)
 	}
-	proc := *spec.Process
+	proc := *spec
 	proc.Terminal = false
 	proc.Args = p.Args
 	proc.Env = append(append([]string(nil), proc.Env...), p.Env...)
-	stdin := p.Stdin
-	if stdin == nil {
-		stdin = emptyReader{}
+	// Without stdin there is no stdin fifo: the process reads /dev/null.
+	// With one, its end closes the process's stdin, as the CRI plugin's
+	// exec does once its stdin is copied.
+	var stdin io.Reader
+	var stdinDone chan struct{}
+	if p.Stdin != nil {
+		stdinDone = make(chan struct{})
+		stdin = &eofNotifier{r: p.Stdin, done: stdinDone}
 	}
 	stdout, stderr := p.Stdout, p.Stderr
 	if stdout == nil {
@@ -59,8 +62,16 @@ func (r *Runtime) Exec(ctx context.Context, id string, p supervise.ExecProcess) 
 	if err := process.Start(ctx); err != nil {
 		return 0, fmt.Errorf("start exec in %s: %w", id, err)
 	}
-	if p.Stdin == nil {
-		process.CloseIO(ctx, client.WithStdinCloser)
+	if stdinDone != nil {
+		ioctx, iocancel := context.WithCancel(cctx)
+		defer iocancel()
+		go func() {
+			select {
+			case <-stdinDone:
+				process.CloseIO(ioctx, client.WithStdinCloser)
+			case <-ioctx.Done():
+			}
+		}()
 	}
 	select {
 	case st := <-exited:
@@ -80,7 +91,58 @@ func (r *Runtime) Exec(ctx context.Context, id string, p supervise.ExecProcess) 
 	}
 }
 
-// emptyReader is a stdin that is at its end at once.
-type emptyReader struct{}
+// execTarget returns the container and its process spec, the base of its
+// execs. A container's spec never changes, so both are kept from its first
+// exec until it is removed: a probe run every second costs a task lookup,
+// not two container reads.
+func (r *Runtime) execTarget(ctx context.Context, id string) (client.Container, *specs.Process, error) {
+	r.mu.Lock()
+	t, ok := r.execs[id]
+	r.mu.Unlock()
+	if ok {
+		return t.ctr, t.proc, nil
+	}
+	ctr, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load container %s: %w", id, err)
+	}
+	spec, err := ctr.Spec(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("container spec %s: %w", id, err)
+	}
+	if spec.Process == nil {
+		return nil, nil, fmt.Errorf("container %s has no process", id)
+	}
+	r.mu.Lock()
+	r.execs[id] = execTarget{ctr: ctr, proc: spec.Process}
+	r.mu.Unlock()
+	return ctr, spec.Process, nil
+}
 
-func (emptyReader) Read([]byte) (int, error) { return 0, io.EOF }
+// execTarget is what Exec keeps of a container.
+type execTarget struct {
+	ctr  client.Container
+	proc *specs.Process
+}
+
+// forgetExec drops what Exec kept of a removed container.
+func (r *Runtime) forgetExec(id string) {
+	r.mu.Lock()
+	delete(r.execs, id)
+	r.mu.Unlock()
+}
+
+// eofNotifier closes done once its reader is at its end.
+type eofNotifier struct {
+	r    io.Reader
+	done chan struct{}
+	once sync.Once
+}
+
+func (e *eofNotifier) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil {
+		e.once.Do(func() { close(e.done) })
+	}
+	return n, err
+}

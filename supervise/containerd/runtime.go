@@ -47,6 +47,7 @@ type Runtime struct {
 	mu       sync.Mutex
 	unpacked map[string]bool         // image digests known to be unpacked
 	images   map[string]client.Image // by image ID (repo digest), as ensured
+	execs    map[string]execTarget   // by container ID, from its first exec
 }
 
 var _ supervise.Runtime = (*Runtime)(nil)
@@ -59,7 +60,7 @@ func New(c *client.Client, opts Options) *Runtime {
 	if opts.PullTimeout == 0 {
 		opts.PullTimeout = 30 * time.Second
 	}
-	return &Runtime{client: c, opts: opts, unpacked: map[string]bool{}, images: map[string]client.Image{}}
+	return &Runtime{client: c, opts: opts, unpacked: map[string]bool{}, images: map[string]client.Image{}, execs: map[string]execTarget{}}
 }
 
 // normalizeImage turns a pod's image into containerd's name as docker
@@ -387,6 +388,7 @@ func (r *Runtime) stopSignal(ctx context.Context, ctr client.Container) syscall.
 // Remove deletes the container's task, the container and its snapshot.
 func (r *Runtime) Remove(ctx context.Context, id string) (err error) {
 	defer markUnavailable(&err)
+	r.forgetExec(id)
 	ctr, err := r.client.LoadContainer(ctx, id)
 	if errdefs.IsNotFound(err) {
 		return nil

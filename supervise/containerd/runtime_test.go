@@ -149,6 +149,19 @@ func TestRuntime(t *testing.T) {
 	if err != nil || code != 4 || out.String() != "out\n" || errOut.String() != "err\n" {
 		t.Fatalf("exec = %d, %v, stdout %q stderr %q", code, err, out.String(), errOut.String())
 	}
+	// Without stdin an exec reads end-of-file at once (no fifo is made).
+	cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
+	code, err = rt.Exec(cctx, "one", supervise.ExecProcess{Args: []string{"cat"}})
+	ccancel()
+	if err != nil || code != 0 {
+		t.Errorf("exec of cat without stdin = %d, %v", code, err)
+	}
+	// With stdin, it reads what is given.
+	out.Reset()
+	code, err = rt.Exec(ctx, "one", supervise.ExecProcess{Args: []string{"cat"}, Stdin: strings.NewReader("in"), Stdout: &out})
+	if err != nil || code != 0 || out.String() != "in" {
+		t.Errorf("exec of cat with stdin = %d, %v, %q", code, err, out.String())
+	}
 	// An exec that outlives its context is killed.
 	ectx, ecancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	_, err = rt.Exec(ectx, "one", supervise.ExecProcess{Args: []string{"sleep", "100"}})
