@@ -19,7 +19,9 @@
 //     then 127.0.0.1 put in its place in the kubeconfigs (kubeadm refuses a
 //     loopback address; the apiserver's certificate carries 127.0.0.1 as a
 //     SAN). etcd and kube-apiserver listen only on 127.0.0.1, on free
-//     ports, with the flags of kubeadm's manifests. Start returns once
+//     ports, with the flags of kubeadm's manifests, except that the
+//     apiserver still advertises 192.0.2.2: it refuses a loopback
+//     --advertise-address, and nothing sends traffic there. Start returns once
 //     /readyz answers ok, and makes admin.conf usable as kubeadm init does
 //     (the kubeadm:cluster-admins ClusterRoleBinding, created with
 //     super-admin.conf).
