@@ -3,6 +3,7 @@ package mirror
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -56,6 +57,7 @@ func newFixture(t *testing.T, edit ...func(*Options)) *fixture {
 		Pods:                    f.store,
 		StorageDir:              t.TempDir(),
 		Clock:                   f.clk,
+		Log:                     slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 	for _, e := range edit {
 		e(&opts)
@@ -177,9 +179,11 @@ func (f *fixture) actions(verb, resource, subresource string) []k8stesting.Actio
 // failing makes every request for verb on resource fail while it is on.
 type failing struct{ on atomic.Bool }
 
-func (f *fixture) fail(verb, resource string) *failing {
+// fail installs a failing reactor, on or not yet; before run (the fake's
+// reactor chain is not safe to change while requests go on).
+func (f *fixture) fail(verb, resource string, on bool) *failing {
 	fl := &failing{}
-	fl.on.Store(true)
+	fl.on.Store(on)
 	f.cs.PrependReactor(verb, resource, func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if fl.on.Load() {
 			return true, nil, fmt.Errorf("connection refused (test)")

@@ -116,21 +116,27 @@ func (s *session) podLoop(ctx context.Context) {
 			var err error
 			if relist {
 				stopWatch()
+				p.s.m.log.Debug("relist")
 				w, err = p.relist(ctx)
 				if err == nil {
 					relist = false
 					watchCh = w.ResultChan()
 				}
 			}
+			waiting := false
 			if err == nil {
-				err = p.syncDirty(ctx, nodeUID)
+				waiting, err = p.syncDirty(ctx, nodeUID)
 			}
-			if err != nil {
+			switch {
+			case err != nil:
 				relist = true
 				d := b.Next()
 				s.m.log.Warn("mirror pods", "err", err, "retry", d.Round(time.Millisecond))
 				retry = s.m.clock.After(d)
-			} else if len(p.dirty) == 0 {
+			case waiting:
+				// Orphans wait for the Source to be ready; look again soon.
+				retry = s.m.clock.After(time.Second)
+			default:
 				b.Reset()
 			}
 		}
@@ -202,6 +208,7 @@ func (p *podSync) isMirror(pod *v1.Pod) bool {
 }
 
 func (p *podSync) applyWatch(e watch.Event) {
+	p.s.m.log.Debug("mirror pod watch", "type", e.Type)
 	pod, ok := e.Object.(*v1.Pod)
 	if !ok {
 		return
@@ -264,23 +271,31 @@ func (p *podSync) relist(ctx context.Context) (watch.Interface, error) {
 // errRefused marks a mirror the apiserver will not take as it is.
 var errRefused = errors.New("refused")
 
+// errNotReady: the mirror has no local pod, but the Source is not ready.
+var errNotReady = errors.New("source not ready")
+
 // syncDirty syncs every dirty key; it stops at the first failure that
 // another try may fix, which it returns (the apiserver may be gone).
-func (p *podSync) syncDirty(ctx context.Context, nodeUID types.UID) error {
+// waiting: some mirrors without a local pod wait for the Source to be
+// ready.
+func (p *podSync) syncDirty(ctx context.Context, nodeUID types.UID) (waiting bool, err error) {
 	ready := p.s.m.opts.Ready == nil || p.s.m.opts.Ready()
 	keys := slices.Sorted(maps.Keys(p.dirty))
 	for _, k := range keys {
 		err := p.syncKey(ctx, k, nodeUID, ready)
 		switch {
+		case errors.Is(err, errNotReady):
+			waiting = true
+			continue
 		case errors.Is(err, errRefused):
 			p.s.m.log.Warn("apiserver refused the mirror pod", "pod", k, "err", err)
 		case err != nil:
-			return err
+			return false, err
 		}
 		delete(p.dirty, k)
 	}
 	p.full = false
-	return nil
+	return waiting, nil
 }
 
 // localFor picks the local pod a mirror named k stands for: of the pods
@@ -316,8 +331,11 @@ func (p *podSync) syncKey(ctx context.Context, k string, nodeUID types.UID, read
 	local := p.localFor(k)
 	mirror := p.mirrors[k]
 	if local == nil {
-		if mirror == nil || !ready {
+		if mirror == nil {
 			return nil
+		}
+		if !ready {
+			return errNotReady
 		}
 		p.s.m.log.Info("deleting the mirror of a pod that is gone", "pod", k, "uid", mirror.UID)
 		return p.deleteMirror(ctx, k, mirror)
