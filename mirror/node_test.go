@@ -233,7 +233,7 @@ func TestNodeStatusPatchReplacesAddresses(t *testing.T) {
 // back-off capped near 30 s, then succeeds.
 func TestRegisterBacksOff(t *testing.T) {
 	f := newFixture(t)
-	down := f.fail("create", "nodes")
+	down := f.fail("create", "nodes", true)
 	var mu sync.Mutex
 	var attempts []time.Time
 	f.cs.PrependReactor("create", "nodes", func(k8stesting.Action) (bool, runtime2.Object, error) {
