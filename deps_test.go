@@ -14,7 +14,8 @@ const module = "github.com/podvisor/podvisor/"
 // (cni, mounts, probes, manifest, status) and the shared internal leaves
 // import nothing of podvisor but internal leaves (status the manifest
 // types); nothing below main imports the API server; supervise reaches
-// containerd only through the Runtime that supervise/containerd implements.
+// containerd only through the Runtime that supervise/containerd implements;
+// mirror reads the status Store and never reaches into supervise.
 func TestPackageDependencies(t *testing.T) {
 	tooling := map[string]bool{"internal/testenv": true, "internal/e2e": true, "internal/bench": true, "internal/mkimage": true, "internal/image": true, "internal/probetarget": true}
 	leaves := map[string]bool{"cni": true, "mounts": true, "probes": true, "manifest": true, "status": true}
@@ -26,6 +27,8 @@ func TestPackageDependencies(t *testing.T) {
 		case leaves[pkg] || (strings.HasPrefix(pkg, "internal/") && !tooling[pkg]):
 			return internalLeaf || (pkg == "status" && dep == "manifest")
 		case pkg == "api":
+			return internalLeaf || dep == "status"
+		case pkg == "mirror":
 			return internalLeaf || dep == "status"
 		case pkg == "supervise":
 			return dep != "api" && dep != "supervise/containerd" && !tooling[dep]

@@ -1,0 +1,45 @@
+// Package mirror makes podvisor's node and pods visible in an apiserver,
+// when one is configured and reachable, as kubelet makes a node and its
+// static pods visible: the Node and its Lease, a mirror pod per local pod
+// with its status, and the events. It reads podvisor's status Store and
+// writes only to the apiserver; the cluster's controllers and kubectl then
+// see the node as a kubelet's.
+//
+// Contract:
+//
+//   - Optional and never in the way: Run starts without an apiserver and
+//     retries with a jittered back-off capped near 30 s; nothing a pod
+//     worker does waits for it (Record only queues; the Store's watch never
+//     waits for a reader). Every request but the pod watch is bounded by
+//     Options.Timeout.
+//   - The client comes from a kubeconfig (token or client certificate, as
+//     kubeadm's kubelet.conf), read again when it changes; certificate
+//     files it names are re-read by client-go's transport when they
+//     change.
+//   - Node as kubelet registers it (pkg/kubelet/kubelet_node_status.go,
+//     nodestatus/setters.go): created first, with kubelet's labels only
+//     (NodeRestriction forbids node-role labels), addresses, capacity,
+//     nodeInfo and the conditions MemoryPressure, DiskPressure, PIDPressure
+//     and last Ready, with kubelet's reasons; its status is patched when it
+//     changes and every 5 minutes; a deleted Node is registered again.
+//   - Lease kube-node-lease/<node>, held by the node, 40 s, renewed every
+//     10 s, owned by the Node, written only once the Node exists.
+//   - A mirror pod per local pod that is not being deleted, as kubelet's
+//     mirror client makes it (pkg/kubelet/pod/mirror_client.go): same
+//     name, config.mirror set to the static pod's hash (its UID), a
+//     controller owner reference to the Node as it is now; never created
+//     while the Node is missing. Its status is the local pod's, patched
+//     through the status subresource with the mirror's UID as precondition,
+//     right after creation and whenever it changes (coalesced). A mirror
+//     deleted, being deleted, of an older manifest or of an older Node is
+//     replaced (deleted with its UID as precondition, then created); a
+//     mirror on this node without a local pod is deleted. Only pods with
+//     the config.mirror annotation bound to this node are ever touched.
+//   - Events about a pod name the static pod (its UID, not the mirror's),
+//     as kubelet's do; they wait, at most 1000, while the apiserver is
+//     away, and an event that recurs is counted on one Event.
+//   - After any failure both sides are listed again: no duplicate mirror,
+//     no status left behind.
+//
+// The package imports nothing from podvisor but status and internal leaves.
+package mirror

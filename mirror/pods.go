@@ -1,0 +1,539 @@
+package mirror
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+
+	"github.com/podvisor/podvisor/status"
+)
+
+// The annotations of static and mirror pods (k8s.io/kubernetes
+// pkg/kubelet/types). The local pods carry the config ones already.
+const (
+	AnnotationConfigMirror = "kubernetes.io/config.mirror"
+	AnnotationConfigHash   = "kubernetes.io/config.hash"
+)
+
+// localOnlyAnnotations are podvisor's annotations that change while a pod
+// runs: a mirror gets its annotations once, at creation, so they would only
+// be stale there.
+var localOnlyAnnotations = []string{status.ProbeResultsAnnotation, status.ManifestErrorAnnotation}
+
+// podConditionsOwned are the pod conditions kubelet (and so podvisor) sets;
+// others, set in the apiserver by controllers (DisruptionTarget), are kept
+// (kubelet's PodConditionByKubelet).
+var podConditionsOwned = []v1.PodConditionType{
+	v1.PodScheduled, v1.PodReady, v1.PodInitialized, v1.ContainersReady,
+	v1.PodReadyToStartContainers, v1.PodResizePending, v1.PodResizeInProgress,
+}
+
+// podSync is the pod loop's state: the local pods, the mirrors in the
+// apiserver as last listed or watched, and what still needs syncing.
+type podSync struct {
+	s     *session
+	local map[types.UID]*v1.Pod // the store's pods, by UID
+	// mirrors are this node's mirror pods in the apiserver, by key.
+	mirrors map[string]*v1.Pod
+	dirty   map[string]bool
+	// sent is the status last patched (or found equal) per key, so a watch
+	// event of that very write does not patch again.
+	sent map[string]sentStatus
+	// refused are the keys whose mirror the apiserver refused for good
+	// (NodeRestriction, validation): tried again only for a new local UID
+	// or on the next resync.
+	refused map[string]types.UID
+	// full: compare every status with the apiserver's, whatever was sent.
+	full bool
+}
+
+type sentStatus struct {
+	mirror types.UID
+	status string
+}
+
+func key(namespace, name string) string { return namespace + "/" + name }
+
+// podLoop keeps the mirror pods: one per local pod, named and annotated as
+// kubelet makes them, with the local pod's status; none for pods that are
+// gone. It reads the local pods from the Source's watch and the mirrors
+// from a list and watch of this node's pods, resynced every
+// podResyncPeriod and after every failure.
+func (s *session) podLoop(ctx context.Context) {
+	p := &podSync{
+		s:       s,
+		local:   map[types.UID]*v1.Pod{},
+		mirrors: map[string]*v1.Pod{},
+		dirty:   map[string]bool{},
+		sent:    map[string]sentStatus{},
+		refused: map[string]types.UID{},
+	}
+	pods, version := s.m.opts.Pods.List()
+	for i := range pods {
+		p.local[pods[i].UID] = &pods[i]
+	}
+	localCh, err := s.m.opts.Pods.Watch(ctx, version)
+	if err != nil {
+		s.m.log.Error("watch local pods", "err", err)
+		return
+	}
+
+	b := s.m.retry(retryMax)
+	var (
+		w       watch.Interface
+		watchCh <-chan watch.Event
+		retry   <-chan time.Time
+		relist  = true
+	)
+	stopWatch := func() {
+		if w != nil {
+			w.Stop()
+			w, watchCh = nil, nil
+		}
+	}
+	defer stopWatch()
+	resync := s.m.clock.NewTicker(podResyncPeriod)
+	defer resync.Stop()
+
+	for {
+		nodeUID, nodeChanged := s.node.get()
+		if retry == nil && nodeUID != "" {
+			var err error
+			if relist {
+				stopWatch()
+				p.s.m.log.Debug("relist")
+				w, err = p.relist(ctx)
+				if err == nil {
+					relist = false
+					watchCh = w.ResultChan()
+				}
+			}
+			waiting := false
+			if err == nil {
+				waiting, err = p.syncDirty(ctx, nodeUID)
+			}
+			switch {
+			case err != nil:
+				relist = true
+				d := b.Next()
+				s.m.log.Warn("mirror pods", "err", err, "retry", d.Round(time.Millisecond))
+				retry = s.m.clock.After(d)
+			case waiting:
+				// Orphans wait for the Source to be ready; look again soon.
+				retry = s.m.clock.After(time.Second)
+			default:
+				b.Reset()
+			}
+		}
+		select {
+		case c, ok := <-localCh:
+			if !ok {
+				return
+			}
+			p.applyLocal(c)
+		case e, ok := <-watchCh:
+			if !ok || e.Type == watch.Error {
+				relist = true
+				watchCh = nil
+				continue
+			}
+			p.applyWatch(e)
+		case <-nodeChanged:
+			p.markAll()
+		case <-retry:
+			retry = nil
+		case <-resync.C():
+			relist, p.full = true, true
+			clear(p.refused)
+		case <-ctx.Done():
+			return
+		}
+		// Take whatever else is waiting before syncing, so a burst of
+		// changes to a pod becomes one write.
+	drain:
+		for {
+			select {
+			case c, ok := <-localCh:
+				if !ok {
+					return
+				}
+				p.applyLocal(c)
+			case e, ok := <-watchCh:
+				if !ok || e.Type == watch.Error {
+					relist = true
+					watchCh = nil
+					break drain
+				}
+				p.applyWatch(e)
+			default:
+				break drain
+			}
+		}
+	}
+}
+
+func (p *podSync) applyLocal(c status.PodChange) {
+	old := p.local[c.Pod.UID]
+	if c.Type == watch.Deleted {
+		delete(p.local, c.Pod.UID)
+	} else {
+		p.local[c.Pod.UID] = c.Pod
+	}
+	p.dirty[key(c.Pod.Namespace, c.Pod.Name)] = true
+	if old != nil {
+		p.dirty[key(old.Namespace, old.Name)] = true
+	}
+}
+
+// isMirror says whether pod is one of this node's mirror pods; nothing else
+// in the apiserver is podvisor's to change.
+func (p *podSync) isMirror(pod *v1.Pod) bool {
+	_, ok := pod.Annotations[AnnotationConfigMirror]
+	return ok && pod.Spec.NodeName == p.s.m.opts.NodeName
+}
+
+func (p *podSync) applyWatch(e watch.Event) {
+	p.s.m.log.Debug("mirror pod watch", "type", e.Type)
+	pod, ok := e.Object.(*v1.Pod)
+	if !ok {
+		return
+	}
+	k := key(pod.Namespace, pod.Name)
+	cur := p.mirrors[k]
+	switch {
+	case e.Type == watch.Deleted || !p.isMirror(pod):
+		if cur != nil && cur.UID == pod.UID {
+			delete(p.mirrors, k)
+		}
+	default:
+		p.mirrors[k] = pod
+	}
+	p.dirty[k] = true
+}
+
+func (p *podSync) markAll() {
+	for _, pod := range p.local {
+		p.dirty[key(pod.Namespace, pod.Name)] = true
+	}
+	for k := range p.mirrors {
+		p.dirty[k] = true
+	}
+}
+
+// relist lists this node's mirror pods and watches them from there; every
+// pod on either side is then synced.
+func (p *podSync) relist(ctx context.Context) (watch.Interface, error) {
+	pods := p.s.c.CoreV1().Pods(metav1.NamespaceAll)
+	sel := fields.OneTermEqualSelector("spec.nodeName", p.s.m.opts.NodeName).String()
+	rctx, cancel := p.s.call(ctx)
+	list, err := pods.List(rctx, metav1.ListOptions{FieldSelector: sel})
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("list mirror pods: %w", err)
+	}
+	clear(p.mirrors)
+	for i := range list.Items {
+		if pod := &list.Items[i]; p.isMirror(pod) {
+			p.mirrors[key(pod.Namespace, pod.Name)] = pod
+		}
+	}
+	p.markAll()
+	// The watch ends by itself within ten minutes or so and is started
+	// again from a new list; its context is the loop's, not a request's.
+	timeout := 300 + rand.Int64N(300)
+	w, err := pods.Watch(ctx, metav1.ListOptions{
+		FieldSelector:       sel,
+		ResourceVersion:     list.ResourceVersion,
+		AllowWatchBookmarks: true,
+		TimeoutSeconds:      &timeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watch mirror pods: %w", err)
+	}
+	return w, nil
+}
+
+// errRefused marks a mirror the apiserver will not take as it is.
+var errRefused = errors.New("refused")
+
+// errNotReady: the mirror has no local pod, but the Source is not ready.
+var errNotReady = errors.New("source not ready")
+
+// syncDirty syncs every dirty key; it stops at the first failure that
+// another try may fix, which it returns (the apiserver may be gone).
+// waiting: some mirrors without a local pod wait for the Source to be
+// ready.
+func (p *podSync) syncDirty(ctx context.Context, nodeUID types.UID) (waiting bool, err error) {
+	ready := p.s.m.opts.Ready == nil || p.s.m.opts.Ready()
+	keys := slices.Sorted(maps.Keys(p.dirty))
+	for _, k := range keys {
+		err := p.syncKey(ctx, k, nodeUID, ready)
+		switch {
+		case errors.Is(err, errNotReady):
+			waiting = true
+			continue
+		case errors.Is(err, errRefused):
+			p.s.m.log.Warn("apiserver refused the mirror pod", "pod", k, "err", err)
+		case err != nil:
+			return false, err
+		}
+		delete(p.dirty, k)
+	}
+	p.full = false
+	return waiting, nil
+}
+
+// localFor picks the local pod a mirror named k stands for: of the pods
+// with that name that are not being deleted (a pod whose manifest changed
+// or went away is, until it has stopped), the one read last.
+func (p *podSync) localFor(k string) *v1.Pod {
+	var best *v1.Pod
+	for _, pod := range p.local {
+		if key(pod.Namespace, pod.Name) != k || pod.DeletionTimestamp != nil {
+			continue
+		}
+		if best == nil || seen(pod) > seen(best) || seen(pod) == seen(best) && pod.UID > best.UID {
+			best = pod
+		}
+	}
+	return best
+}
+
+// seen is the time podvisor read the pod's manifest, RFC 3339 in UTC, so
+// that strings compare as times do.
+func seen(pod *v1.Pod) string { return pod.Annotations["kubernetes.io/config.seen"] }
+
+// configHash is the static pod's hash, its UID.
+func configHash(pod *v1.Pod) string {
+	if h := pod.Annotations[AnnotationConfigHash]; h != "" {
+		return h
+	}
+	return string(pod.UID)
+}
+
+// syncKey makes the apiserver's mirror named k match the local pod.
+func (p *podSync) syncKey(ctx context.Context, k string, nodeUID types.UID, ready bool) error {
+	local := p.localFor(k)
+	mirror := p.mirrors[k]
+	if local == nil {
+		if mirror == nil {
+			return nil
+		}
+		if !ready {
+			return errNotReady
+		}
+		p.s.m.log.Info("deleting the mirror of a pod that is gone", "pod", k, "uid", mirror.UID)
+		return p.deleteMirror(ctx, k, mirror)
+	}
+	if uid, ok := p.refused[k]; ok && uid == local.UID {
+		return nil
+	}
+	if mirror != nil && !p.mirrorOf(mirror, local, nodeUID) {
+		p.s.m.log.Info("replacing a mirror pod", "pod", k, "uid", mirror.UID)
+		if err := p.deleteMirror(ctx, k, mirror); err != nil {
+			return err
+		}
+		mirror = nil
+	}
+	if mirror == nil {
+		var err error
+		if mirror, err = p.createMirror(ctx, k, local, nodeUID); err != nil {
+			return err
+		}
+	}
+	return p.syncStatus(ctx, k, local, mirror)
+}
+
+// mirrorOf says whether mirror stands for local now: the same static pod,
+// owned by the Node as it is, and not being deleted (a mirror deleted with
+// a grace period, kubectl's default, is replaced at once).
+func (p *podSync) mirrorOf(mirror, local *v1.Pod, nodeUID types.UID) bool {
+	if mirror.Annotations[AnnotationConfigMirror] != configHash(local) || mirror.DeletionTimestamp != nil {
+		return false
+	}
+	return slices.ContainsFunc(mirror.OwnerReferences, func(o metav1.OwnerReference) bool {
+		return o.Kind == "Node" && o.UID == nodeUID
+	})
+}
+
+// deleteMirror deletes mirror at once, only if it is still that object.
+func (p *podSync) deleteMirror(ctx context.Context, k string, mirror *v1.Pod) error {
+	rctx, cancel := p.s.call(ctx)
+	defer cancel()
+	err := p.s.c.CoreV1().Pods(mirror.Namespace).Delete(rctx, mirror.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: ptr.To[int64](0),
+		Preconditions:      &metav1.Preconditions{UID: &mirror.UID},
+	})
+	// NotFound: gone already. Conflict: the name is another pod's now,
+	// which the watch shows.
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("delete mirror pod %s: %w", k, err)
+	}
+	if cur := p.mirrors[k]; cur != nil && cur.UID == mirror.UID {
+		delete(p.mirrors, k)
+	}
+	delete(p.sent, k)
+	return nil
+}
+
+// mirrorPod is the mirror of local as kubelet's mirror client makes it:
+// the static pod with config.mirror set to its hash and a controller owner
+// reference to the Node (NodeRestriction requires both), without status.
+func (m *Mirror) mirrorPod(local *v1.Pod, nodeUID types.UID) *v1.Pod {
+	annotations := maps.Clone(local.Annotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	for _, a := range localOnlyAnnotations {
+		delete(annotations, a)
+	}
+	annotations[AnnotationConfigMirror] = configHash(local)
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        local.Name,
+			Namespace:   local.Namespace,
+			Labels:      maps.Clone(local.Labels),
+			Annotations: annotations,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "v1",
+				Kind:       "Node",
+				Name:       m.opts.NodeName,
+				UID:        nodeUID,
+				Controller: ptr.To(true),
+			}},
+		},
+		Spec: *local.Spec.DeepCopy(),
+	}
+	pod.Spec.NodeName = m.opts.NodeName
+	return pod
+}
+
+func (p *podSync) createMirror(ctx context.Context, k string, local *v1.Pod, nodeUID types.UID) (*v1.Pod, error) {
+	pods := p.s.c.CoreV1().Pods(local.Namespace)
+	rctx, cancel := p.s.call(ctx)
+	created, err := pods.Create(rctx, p.s.m.mirrorPod(local, nodeUID), metav1.CreateOptions{})
+	cancel()
+	switch {
+	case err == nil:
+		p.s.m.log.Info("mirror pod created", "pod", k, "uid", created.UID)
+		p.mirrors[k] = created
+		delete(p.sent, k)
+		return created, nil
+	case apierrors.IsAlreadyExists(err):
+		// The list or watch is behind; look at what is there.
+		rctx, cancel := p.s.call(ctx)
+		cur, err := pods.Get(rctx, local.Name, metav1.GetOptions{})
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("get mirror pod %s: %w", k, err)
+		}
+		if !p.isMirror(cur) {
+			p.refused[k] = local.UID
+			return nil, fmt.Errorf("%w: a pod that is not this node's mirror pod has the name %s", errRefused, k)
+		}
+		p.mirrors[k] = cur
+		if p.mirrorOf(cur, local, nodeUID) {
+			return cur, nil
+		}
+		return nil, fmt.Errorf("mirror pod %s: an older mirror is in the way", k) // deleted on the retry
+	case permanent(err):
+		p.refused[k] = local.UID
+		return nil, fmt.Errorf("%w: create mirror pod %s: %w", errRefused, k, err)
+	}
+	return nil, fmt.Errorf("create mirror pod %s: %w", k, err)
+}
+
+// permanent says whether an error will not go away by trying again.
+func permanent(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) ||
+		apierrors.IsNotFound(err) || apierrors.IsRequestEntityTooLargeError(err) || apierrors.IsMethodNotSupported(err)
+}
+
+// syncStatus patches the mirror's status to the local pod's, through the
+// status subresource and with the mirror's UID as precondition, when the
+// local status changed since it was last sent (on a full resync: when it
+// differs from the apiserver's).
+func (p *podSync) syncStatus(ctx context.Context, k string, local, mirror *v1.Pod) error {
+	want := mergeStatus(&mirror.Status, &local.Status)
+	wantJSON, err := json.Marshal(want)
+	if err != nil {
+		return err
+	}
+	if sent, ok := p.sent[k]; ok && !p.full && sent.mirror == mirror.UID && sent.status == string(wantJSON) {
+		return nil
+	}
+	patch, unchanged, err := podStatusPatch(mirror.UID, &mirror.Status, want)
+	if err != nil {
+		return err
+	}
+	if unchanged {
+		p.sent[k] = sentStatus{mirror: mirror.UID, status: string(wantJSON)}
+		return nil
+	}
+	rctx, cancel := p.s.call(ctx)
+	updated, err := p.s.c.CoreV1().Pods(mirror.Namespace).Patch(rctx, mirror.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	cancel()
+	switch {
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		// Deleted or replaced since we saw it: the relist after this
+		// error shows what is there.
+		delete(p.mirrors, k)
+		delete(p.sent, k)
+		return fmt.Errorf("patch mirror pod %s status: %w", k, err)
+	case err != nil:
+		return fmt.Errorf("patch mirror pod %s status: %w", k, err)
+	}
+	p.mirrors[k] = updated
+	p.sent[k] = sentStatus{mirror: mirror.UID, status: string(wantJSON)}
+	return nil
+}
+
+// mergeStatus is the status the mirror should have: the local one, with
+// the conditions others set in the apiserver kept, and the QoS class the
+// apiserver computed when the local pod has none.
+func mergeStatus(server, local *v1.PodStatus) *v1.PodStatus {
+	want := local.DeepCopy()
+	for _, c := range server.Conditions {
+		if !slices.Contains(podConditionsOwned, c.Type) && !slices.ContainsFunc(want.Conditions, func(o v1.PodCondition) bool { return o.Type == c.Type }) {
+			want.Conditions = append(want.Conditions, c)
+		}
+	}
+	if want.QOSClass == "" {
+		want.QOSClass = server.QOSClass
+	}
+	return want
+}
+
+// podStatusPatch is kubelet's status patch (pkg/util/pod PatchPodStatus): a
+// strategic merge patch from old to cur carrying metadata.uid, which the
+// apiserver takes as a precondition. unchanged: it would change nothing.
+func podStatusPatch(uid types.UID, old, cur *v1.PodStatus) (patch []byte, unchanged bool, err error) {
+	oldJSON, err := json.Marshal(v1.Pod{Status: *old})
+	if err != nil {
+		return nil, false, err
+	}
+	curJSON, err := json.Marshal(v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}, Status: *cur})
+	if err != nil {
+		return nil, false, err
+	}
+	patch, err = strategicpatch.CreateTwoWayMergePatch(oldJSON, curJSON, v1.Pod{})
+	if err != nil {
+		return nil, false, fmt.Errorf("pod status patch: %w", err)
+	}
+	return patch, bytes.Equal(patch, fmt.Appendf(nil, `{"metadata":{"uid":%q}}`, uid)), nil
+}
