@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -23,6 +24,7 @@ import (
 	"github.com/podvisor/podvisor/internal/images"
 	"github.com/podvisor/podvisor/internal/layout"
 	"github.com/podvisor/podvisor/manifest"
+	"github.com/podvisor/podvisor/mirror"
 	"github.com/podvisor/podvisor/status"
 	"github.com/podvisor/podvisor/supervise"
 	ctrd "github.com/podvisor/podvisor/supervise/containerd"
@@ -54,6 +56,8 @@ func runFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "runtime-request-timeout", Value: supervise.DefaultRequestTimeout, Usage: "bound of every containerd call, CNI ADD/DEL, image pull and import (a CNI plugin still running then is killed)"},
 		&cli.DurationFlag{Name: "relist-period", Value: 10 * time.Second, Usage: "how often every pod's containers are re-checked against containerd (a safety net: exits arrive as events)"},
 		&cli.DurationFlag{Name: "manifest-relist-period", Value: manifest.DefaultRelistPeriod, Usage: "how often the manifests directory is re-read in full (a safety net: changes arrive through inotify)"},
+		&cli.StringFlag{Name: "kubeconfig", Usage: "kubeconfig of an apiserver to register the node and mirror the pods in, as kubelet does for static pods (e.g. /etc/kubernetes/kubelet.conf); it need not answer, nor exist, yet (default: none)"},
+		&cli.StringFlag{Name: "healthz-bind-address", Usage: "serve kubelet's health endpoint /healthz on this address (kubelet's is 127.0.0.1:10248; default: off)"},
 	}
 }
 
@@ -176,19 +180,40 @@ func runAction(c *cli.Context) error {
 		LogMaxSize: c.Int64("container-log-max-size"),
 	})
 	var sup *supervise.Supervisor
+	// Events go to the store and, with --kubeconfig, to the apiserver.
+	var sink supervise.StatusSink = store
+	var mir *mirror.Mirror
+	if kc := c.String("kubeconfig"); kc != "" {
+		ver, _ := client.Version(ctx)
+		mir, err = mirror.New(mirror.Options{
+			Kubeconfig:              kc,
+			NodeName:                node,
+			NodeIP:                  nodeIP,
+			ContainerRuntimeVersion: ver.Version,
+			Pods:                    store,
+			Ready:                   func() bool { return sup.Synced() },
+			Health:                  store.Health,
+			StorageDir:              stateDir,
+			Log:                     log.With("component", "mirror"),
+		})
+		if err != nil {
+			return fmt.Errorf("--kubeconfig: %w", err)
+		}
+		sink = mirroredSink{Store: store, rec: status.Recorders(store, mir)}
+	}
 	imgs := images.New(images.Options{
 		Dir:      c.String("images-dir"),
 		Importer: supervise.Bounded(rt, c.Duration("runtime-request-timeout")),
 		Log:      log,
 		OnImport: func() { sup.ImagesImported() },
 		OnWarning: func(msg string) {
-			store.Record(status.Event{Node: node, Type: v1.EventTypeWarning, Reason: "ImagesWarning", Message: msg})
+			sink.Record(status.Event{Node: node, Type: v1.EventTypeWarning, Reason: "ImagesWarning", Message: msg})
 		},
 	})
 	sup = supervise.New(supervise.Options{
 		Runtime:      rt,
 		Network:      net,
-		Status:       store,
+		Status:       sink,
 		Log:          log,
 		Layout:       paths,
 		NodeName:     node,
@@ -199,6 +224,18 @@ func runAction(c *cli.Context) error {
 		// 0 would mean the default; a bound of 0 means none.
 		RequestTimeout: cmp.Or(c.Duration("runtime-request-timeout"), -1),
 	})
+	if mir != nil {
+		mirDone := make(chan struct{})
+		go func() { defer close(mirDone); mir.Run(ctx) }()
+		defer func() { cancel(); <-mirDone }()
+	}
+	if addr := c.String("healthz-bind-address"); addr != "" {
+		stop, err := serveHealthz(ctx, addr, store.Health, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	imgsDone := make(chan struct{})
 	go func() { defer close(imgsDone); imgs.Run(ctx) }()
 	defer func() { cancel(); <-imgsDone }()
@@ -227,6 +264,30 @@ func runAction(c *cli.Context) error {
 		log.Info("podvisor stopped; pods keep running")
 		return nil
 	}
+}
+
+// mirroredSink is the status store with events also going to the mirror.
+type mirroredSink struct {
+	*status.Store
+	rec status.Recorder
+}
+
+func (m mirroredSink) Record(e status.Event) { m.rec.Record(e) }
+
+// serveHealthz serves kubelet's health endpoint on addr until stop.
+func serveHealthz(ctx context.Context, addr string, health func() error, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--healthz-bind-address: %w", err)
+	}
+	srv := &http.Server{Handler: mirror.HealthzHandler(health), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("health endpoint", "err", err)
+		}
+	}()
+	log.Info("serving /healthz", "address", ln.Addr().String())
+	return func() { srv.Close() }, nil
 }
 
 // waitContainerd connects to containerd, waiting (and saying so) until its

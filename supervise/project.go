@@ -188,6 +188,7 @@ func (w *podWorker) publish(pod *v1.Pod) {
 	out := projectStatus(in)
 	w.conds = out.Status.Conditions
 	w.s.status.SetPod(out)
+	w.published()
 }
 
 // manifestName is the pod's name as written in its manifest: the full name

@@ -126,6 +126,11 @@ type Supervisor struct {
 	// down is set while the runtime cannot be reached.
 	down atomic.Pointer[runtimeDown]
 
+	// synced is set once the first snapshot is reconciled; unpublished
+	// counts the workers started then that have not published yet.
+	synced      atomic.Bool
+	unpublished atomic.Int64
+
 	prober    Prober
 	ownProber *probes.Manager // the default prober, closed when Run ends
 	runHook   func(ctx context.Context, h *v1.LifecycleHandler, t probes.Target) (string, error)
@@ -222,6 +227,14 @@ func (s *Supervisor) newSyncRetry() *backoff.Backoff {
 	return &backoff.Backoff{Initial: 10 * time.Second, Max: 10 * time.Second, Jitter: 0.5, Now: s.clock.Now}
 }
 
+// Synced reports whether the status store holds every pod of the first
+// manifests snapshot and every pod found at start: the first snapshot is
+// reconciled and each of its workers has published once. Until then a pod
+// missing from the store may be one not looked at yet.
+func (s *Supervisor) Synced() bool {
+	return s.synced.Load() && s.unpublished.Load() == 0
+}
+
 // ImagesImported tells the supervisor that new images arrived: pods
 // waiting out a failed pull retry at once.
 func (s *Supervisor) ImagesImported() {
@@ -266,9 +279,14 @@ func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot
 	workerDone := make(chan types.UID, 16)
 	start := func(w *podWorker) {
 		s.workers[w.uid] = w
+		if !s.synced.Load() {
+			w.firstPublish = true
+			s.unpublished.Add(1)
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer w.published()
 			w.run(ctx)
 			select {
 			case workerDone <- w.uid:
@@ -277,6 +295,7 @@ func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot
 		}()
 	}
 	s.reconcile(last, records, start)
+	s.synced.Store(true)
 	reported := s.reportManifestErrors(nil, last)
 	relist := time.NewTicker(s.opts.RelistPeriod)
 	defer relist.Stop()

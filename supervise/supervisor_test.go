@@ -370,3 +370,21 @@ func TestLeftoversRetried(t *testing.T) {
 		return !ok
 	})
 }
+
+// Synced waits for the first snapshot and for each of its pods to be in
+// the store: the mirror deletes no mirror of a pod not looked at yet.
+func TestSupervisorSynced(t *testing.T) {
+	e := newEnv(t)
+	if e.s.Synced() {
+		t.Fatal("synced before any snapshot")
+	}
+	snaps := make(chan manifest.Snapshot, 1)
+	stop := e.run(snaps)
+	defer stop()
+	a, b := testPod("a", v1.RestartPolicyAlways, nil, "c"), testPod("b", v1.RestartPolicyAlways, nil, "c")
+	snaps <- snapshot(a, b)
+	poll(t, "synced", e.s.Synced)
+	if e.st.pod(a.UID) == nil || e.st.pod(b.UID) == nil {
+		t.Error("synced before every pod of the first snapshot was published")
+	}
+}

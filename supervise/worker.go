@@ -66,6 +66,16 @@ type podWorker struct {
 	steps        int             // steps taken, to tell this step's failures from older ones
 	failed       bool            // an action failed in this step: step again soon
 	dropped      bool            // the record is being removed: never write it again
+	firstPublish bool            // Supervisor.Synced waits for this worker's first publish
+}
+
+// published marks the worker's first publish (or its end) for
+// Supervisor.Synced.
+func (w *podWorker) published() {
+	if w.firstPublish {
+		w.firstPublish = false
+		w.s.unpublished.Add(-1)
+	}
 }
 
 // retryClock is the back-off of a failing step and when it may run again.
