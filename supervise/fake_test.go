@@ -396,8 +396,9 @@ func (f *fakeSandboxes) lose() {
 
 // fakeStatus records pods and events.
 type fakeStatus struct {
-	mu     sync.Mutex
-	pods   map[types.UID]*v1.Pod
+	mu        sync.Mutex
+	pods      map[types.UID]*v1.Pod
+	published []*v1.Pod // every SetPod, in order
 	events []string // "reason: message"
 	health error
 }
@@ -409,6 +410,7 @@ func (f *fakeStatus) SetPod(p *v1.Pod) {
 		f.pods = map[types.UID]*v1.Pod{}
 	}
 	f.pods[p.UID] = p.DeepCopy()
+	f.published = append(f.published, p.DeepCopy())
 }
 
 func (f *fakeStatus) DeletePod(uid types.UID) {

@@ -138,9 +138,17 @@ func (w *podWorker) probeResults(pod *v1.Pod) status.ProbeResults {
 }
 
 // probeViews is what the probes say of each running container, by
-// container ID. It also keeps started and ready in the record.
+// container ID. It also keeps started and ready in the record. A run not
+// probed yet is what the record last knew of it: false for a new run, and
+// for a run a restarted podvisor has not adopted yet what it was, so the
+// status published before adoption does not flip it to not ready.
 func (w *podWorker) probeViews(pod *v1.Pod) map[string]probeView {
 	out := map[string]probeView{}
+	w.rec.each(pod, func(_ ctrRef, _ *v1.Container, cr *containerRecord) {
+		if cr.ID != "" && !w.probing[cr.ID] && !w.stopping {
+			out[cr.ID] = probeView{Started: cr.Started, Ready: cr.Ready}
+		}
+	})
 	w.eachProbed(pod, func(_ *v1.Container, cr *containerRecord, st probes.Status) {
 		if !w.stopping {
 			cr.Started, cr.Ready = st.Started, st.Ready

@@ -134,6 +134,19 @@ func TestWorkerProbesSeededOnRestart(t *testing.T) {
 	if s := e2.pr.seeds[0]; !s.Started || !s.Ready {
 		t.Errorf("seed %+v, want started and ready from the record", s)
 	}
+	// Every status the new podvisor published, the first one (before
+	// the container was adopted) included, shows it started and ready.
+	e2.st.mu.Lock()
+	defer e2.st.mu.Unlock()
+	if len(e2.st.published) < 2 {
+		t.Fatalf("%d statuses published, want the one before adoption and the one after", len(e2.st.published))
+	}
+	for i, pub := range e2.st.published {
+		cs := pub.Status.ContainerStatuses[0]
+		if !cs.Ready || cs.Started == nil || !*cs.Started || !conditionTrue(pub.Status.Conditions, v1.PodReady) {
+			t.Errorf("status %d after the restart: started %v ready %v, conditions %+v", i, cs.Started, cs.Ready, pub.Status.Conditions)
+		}
+	}
 }
 
 // postStart runs after the start; its failure is told and kills the
