@@ -399,8 +399,8 @@ type fakeStatus struct {
 	mu        sync.Mutex
 	pods      map[types.UID]*v1.Pod
 	published []*v1.Pod // every SetPod, in order
-	events []string // "reason: message"
-	health error
+	events    []string  // "reason: message"
+	health    error
 }
 
 func (f *fakeStatus) SetPod(p *v1.Pod) {
