@@ -143,7 +143,6 @@ spec:
 	}
 }
 
-
 // TestProbeTCPGRPCLiveness: tcpSocket and grpc liveness probes every
 // second (failureThreshold 1: one failed run would restart) on a healthy
 // probetarget never restart it over a minute, while the target's log shows
