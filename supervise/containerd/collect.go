@@ -40,6 +40,14 @@ func (r *Runtime) withLease(ctx context.Context, what string, f func(context.Con
 	if err != nil {
 		return fmt.Errorf("lease for %s: %w", what, err)
 	}
+	r.mu.Lock()
+	r.leases[l.ID] = true
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.leases, l.ID)
+		r.mu.Unlock()
+	}()
 	ferr := f(leases.WithLease(ctx, l.ID))
 	cctx, cancel := cleanupContext(ctx)
 	defer cancel()
@@ -54,7 +62,8 @@ func (r *Runtime) withLease(ctx context.Context, what string, f func(context.Con
 // snapshots and content only they held: half-made containers' layers,
 // interrupted imports' extract-* snapshots), containers without
 // podvisor's labels, and runc shims that serve no task. It must run
-// before any pod is worked on: every lease then is a leftover.
+// before any pod is worked on: every lease then is a leftover, but those
+// this Runtime holds now (an image import runs beside the start-up).
 func (r *Runtime) Collect(ctx context.Context) (_ []string, err error) {
 	defer markUnavailable(&err)
 	var done []string
@@ -64,6 +73,9 @@ func (r *Runtime) Collect(ctx context.Context) (_ []string, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("list leases: %w", err)
 	}
+	r.mu.Lock()
+	all = slices.DeleteFunc(all, func(l leases.Lease) bool { return r.leases[l.ID] })
+	r.mu.Unlock()
 	for i, l := range all {
 		opts := []leases.DeleteOpt{}
 		if i == len(all)-1 {

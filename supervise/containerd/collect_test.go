@@ -229,3 +229,37 @@ func chainID(t *testing.T, diffs []digest.Digest) string {
 	t.Helper()
 	return identity.ChainID(diffs).String()
 }
+
+// A lease this Runtime holds (an image import beside podvisor's start-up)
+// is not a leftover: Collect leaves it, and only it.
+func TestCollectKeepsOwnLeases(t *testing.T) {
+	_, _, c, rt := startRuntime(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ls := c.LeasesService()
+	stale, err := ls.Create(ctx, leases.WithRandomID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = rt.withLease(ctx, "import", func(lctx context.Context) error {
+		own, _ := leases.FromContext(lctx)
+		removed, err := rt.Collect(ctx)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(removed, "lease "+stale.ID) || slices.Contains(removed, "lease "+own) {
+			t.Errorf("collected %v: want the stale lease %s, not the held one %s", removed, stale.ID, own)
+		}
+		all, err := ls.List(ctx)
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(all, func(l leases.Lease) bool { return l.ID == own }) {
+			t.Error("the held lease is gone")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

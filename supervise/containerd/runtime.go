@@ -48,6 +48,7 @@ type Runtime struct {
 	unpacked map[string]bool         // image digests known to be unpacked
 	images   map[string]client.Image // by image ID (repo digest), as ensured
 	execs    map[string]execTarget   // by container ID, from its first exec
+	leases   map[string]bool         // the leases this Runtime holds now
 }
 
 var _ supervise.Runtime = (*Runtime)(nil)
@@ -60,7 +61,7 @@ func New(c *client.Client, opts Options) *Runtime {
 	if opts.PullTimeout == 0 {
 		opts.PullTimeout = 30 * time.Second
 	}
-	return &Runtime{client: c, opts: opts, unpacked: map[string]bool{}, images: map[string]client.Image{}, execs: map[string]execTarget{}}
+	return &Runtime{client: c, opts: opts, unpacked: map[string]bool{}, images: map[string]client.Image{}, execs: map[string]execTarget{}, leases: map[string]bool{}}
 }
 
 // normalizeImage turns a pod's image into containerd's name as docker
