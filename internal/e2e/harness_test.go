@@ -8,12 +8,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/podvisor/podvisor/internal/layout"
 	"github.com/podvisor/podvisor/mounts"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -279,6 +281,10 @@ func (d *daemon) cleanup() {
 // happen in time fails the test.
 func (d *daemon) cleanupThroughPodvisor() {
 	t := d.t
+	// The sandboxes this daemon runs now: tests run in parallel on one
+	// network, so an address is this daemon's leak only if one of its
+	// sandboxes holds it.
+	own := d.sandboxIDs()
 	entries, _ := os.ReadDir(d.manifests)
 	for _, e := range entries {
 		os.Remove(filepath.Join(d.manifests, e.Name()))
@@ -325,6 +331,7 @@ func (d *daemon) cleanupThroughPodvisor() {
 	deadline = time.Now().Add(cleanupGCTimeout)
 	for {
 		inv, err := d.inventory(d.baseIPs)
+		inv.IPs = slices.DeleteFunc(inv.IPs, func(ip string) bool { return !own[ipOwner(ip)] })
 		left := inv.nonEmpty()
 		if err != nil {
 			left = append(left, "(inventory incomplete: "+err.Error()+")")
@@ -493,6 +500,32 @@ func allocatedIPs(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	return ips
+}
+
+// sandboxIDs lists the sandboxes of the daemon's pod records.
+func (d *daemon) sandboxIDs() map[string]bool {
+	ids := map[string]bool{}
+	l := layout.Layout{StateDir: d.state}
+	entries, _ := os.ReadDir(l.Records())
+	for _, e := range entries {
+		var rec struct {
+			Sandbox *struct {
+				ID string `json:"id"`
+			} `json:"sandbox"`
+		}
+		if b, err := os.ReadFile(l.RecordFile(e.Name())); err == nil && json.Unmarshal(b, &rec) == nil && rec.Sandbox != nil {
+			ids[rec.Sandbox.ID] = true
+		}
+	}
+	return ids
+}
+
+// ipOwner is the container (podvisor's sandbox) host-local IPAM gave ip
+// to: the first line of its file.
+func ipOwner(ip string) string {
+	b, _ := os.ReadFile(filepath.Join(env.Dir, "cni", "ipam", env.NetName, ip))
+	owner, _, _ := strings.Cut(string(b), "\n")
+	return strings.TrimSpace(owner)
 }
 
 // hostLocalIPs is allocatedIPs returning its error.
