@@ -191,17 +191,20 @@ func (m *Manager) Add(t Target, seed Seed) {
 		return
 	}
 	if ps := inst.probes[Startup]; ps != nil && ps.result != Success {
-		m.startLocked(inst, Startup)
+		m.startLocked(inst, Startup, true)
 		return
 	}
-	m.startLocked(inst, Readiness)
-	m.startLocked(inst, Liveness)
+	m.startLocked(inst, Readiness, true)
+	m.startLocked(inst, Liveness, true)
 }
 
 // startLocked starts the worker of one probe of inst, if it has the probe.
 // Its first run is due initialDelaySeconds after the container started (or
-// now, if later) plus a jitter within one period.
-func (m *Manager) startLocked(inst *instance, kind Kind) {
+// now, if later), plus a jitter within one period when asked: not for the
+// probes a passed startup probe starts, which run at once (kubelet runs
+// readiness right after a startup result changes, so a started container is
+// not kept from Ready for up to a period).
+func (m *Manager) startLocked(inst *instance, kind Kind, jitter bool) {
 	ps := inst.probes[kind]
 	if ps == nil || ps.worker != nil {
 		return
@@ -211,7 +214,10 @@ func (m *Manager) startLocked(inst *instance, kind Kind) {
 	if now := m.clock.Now(); first.Before(now) {
 		first = now
 	}
-	j := m.jitter(period)
+	var j time.Duration
+	if jitter {
+		j = m.jitter(period)
+	}
 	if j < 0 {
 		j = 0
 	} else if j >= period {
@@ -364,8 +370,8 @@ func (m *Manager) record(w *worker, o outcome, out string, err error) bool {
 		// doomed (the container is killed).
 		ps.worker = nil
 		if r == Success {
-			m.startLocked(w.inst, Readiness)
-			m.startLocked(w.inst, Liveness)
+			m.startLocked(w.inst, Readiness, false)
+			m.startLocked(w.inst, Liveness, false)
 		}
 		return false
 	case w.kind == Liveness && r == Failure:

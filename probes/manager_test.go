@@ -286,3 +286,31 @@ func TestNames(t *testing.T) {
 		}
 	}
 }
+
+// The probes a passed startup probe starts run at once, without a
+// jitter: a started container is not kept from Ready for up to a period.
+func TestNoJitterAfterStartup(t *testing.T) {
+	l := newLooper(t, 500*time.Millisecond)
+	exec := v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}
+	tg := target(&v1.Container{Name: "app",
+		StartupProbe:   &v1.Probe{ProbeHandler: exec, PeriodSeconds: 1},
+		ReadinessProbe: &v1.Probe{ProbeHandler: exec, PeriodSeconds: 10},
+	})
+	tg.StartedAt = l.clock.Now()
+	l.m.Add(tg, Seed{})
+	if n := <-l.jitters; n != time.Second {
+		t.Fatalf("startup jitter asked within %v, want its period 1s", n)
+	}
+	l.parked(500 * time.Millisecond)
+	l.clock.Step(500 * time.Millisecond)
+	l.expectCall(Startup).reply <- pass
+	if c := <-l.changes; c.Kind != Startup || c.Result != Success {
+		t.Fatalf("change %+v", c)
+	}
+	l.expectCall(Readiness).reply <- pass
+	select {
+	case n := <-l.jitters:
+		t.Fatalf("readiness after startup jittered within %v", n)
+	default:
+	}
+}
