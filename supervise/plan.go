@@ -438,12 +438,23 @@ func planSandbox(p *plan, in planInput) bool {
 func planStarts(p *plan, in planInput) {
 	pod, rec := in.Pod, in.Rec
 	policy := pod.Spec.RestartPolicy
-	appsRunning := false
+	// A sidecar that is not started holds up the containers after it
+	// only while none of them has run in this sandbox (kubelet's
+	// computeInitContainerActions: once a later one ran, an exited
+	// sidecar is just restarted).
+	laterRan := false
 	for _, cr := range rec.Apps {
-		appsRunning = appsRunning || cr.ID != ""
+		laterRan = laterRan || cr.ID != ""
 	}
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
+	inits := pod.Spec.InitContainers
+	ranAfter := make([]bool, len(inits))
+	for i := len(inits) - 1; i >= 0; i-- {
+		ranAfter[i] = laterRan
+		cr := rec.Init[inits[i].Name]
+		laterRan = laterRan || cr.ID != "" || cr.Done || (cr.Terminated != nil && !cr.Rerun)
+	}
+	for i := range inits {
+		c := &inits[i]
 		cr := rec.Init[c.Name]
 		if isSidecar(c) {
 			ref := ctrRef{Type: containerTypeInit, Name: c.Name}
@@ -452,7 +463,7 @@ func planStarts(p *plan, in planInput) {
 			} else if in.Probes[cr.ID].Started {
 				continue
 			}
-			if !appsRunning {
+			if !ranAfter[i] {
 				return // the next container waits for this one to start
 			}
 			continue

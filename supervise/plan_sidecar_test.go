@@ -105,6 +105,20 @@ func TestPlanSidecars(t *testing.T) {
 			want:   []action{startContainer{Ref: init_("s1"), Restart: true}},
 		},
 		{
+			name:   "a sidecar that exits after the containers after it ran is restarted without holding them up",
+			pod:    always,
+			rec:    live(map[string]*containerRecord{"s1": exitedRec(1), "i": {Done: true, Terminated: &v1.ContainerStateTerminated{}}, "s2": {}}, nil),
+			probes: map[string]probeView{},
+			want:   []action{startContainer{Ref: init_("s1"), Restart: true}, startContainer{Ref: init_("s2")}},
+		},
+		{
+			name:   "in a new sandbox the sidecar holds up the init containers again",
+			pod:    always,
+			rec:    live(map[string]*containerRecord{"s1": rerun(exitedRec(137)), "i": {Rerun: true, Terminated: &v1.ContainerStateTerminated{}}, "s2": rerun(exitedRec(137))}, map[string]*containerRecord{"a": exitedRec(137)}),
+			probes: map[string]probeView{},
+			want:   []action{startContainer{Ref: init_("s1"), Restart: true}},
+		},
+		{
 			name:   "regular containers done with restartPolicy Never: stop the sidecars, last first",
 			pod:    never,
 			rec:    live(map[string]*containerRecord{"s1": running("c1"), "i": {Done: true}, "s2": running("c2")}, map[string]*containerRecord{"a": exitedRec(0)}),
@@ -195,4 +209,10 @@ func withGrace(p *v1.Pod, secs int64) *v1.Pod {
 	p = p.DeepCopy()
 	p.Spec.TerminationGracePeriodSeconds = &secs
 	return p
+}
+
+// rerun marks a record as replaceSandbox does.
+func rerun(cr *containerRecord) *containerRecord {
+	cr.Rerun = true
+	return cr
 }

@@ -70,7 +70,7 @@ func projectStatus(in projectInput) *v1.Pod {
 			initDone = false
 		}
 	}
-	finished := finishedPod(pod, rec)
+	finished := finishedPod(pod, rec) || in.Deleting != nil
 	var initSt, appSt []v1.ContainerStatus
 	rec.each(pod, func(ref ctrRef, c *v1.Container, cr *containerRecord) {
 		cs := containerStatus(pod.Spec.RestartPolicy, ref, c, cr, in.Waiting[c.Name], initDone, finished, in.Probes[cr.ID])
@@ -111,13 +111,16 @@ func projectStatus(in projectInput) *v1.Pod {
 // containerStatus is one container's status from its record and what it
 // is waiting for.
 func containerStatus(policy v1.RestartPolicy, ref ctrRef, c *v1.Container, cr *containerRecord, waiting *v1.ContainerStateWaiting, initDone, podDone bool, pv probeView) v1.ContainerStatus {
-	// A sidecar restarts whatever the pod's policy, until the pod is done.
+	// A sidecar restarts whatever the pod's policy, until the pod is done
+	// or stopping; then nothing restarts (kubelet's
+	// ShouldContainerBeRestarted once the pod is being deleted), and an
+	// exited container shows as terminated.
 	sidecar := ref.Type == containerTypeInit && isSidecar(c)
 	if sidecar {
 		policy = v1.RestartPolicyAlways
-		if podDone {
-			policy = v1.RestartPolicyNever
-		}
+	}
+	if podDone {
+		policy = v1.RestartPolicyNever
 	}
 	cs := v1.ContainerStatus{
 		Name:         c.Name,

@@ -92,11 +92,12 @@ func TestContainerStatusProbes(t *testing.T) {
 		{"started, readiness failing", app("a"), plain, running("c"), false, probeView{Started: true}, true, false, false},
 		{"started and ready", app("a"), plain, running("c"), false, probeView{Started: true, Ready: true}, true, true, false},
 		{"a running sidecar is ready", init_("s"), sidecar, running("c"), false, probeView{Started: true, Ready: true}, true, true, false},
-		{"an exited sidecar waits for its restart under Never", init_("s"), sidecar, &containerRecord{Terminated: term}, false, probeView{}, false, false, false},
+		{"an exited sidecar waits for its restart", init_("s"), sidecar, &containerRecord{Terminated: term}, false, probeView{}, false, false, false},
 		{"an exited sidecar of a finished pod is terminated", init_("s"), sidecar, &containerRecord{Terminated: term}, true, probeView{}, false, false, true},
+		{"an exited app container of a stopping pod is terminated, not restarted under Always", app("a"), plain, &containerRecord{Terminated: &v1.ContainerStateTerminated{ExitCode: 1}}, true, probeView{}, false, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cs := containerStatus(v1.RestartPolicyNever, tc.ref, tc.c, tc.cr, nil, true, tc.podDone, tc.pv)
+			cs := containerStatus(v1.RestartPolicyAlways, tc.ref, tc.c, tc.cr, nil, true, tc.podDone, tc.pv)
 			if *cs.Started != tc.started || cs.Ready != tc.read || (cs.State.Terminated != nil) != tc.terminated {
 				t.Errorf("started %v ready %v terminated %v, want %v %v %v", *cs.Started, cs.Ready, cs.State.Terminated != nil, tc.started, tc.read, tc.terminated)
 			}
