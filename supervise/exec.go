@@ -223,7 +223,9 @@ func (w *podWorker) kill(ctx context.Context, pod *v1.Pod, a killContainers) err
 					msg = "Stopping container " + c.Name
 				}
 				w.event(pod, t.Ref.fieldPath(), v1.EventTypeNormal, a.Reason, "%s", msg)
-				grace = w.preStop(ctx, pod, t.Ref, c, t.ID, grace)
+				if a.PreStop {
+					grace = w.preStop(ctx, pod, t.Ref, c, t.ID, grace)
+				}
 			}
 			errs[i] = w.s.rt.Stop(ctx, t.ID, grace)
 		}()
@@ -390,6 +392,12 @@ func (w *podWorker) cleanup(ctx context.Context, pod *v1.Pod) error {
 		leaks = append(leaks, fmt.Errorf("remove pod logs: %w", err))
 	}
 	w.s.prober.RemovePod(string(w.uid))
+	w.s.mu.Lock()
+	for id := range w.probing {
+		delete(w.s.probed, id)
+	}
+	w.s.mu.Unlock()
+	clear(w.probing)
 	w.dropped = true // the record must not be written back
 	if err := removeRecord(w.s.layout, w.uid); err != nil {
 		return err

@@ -53,6 +53,7 @@ func (w *podWorker) postStart(ctx context.Context, pod *v1.Pod, ref ctrRef, c *v
 		Grace:   gracePeriod(pod),
 		Reason:  "Killing",
 		Message: "FailedPostStartHook",
+		PreStop: podGraceAsked(pod),
 	})
 	return false
 }
@@ -70,7 +71,14 @@ func (w *podWorker) preStop(ctx context.Context, pod *v1.Pod, ref ctrRef, c *v1.
 	hctx, cancel := context.WithTimeout(ctx, grace)
 	defer cancel()
 	cr := w.rec.container(ref)
-	if _, err := w.s.runHook(hctx, c.Lifecycle.PreStop, w.probeTarget(pod, c, id, cr.StartedAt)); err != nil {
+	_, err := w.s.runHook(hctx, c.Lifecycle.PreStop, w.probeTarget(pod, c, id, cr.StartedAt))
+	switch {
+	case err == nil:
+	case hctx.Err() != nil && ctx.Err() == nil:
+		// Not a failure: the grace period is over, the signal goes now
+		// (kubelet stops waiting for the hook then, and tells no event).
+		w.log.Info("preStop hook not done within the grace period", "container", c.Name, "gracePeriod", grace)
+	default:
 		w.log.Warn("preStop hook failed", "container", c.Name, "err", err)
 		w.event(pod, ref.fieldPath(), v1.EventTypeWarning, "FailedPreStopHook", "PreStopHook failed")
 	}

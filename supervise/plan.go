@@ -144,6 +144,9 @@ type killContainers struct {
 	Grace   time.Duration
 	Reason  string
 	Message string
+	// PreStop runs the containers' preStop hooks first: the grace period
+	// asked for is above 0 (kubelet's killContainer skips them at 0).
+	PreStop bool
 }
 
 // releaseSandbox gives a finished pod's network and namespaces back.
@@ -204,7 +207,7 @@ func planPod(in planInput) plan {
 		// Its sidecars stop once the regular containers have ended, last
 		// first, as kubelet stops them.
 		if ts := lastSidecar(in); len(ts) > 0 {
-			p.add(killContainers{Targets: ts, Grace: gracePeriod(in.Pod), Reason: "Killing"})
+			p.add(killContainers{Targets: ts, Grace: remainingGrace(in, finishedAt(in.Rec)), Reason: "Killing", PreStop: podGraceAsked(in.Pod)})
 			return p
 		}
 		if in.Rec.Sandbox != nil {
@@ -237,15 +240,22 @@ func planProbeKills(p *plan, in planInput) bool {
 		if o, ok := in.Obs[cr.ID]; !ok || o.Err != nil || !o.State.Running {
 			return
 		}
+		// kubelet's messages (computePodActions, and
+		// computeInitContainerActions for a sidecar).
 		msg := "Container " + c.Name + " failed " + pv.Failed + " probe"
-		if isSidecar(c) || in.Pod.Spec.RestartPolicy != v1.RestartPolicyNever {
+		switch {
+		case ref.Type == containerTypeInit:
+			msg = "Init container " + c.Name + " failed " + pv.Failed + " probe"
+		case in.Pod.Spec.RestartPolicy != v1.RestartPolicyNever:
 			msg += ", will be restarted"
 		}
+		grace, asked := probeGracePeriod(in.Pod, c, pv.Failed)
 		p.add(killContainers{
 			Targets: []killTarget{{Ref: ref, ID: cr.ID}},
-			Grace:   probeGracePeriod(in.Pod, c, pv.Failed),
+			Grace:   grace,
 			Reason:  "Killing",
 			Message: msg,
+			PreStop: asked,
 		})
 		killed = true
 	})
@@ -253,16 +263,47 @@ func planProbeKills(p *plan, in planInput) bool {
 }
 
 // probeGracePeriod is the grace period of a kill for a failed probe: the
-// probe's own terminationGracePeriodSeconds, else the pod's.
-func probeGracePeriod(pod *v1.Pod, c *v1.Container, probe string) time.Duration {
+// probe's own terminationGracePeriodSeconds, else the pod's; asked says
+// whether it was above 0 (the preStop hook runs then).
+func probeGracePeriod(pod *v1.Pod, c *v1.Container, probe string) (grace time.Duration, asked bool) {
 	pr := c.LivenessProbe
 	if probe == "startup" {
 		pr = c.StartupProbe
 	}
 	if pr != nil && pr.TerminationGracePeriodSeconds != nil {
-		return max(time.Duration(*pr.TerminationGracePeriodSeconds)*time.Second, 2*time.Second)
+		return max(time.Duration(*pr.TerminationGracePeriodSeconds)*time.Second, 2*time.Second), *pr.TerminationGracePeriodSeconds > 0
 	}
-	return gracePeriod(pod)
+	return gracePeriod(pod), podGraceAsked(pod)
+}
+
+// podGraceAsked reports whether the pod's grace period is above 0 as
+// written (gracePeriod raises it to kubelet's 2 s minimum).
+func podGraceAsked(pod *v1.Pod) bool {
+	s := pod.Spec.TerminationGracePeriodSeconds
+	return s == nil || *s > 0
+}
+
+// remainingGrace is what is left of the pod's grace period since since,
+// at least kubelet's 2 s for each container; the whole of it for a zero
+// since.
+func remainingGrace(in planInput, since time.Time) time.Duration {
+	grace := gracePeriod(in.Pod)
+	if since.IsZero() {
+		return grace
+	}
+	return max(grace-in.Now.Sub(since), 2*time.Second)
+}
+
+// finishedAt is when the last app container of a finished pod ended: its
+// sidecars' stop counts from then.
+func finishedAt(rec *podRecord) time.Time {
+	var t time.Time
+	for _, cr := range rec.Apps {
+		if cr.Terminated != nil && cr.Terminated.FinishedAt.Time.After(t) {
+			t = cr.Terminated.FinishedAt.Time
+		}
+	}
+	return t
 }
 
 // isSidecar reports whether c is a native sidecar: an init container with
@@ -342,31 +383,24 @@ func planExits(p *plan, in planInput) bool {
 	return exits
 }
 
-// planStop stops app containers first, all at once, then a running
-// regular init container, then the sidecars one at a time, last first
-// (kubelet's order); then cleans up. The grace period counts from the start
+// planStop stops the app containers and a running regular init container
+// first, all at once, then the sidecars one at a time, last first
+// (kubelet's termination ordering); then cleans up. The grace period counts from the start
 // of the stop, as kubelet's termination ordering, with its 2 s minimum for
 // each container. A container the runtime cannot tell about is left to the
 // clean-up, which kills and removes every container carrying the pod's
 // label.
 func planStop(p *plan, in planInput) {
-	grace := gracePeriod(in.Pod)
-	if !in.StopSince.IsZero() {
-		grace = max(grace-in.Now.Sub(in.StopSince), 2*time.Second)
+	grace, preStop := remainingGrace(in, in.StopSince), podGraceAsked(in.Pod)
+	regular := func(ref ctrRef) bool {
+		return ref.Type == containerTypeApp || !isSidecar(containerSpec(in.Pod, ref))
 	}
-	regular := func(typ string) func(ctrRef) bool {
-		return func(ref ctrRef) bool {
-			return ref.Type == typ && (typ == containerTypeApp || !isSidecar(containerSpec(in.Pod, ref)))
-		}
-	}
-	for _, match := range []func(ctrRef) bool{regular(containerTypeApp), regular(containerTypeInit)} {
-		if ts := killTargets(in, match); len(ts) > 0 {
-			p.add(killContainers{Targets: ts, Grace: grace, Reason: "Killing"})
-			return
-		}
+	if ts := killTargets(in, regular); len(ts) > 0 {
+		p.add(killContainers{Targets: ts, Grace: grace, Reason: "Killing", PreStop: preStop})
+		return
 	}
 	if ts := lastSidecar(in); len(ts) > 0 {
-		p.add(killContainers{Targets: ts, Grace: grace, Reason: "Killing"})
+		p.add(killContainers{Targets: ts, Grace: grace, Reason: "Killing", PreStop: preStop})
 		return
 	}
 	p.add(cleanupPod{})

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // sidecarPod has init containers s1 (sidecar), i (regular), s2 (sidecar)
@@ -124,7 +125,7 @@ func TestPlanSidecars(t *testing.T) {
 			rec:    live(map[string]*containerRecord{"s1": running("c1"), "i": {Done: true}, "s2": running("c2")}, map[string]*containerRecord{"a": exitedRec(0)}),
 			obs:    map[string]observation{"c1": obsRunning(), "c2": obsRunning()},
 			probes: started("c1", "c2"),
-			want:   []action{killContainers{Targets: []killTarget{{init_("s2"), "c2"}}, Grace: grace, Reason: "Killing"}},
+			want:   []action{killContainers{Targets: []killTarget{{init_("s2"), "c2"}}, Grace: grace, Reason: "Killing", PreStop: true}},
 		},
 		{
 			name:   "then the first sidecar",
@@ -132,7 +133,7 @@ func TestPlanSidecars(t *testing.T) {
 			rec:    live(map[string]*containerRecord{"s1": running("c1"), "i": {Done: true}, "s2": exitedRec(143)}, map[string]*containerRecord{"a": exitedRec(0)}),
 			obs:    map[string]observation{"c1": obsRunning()},
 			probes: started("c1"),
-			want:   []action{killContainers{Targets: []killTarget{{init_("s1"), "c1"}}, Grace: grace, Reason: "Killing"}},
+			want:   []action{killContainers{Targets: []killTarget{{init_("s1"), "c1"}}, Grace: grace, Reason: "Killing", PreStop: true}},
 		},
 		{
 			name: "then the sandbox goes",
@@ -147,7 +148,7 @@ func TestPlanSidecars(t *testing.T) {
 			obs:      map[string]observation{"c1": obsRunning(), "c2": obsRunning(), "ca": obsRunning()},
 			probes:   started("c1", "c2", "ca"),
 			stopping: true,
-			want:     []action{killContainers{Targets: []killTarget{{app("a"), "ca"}}, Grace: grace, Reason: "Killing"}},
+			want:     []action{killContainers{Targets: []killTarget{{app("a"), "ca"}}, Grace: grace, Reason: "Killing", PreStop: true}},
 		},
 		{
 			name:      "termination: then the sidecars in reverse order, in what is left of the grace period",
@@ -157,7 +158,7 @@ func TestPlanSidecars(t *testing.T) {
 			probes:    started("c1", "c2"),
 			stopping:  true,
 			stopSince: t0.Add(-10 * time.Second),
-			want:      []action{killContainers{Targets: []killTarget{{init_("s2"), "c2"}}, Grace: 20 * time.Second, Reason: "Killing"}},
+			want:      []action{killContainers{Targets: []killTarget{{init_("s2"), "c2"}}, Grace: 20 * time.Second, Reason: "Killing", PreStop: true}},
 		},
 		{
 			name:      "termination: at least 2 s each when the grace period is spent",
@@ -167,7 +168,7 @@ func TestPlanSidecars(t *testing.T) {
 			probes:    started("c1"),
 			stopping:  true,
 			stopSince: t0.Add(-time.Minute),
-			want:      []action{killContainers{Targets: []killTarget{{init_("s1"), "c1"}}, Grace: 2 * time.Second, Reason: "Killing"}},
+			want:      []action{killContainers{Targets: []killTarget{{init_("s1"), "c1"}}, Grace: 2 * time.Second, Reason: "Killing", PreStop: true}},
 		},
 		{
 			name:   "livenessProbe has failed; kill with the probe's grace period",
@@ -176,7 +177,7 @@ func TestPlanSidecars(t *testing.T) {
 			obs:    map[string]observation{"ca": obsRunning()},
 			probes: map[string]probeView{"ca": {Started: true, Failed: "liveness"}},
 			want: []action{killContainers{Targets: []killTarget{{app("a"), "ca"}}, Grace: 7 * time.Second, Reason: "Killing",
-				Message: "Container a failed liveness probe, will be restarted"}},
+				Message: "Container a failed liveness probe, will be restarted", PreStop: true}},
 		},
 		{
 			name:   "startupProbe has failed; kill with the pod's grace period, not restarted with Never",
@@ -185,7 +186,33 @@ func TestPlanSidecars(t *testing.T) {
 			obs:    map[string]observation{"ca": obsRunning()},
 			probes: map[string]probeView{"ca": {Failed: "startup"}},
 			want: []action{killContainers{Targets: []killTarget{{app("a"), "ca"}}, Grace: grace, Reason: "Killing",
-				Message: "Container a failed startup probe"}},
+				Message: "Container a failed startup probe", PreStop: true}},
+		},
+		{
+			name:   "a sidecar's failed liveness probe: kubelet's init container message",
+			pod:    always,
+			rec:    live(map[string]*containerRecord{"s1": running("c1"), "i": {Done: true}, "s2": running("c2")}, map[string]*containerRecord{"a": running("ca")}),
+			obs:    map[string]observation{"c1": obsRunning(), "c2": obsRunning(), "ca": obsRunning()},
+			probes: map[string]probeView{"c1": {Started: true, Failed: "liveness"}, "c2": {Started: true}, "ca": {Started: true}},
+			want: []action{killContainers{Targets: []killTarget{{init_("s1"), "c1"}}, Grace: grace, Reason: "Killing",
+				Message: "Init container s1 failed liveness probe", PreStop: true}},
+		},
+		{
+			name:   "a finished pod's sidecars share what is left of the grace period since the last app container ended",
+			pod:    withGrace(never, 30),
+			rec:    live(map[string]*containerRecord{"s1": running("c1"), "i": {Done: true}, "s2": running("c2")}, map[string]*containerRecord{"a": ended(0, t0.Add(-25*time.Second))}),
+			obs:    map[string]observation{"c1": obsRunning(), "c2": obsRunning()},
+			probes: started("c1", "c2"),
+			want:   []action{killContainers{Targets: []killTarget{{init_("s2"), "c2"}}, Grace: 5 * time.Second, Reason: "Killing", PreStop: true}},
+		},
+		{
+			name:     "terminationGracePeriodSeconds 0: no preStop hooks, 2 s for the signal",
+			pod:      withGrace(always, 0),
+			rec:      live(map[string]*containerRecord{"s1": running("c1"), "i": {Done: true}, "s2": running("c2")}, map[string]*containerRecord{"a": running("ca")}),
+			obs:      map[string]observation{"c1": obsRunning(), "c2": obsRunning(), "ca": obsRunning()},
+			probes:   started("c1", "c2", "ca"),
+			stopping: true,
+			want:     []action{killContainers{Targets: []killTarget{{app("a"), "ca"}}, Grace: 2 * time.Second, Reason: "Killing"}},
 		},
 		{
 			name:   "a failed probe of a container already gone asks for nothing",
@@ -215,4 +242,9 @@ func withGrace(p *v1.Pod, secs int64) *v1.Pod {
 func rerun(cr *containerRecord) *containerRecord {
 	cr.Rerun = true
 	return cr
+}
+
+// ended is a record of a run that ended at t.
+func ended(code int32, t time.Time) *containerRecord {
+	return &containerRecord{Terminated: &v1.ContainerStateTerminated{ExitCode: code, FinishedAt: metav1.NewTime(t), ContainerID: "containerd://old"}}
 }

@@ -319,13 +319,13 @@ func TestPlanPod(t *testing.T) {
 			want:    []action{startContainer{Ref: init_("i1"), Restart: true}},
 		},
 		{
-			name:     "termination: app containers first, with the grace period",
+			name:     "termination: app containers and a running init container at once, with the grace period",
 			pod:      withInit,
 			rec:      live(map[string]*containerRecord{"i1": {Done: true}, "i2": running("c2")}, map[string]*containerRecord{"a": running("ca")}),
 			obs:      map[string]observation{"c2": obsRunning(), "ca": obsRunning()},
 			sandbox:  readySandbox(),
 			stopping: true,
-			want:     []action{killContainers{Targets: []killTarget{{app("a"), "ca"}}, Grace: grace, Reason: "Killing"}},
+			want:     []action{killContainers{Targets: []killTarget{{init_("i2"), "c2"}, {app("a"), "ca"}}, Grace: grace, Reason: "Killing", PreStop: true}},
 		},
 		{
 			name:     "termination: then init containers",
@@ -334,7 +334,7 @@ func TestPlanPod(t *testing.T) {
 			obs:      map[string]observation{"c2": obsRunning()},
 			sandbox:  readySandbox(),
 			stopping: true,
-			want:     []action{killContainers{Targets: []killTarget{{init_("i2"), "c2"}}, Grace: grace, Reason: "Killing"}},
+			want:     []action{killContainers{Targets: []killTarget{{init_("i2"), "c2"}}, Grace: grace, Reason: "Killing", PreStop: true}},
 		},
 		{
 			name:     "termination: exits are recorded first",

@@ -82,6 +82,9 @@ func (s *Supervisor) probeEvent(e probes.Event) {
 // receiveProbe keeps what a probe result asks of the planner: a container
 // whose liveness or startup probe failed is killed.
 func (w *podWorker) receiveProbe(c probes.Change) {
+	if !w.probing[c.ContainerID] {
+		return // a run that has ended since
+	}
 	if c.Result == probes.Failure && (c.Kind == probes.Liveness || c.Kind == probes.Startup) {
 		w.probeFailed[c.ContainerID] = map[probes.Kind]string{probes.Liveness: "liveness", probes.Startup: "startup"}[c.Kind]
 	}

@@ -207,3 +207,42 @@ func TestWorkerPreStopFailsAndHangs(t *testing.T) {
 		t.Error("not stopped after a failed preStop")
 	}
 }
+
+// A preStop hook still running when the grace period ends is no failure:
+// the signal goes, and no FailedPreStopHook is told (kubelet's
+// executePreStopHook).
+func TestWorkerPreStopOutlivesGrace(t *testing.T) {
+	e := newEnv(t)
+	p := testPod("web", v1.RestartPolicyAlways, nil, "a")
+	pre := &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 100}}
+	p.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PreStop: pre}
+	e.hooks.block = map[*v1.LifecycleHandler]bool{pre: true}
+	w := e.worker(p)
+	e.step(w)
+	id := e.rt.running()["a"]
+	done := make(chan struct{})
+	go func() { defer close(done); e.stopStep(w) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stop waited past the grace period for the hook")
+	}
+	if got := e.st.eventsOf("FailedPreStopHook"); len(got) != 0 {
+		t.Errorf("FailedPreStopHook for a hook cut off by the grace period: %q", got)
+	}
+	if e.rt.graces[id] != 2*time.Second {
+		t.Errorf("signal grace %v, want the 2 s minimum left", e.rt.graces[id])
+	}
+}
+
+// A probe result about a run that has ended since asks for nothing.
+func TestWorkerIgnoresEndedRunsProbes(t *testing.T) {
+	e := newEnv(t)
+	p := testPod("web", v1.RestartPolicyAlways, nil, "a")
+	w := e.worker(p)
+	e.step(w)
+	w.receiveProbe(probes.Change{ContainerID: "gone", Kind: probes.Liveness, Result: probes.Failure})
+	if len(w.probeFailed) != 0 {
+		t.Errorf("kept a failure of an ended run: %v", w.probeFailed)
+	}
+}
