@@ -54,10 +54,13 @@ type podSync struct {
 	// sent is the status last patched (or found equal) per key, so a watch
 	// event of that very write does not patch again.
 	sent map[string]sentStatus
-	// refused are the keys whose mirror the apiserver refused for good
-	// (NodeRestriction, validation): tried again only for a new local UID
-	// or on the next resync.
+	// refused are the keys whose mirror the apiserver refused (admission,
+	// validation): not tried again for the same local UID until the
+	// refused back-off (refusedRetryMin, doubling) or the next resync.
 	refused map[string]types.UID
+	// refusals counts the refused back-off's rounds since refused was
+	// last empty.
+	refusals int
 	// full: compare every status with the apiserver's, whatever was sent.
 	full bool
 }
@@ -99,6 +102,8 @@ func (s *session) podLoop(ctx context.Context) {
 		watchCh <-chan watch.Event
 		retry   <-chan time.Time
 		relist  = true
+		// retryRefused fires when the refused mirrors are tried again.
+		retryRefused <-chan time.Time
 	)
 	stopWatch := func() {
 		if w != nil {
@@ -139,6 +144,12 @@ func (s *session) podLoop(ctx context.Context) {
 			default:
 				b.Reset()
 			}
+			if len(p.refused) == 0 {
+				p.refusals = 0
+			} else if retryRefused == nil {
+				retryRefused = s.m.clock.After(refusedBackoff(p.refusals))
+				p.refusals++
+			}
 		}
 		select {
 		case c, ok := <-localCh:
@@ -157,6 +168,12 @@ func (s *session) podLoop(ctx context.Context) {
 			p.markAll()
 		case <-retry:
 			retry = nil
+		case <-retryRefused:
+			retryRefused = nil
+			for k := range p.refused {
+				p.dirty[k] = true
+			}
+			clear(p.refused)
 		case <-resync.C():
 			relist, p.full = true, true
 			clear(p.refused)
@@ -266,6 +283,18 @@ func (p *podSync) relist(ctx context.Context) (watch.Interface, error) {
 		return nil, fmt.Errorf("watch mirror pods: %w", err)
 	}
 	return w, nil
+}
+
+// refusedBackoff is the wait before the refused mirrors' next try after
+// n rounds of refusals.
+func refusedBackoff(n int) time.Duration {
+	d := refusedRetryMin
+	for range n {
+		if d *= 2; d >= podResyncPeriod {
+			return podResyncPeriod
+		}
+	}
+	return d
 }
 
 // errRefused marks a mirror the apiserver will not take as it is.

@@ -2,12 +2,14 @@ package mirror
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -340,5 +342,41 @@ func TestOutageResynced(t *testing.T) {
 	}
 	if n := f.node(); condition(n, v1.NodeReady).Status != v1.ConditionTrue {
 		t.Errorf("node not Ready after the outage")
+	}
+}
+
+// A mirror the apiserver refuses while it bootstraps (kube-apiserver
+// creates the system-node-critical PriorityClass in a post-start hook,
+// after it serves requests) is tried again within seconds, as kubelet's
+// next sync would, not at the next resync minutes later.
+func TestRefusedMirrorRetriedSoon(t *testing.T) {
+	f := newFixture(t)
+	var bootstrapping atomic.Bool
+	bootstrapping.Store(true)
+	f.cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if bootstrapping.Load() {
+			return true, nil, apierrors.NewForbidden(v1.Resource("pods"), "etcd-node1",
+				errors.New("no PriorityClass with name system-node-critical was found"))
+		}
+		return false, nil, nil
+	})
+	f.store.SetPod(localPod("etcd", "3f1c0a", v1.PodRunning))
+	f.run()
+	eventually(t, "the refused creation", func() bool { return len(f.actions("create", "pods", "")) == 1 })
+	f.settle(idle + 1) // and the retry of the refused mirror
+	bootstrapping.Store(false)
+	f.stepUntil(time.Second, "the mirror", func() bool { return f.pod(ns, "etcd-node1") != nil })
+	if waited := f.clk.Now().Sub(epoch); waited > 30*time.Second {
+		t.Errorf("the refused mirror was created %v after the refusal, want within 30s", waited)
+	}
+
+	// A mirror refused for good is not tried in a tight loop: the waits
+	// between tries grow.
+	bootstrapping.Store(true)
+	f.store.SetPod(localPod("apiserver", "4a2b1c", v1.PodRunning))
+	eventually(t, "the second mirror refused", func() bool { return len(f.actions("create", "pods", "")) == 3 })
+	f.stepUntil(time.Second, "three more tries", func() bool { return len(f.actions("create", "pods", "")) == 6 })
+	if waited := f.clk.Now().Sub(epoch); waited < 30*time.Second {
+		t.Errorf("three retries of a refused mirror within %v: no back-off", waited)
 	}
 }
