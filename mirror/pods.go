@@ -303,6 +303,10 @@ var errRefused = errors.New("refused")
 // errNotReady: the mirror has no local pod, but the Source is not ready.
 var errNotReady = errors.New("source not ready")
 
+// errBehind: the mirror has no local pod yet, but the Source has one its
+// watch will bring.
+var errBehind = errors.New("source watch behind")
+
 // syncDirty syncs every dirty key; it stops at the first failure that
 // another try may fix, which it returns (the apiserver may be gone).
 // waiting: some mirrors without a local pod wait for the Source to be
@@ -316,6 +320,8 @@ func (p *podSync) syncDirty(ctx context.Context, nodeUID types.UID) (waiting boo
 		case errors.Is(err, errNotReady):
 			waiting = true
 			continue
+		case errors.Is(err, errBehind):
+			continue // still dirty: synced again when the watch brings the pod
 		case errors.Is(err, errRefused):
 			p.s.m.log.Warn("apiserver refused the mirror pod", "pod", k, "err", err)
 		case err != nil:
@@ -343,6 +349,15 @@ func (p *podSync) localFor(k string) *v1.Pod {
 	return best
 }
 
+// inSource says whether the Source holds a pod named k that is not being
+// deleted, whatever the watch has brought so far.
+func (p *podSync) inSource(k string) bool {
+	pods, _ := p.s.m.opts.Pods.List()
+	return slices.ContainsFunc(pods, func(pod v1.Pod) bool {
+		return key(pod.Namespace, pod.Name) == k && pod.DeletionTimestamp == nil
+	})
+}
+
 // seen is the time podvisor read the pod's manifest, RFC 3339 in UTC, so
 // that strings compare as times do.
 func seen(pod *v1.Pod) string { return pod.Annotations["kubernetes.io/config.seen"] }
@@ -363,8 +378,14 @@ func (p *podSync) syncKey(ctx context.Context, k string, nodeUID types.UID, read
 		if mirror == nil {
 			return nil
 		}
+		// Ready is the supervisor's view now; p.local follows the Source's
+		// watch, which may not have brought the pods that made it ready
+		// (just adopted after a restart): ask the Source itself.
 		if !ready {
 			return errNotReady
+		}
+		if p.inSource(k) {
+			return errBehind
 		}
 		p.s.m.log.Info("deleting the mirror of a pod that is gone", "pod", k, "uid", mirror.UID)
 		return p.deleteMirror(ctx, k, mirror)
