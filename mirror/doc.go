@@ -34,7 +34,10 @@
 //     deleted, being deleted, of an older manifest or of an older Node is
 //     replaced (deleted with its UID as precondition, then created); a
 //     mirror on this node without a local pod is deleted. Only pods with
-//     the config.mirror annotation bound to this node are ever touched.
+//     the config.mirror annotation bound to this node are ever touched. A
+//     mirror the apiserver refuses (admission, validation) is tried again
+//     after 5 s, doubling to 5 minutes: a bootstrapping apiserver refuses
+//     mirrors until its system-node-critical PriorityClass exists.
 //   - Events about a pod name the static pod (its UID, not the mirror's),
 //     as kubelet's do; they wait, at most 1000, while the apiserver is
 //     away, and an event that recurs is counted on one Event.

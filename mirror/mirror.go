@@ -37,6 +37,11 @@ const (
 	// podResyncPeriod is how often the mirror pods are listed again and
 	// every status compared with the apiserver's, whatever the watches say.
 	podResyncPeriod = 5 * time.Minute
+	// refusedRetryMin is the first wait before a mirror the apiserver
+	// refused is tried again, doubling up to podResyncPeriod: a bootstrapping
+	// apiserver refuses mirrors for a few seconds (its system-node-critical
+	// PriorityClass and kube-system namespace come after it serves).
+	refusedRetryMin = 5 * time.Second
 	// kubeconfigCheckInterval is how often the kubeconfig file is read to
 	// see whether it changed (kubeadm rewrites kubelet.conf).
 	kubeconfigCheckInterval = 20 * time.Second

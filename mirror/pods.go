@@ -54,10 +54,13 @@ type podSync struct {
 	// sent is the status last patched (or found equal) per key, so a watch
 	// event of that very write does not patch again.
 	sent map[string]sentStatus
-	// refused are the keys whose mirror the apiserver refused for good
-	// (NodeRestriction, validation): tried again only for a new local UID
-	// or on the next resync.
+	// refused are the keys whose mirror the apiserver refused (admission,
+	// validation): not tried again for the same local UID until the
+	// refused back-off (refusedRetryMin, doubling) or the next resync.
 	refused map[string]types.UID
+	// refusals counts the refused back-off's rounds since refused was
+	// last empty.
+	refusals int
 	// full: compare every status with the apiserver's, whatever was sent.
 	full bool
 }
@@ -99,6 +102,8 @@ func (s *session) podLoop(ctx context.Context) {
 		watchCh <-chan watch.Event
 		retry   <-chan time.Time
 		relist  = true
+		// retryRefused fires when the refused mirrors are tried again.
+		retryRefused <-chan time.Time
 	)
 	stopWatch := func() {
 		if w != nil {
@@ -139,6 +144,12 @@ func (s *session) podLoop(ctx context.Context) {
 			default:
 				b.Reset()
 			}
+			if len(p.refused) == 0 {
+				p.refusals = 0
+			} else if retryRefused == nil {
+				retryRefused = s.m.clock.After(refusedBackoff(p.refusals))
+				p.refusals++
+			}
 		}
 		select {
 		case c, ok := <-localCh:
@@ -157,6 +168,12 @@ func (s *session) podLoop(ctx context.Context) {
 			p.markAll()
 		case <-retry:
 			retry = nil
+		case <-retryRefused:
+			retryRefused = nil
+			for k := range p.refused {
+				p.dirty[k] = true
+			}
+			clear(p.refused)
 		case <-resync.C():
 			relist, p.full = true, true
 			clear(p.refused)
@@ -268,11 +285,27 @@ func (p *podSync) relist(ctx context.Context) (watch.Interface, error) {
 	return w, nil
 }
 
+// refusedBackoff is the wait before the refused mirrors' next try after
+// n rounds of refusals.
+func refusedBackoff(n int) time.Duration {
+	d := refusedRetryMin
+	for range n {
+		if d *= 2; d >= podResyncPeriod {
+			return podResyncPeriod
+		}
+	}
+	return d
+}
+
 // errRefused marks a mirror the apiserver will not take as it is.
 var errRefused = errors.New("refused")
 
 // errNotReady: the mirror has no local pod, but the Source is not ready.
 var errNotReady = errors.New("source not ready")
+
+// errBehind: the mirror has no local pod yet, but the Source has one its
+// watch will bring.
+var errBehind = errors.New("source watch behind")
 
 // syncDirty syncs every dirty key; it stops at the first failure that
 // another try may fix, which it returns (the apiserver may be gone).
@@ -287,6 +320,8 @@ func (p *podSync) syncDirty(ctx context.Context, nodeUID types.UID) (waiting boo
 		case errors.Is(err, errNotReady):
 			waiting = true
 			continue
+		case errors.Is(err, errBehind):
+			continue // still dirty: synced again when the watch brings the pod
 		case errors.Is(err, errRefused):
 			p.s.m.log.Warn("apiserver refused the mirror pod", "pod", k, "err", err)
 		case err != nil:
@@ -314,6 +349,15 @@ func (p *podSync) localFor(k string) *v1.Pod {
 	return best
 }
 
+// inSource says whether the Source holds a pod named k that is not being
+// deleted, whatever the watch has brought so far.
+func (p *podSync) inSource(k string) bool {
+	pods, _ := p.s.m.opts.Pods.List()
+	return slices.ContainsFunc(pods, func(pod v1.Pod) bool {
+		return key(pod.Namespace, pod.Name) == k && pod.DeletionTimestamp == nil
+	})
+}
+
 // seen is the time podvisor read the pod's manifest, RFC 3339 in UTC, so
 // that strings compare as times do.
 func seen(pod *v1.Pod) string { return pod.Annotations["kubernetes.io/config.seen"] }
@@ -334,8 +378,14 @@ func (p *podSync) syncKey(ctx context.Context, k string, nodeUID types.UID, read
 		if mirror == nil {
 			return nil
 		}
+		// Ready is the supervisor's view now; p.local follows the Source's
+		// watch, which may not have brought the pods that made it ready
+		// (just adopted after a restart): ask the Source itself.
 		if !ready {
 			return errNotReady
+		}
+		if p.inSource(k) {
+			return errBehind
 		}
 		p.s.m.log.Info("deleting the mirror of a pod that is gone", "pod", k, "uid", mirror.UID)
 		return p.deleteMirror(ctx, k, mirror)

@@ -1,13 +1,16 @@
 package mirror
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -340,5 +343,113 @@ func TestOutageResynced(t *testing.T) {
 	}
 	if n := f.node(); condition(n, v1.NodeReady).Status != v1.ConditionTrue {
 		t.Errorf("node not Ready after the outage")
+	}
+}
+
+// A mirror the apiserver refuses while it bootstraps (kube-apiserver
+// creates the system-node-critical PriorityClass in a post-start hook,
+// after it serves requests) is tried again within seconds, as kubelet's
+// next sync would, not at the next resync minutes later.
+func TestRefusedMirrorRetriedSoon(t *testing.T) {
+	f := newFixture(t)
+	var bootstrapping atomic.Bool
+	bootstrapping.Store(true)
+	f.cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if bootstrapping.Load() {
+			return true, nil, apierrors.NewForbidden(v1.Resource("pods"), "etcd-node1",
+				errors.New("no PriorityClass with name system-node-critical was found"))
+		}
+		return false, nil, nil
+	})
+	f.store.SetPod(localPod("etcd", "3f1c0a", v1.PodRunning))
+	f.run()
+	eventually(t, "the refused creation", func() bool { return len(f.actions("create", "pods", "")) == 1 })
+	f.settle(idle + 1) // and the retry of the refused mirror
+	bootstrapping.Store(false)
+	f.stepUntil(time.Second, "the mirror", func() bool { return f.pod(ns, "etcd-node1") != nil })
+	if waited := f.clk.Now().Sub(epoch); waited > 30*time.Second {
+		t.Errorf("the refused mirror was created %v after the refusal, want within 30s", waited)
+	}
+
+	// A mirror refused for good is not tried in a tight loop: the waits
+	// between tries grow.
+	bootstrapping.Store(true)
+	f.store.SetPod(localPod("apiserver", "4a2b1c", v1.PodRunning))
+	eventually(t, "the second mirror refused", func() bool { return len(f.actions("create", "pods", "")) == 3 })
+	f.stepUntil(time.Second, "three more tries", func() bool { return len(f.actions("create", "pods", "")) == 6 })
+	if waited := f.clk.Now().Sub(epoch); waited < 30*time.Second {
+		t.Errorf("three retries of a refused mirror within %v: no back-off", waited)
+	}
+}
+
+// laggingSource is the Store with its watch held back while lag is set:
+// Ready (the supervisor's view) can turn true before the pod loop has read
+// the changes that made it so.
+type laggingSource struct {
+	*status.Store
+	lag atomic.Bool
+}
+
+func (s *laggingSource) Watch(ctx context.Context, since uint64) (<-chan status.PodChange, error) {
+	in, err := s.Store.Watch(ctx, since)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan status.PodChange)
+	go func() {
+		defer close(out)
+		for c := range in {
+			for s.lag.Load() {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(time.Millisecond):
+				}
+			}
+			select {
+			case out <- c:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// After a restart the mirrors are already there; the pods reach the store
+// as the supervisor adopts them. A mirror whose pod the store holds is
+// never deleted as an orphan, even when the pod loop has not yet read the
+// store's change for it.
+func TestRestartKeepsMirrorsOfAdoptedPods(t *testing.T) {
+	var ready atomic.Bool
+	var src *laggingSource
+	f := newFixture(t, func(o *Options) {
+		src = &laggingSource{Store: o.Pods.(*status.Store)}
+		o.Pods, o.Ready = src, ready.Load
+	})
+	local := localPod("etcd", "3f1c0a", v1.PodRunning)
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode, UID: "node-uid"}}
+	mirror := f.m.mirrorPod(local, node.UID)
+	mirror.UID = "mirror-uid"
+	for _, o := range []runtime.Object{node, mirror} {
+		if err := f.cs.Tracker().Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src.lag.Store(true)
+	f.run()
+	eventually(t, "the mirrors listed", func() bool { return len(f.actions("list", "pods", "")) > 0 })
+	f.settle(idle + 1) // and the retry that waits for Ready
+	f.store.SetPod(local) // adopted: in the store, not yet seen by the pod loop
+	ready.Store(true)
+	f.clk.Step(time.Second)
+	f.settle(idle) // the pod loop looked again, and waits for the watch
+	src.lag.Store(false)
+	eventually(t, "the mirror's status synced", func() bool { return len(f.actions("patch", "pods", "status")) > 0 })
+	if n := len(f.actions("delete", "pods", "")); n != 0 {
+		t.Errorf("%d mirror deletions after a restart, want 0: the adopted pod's mirror was taken for an orphan", n)
+	}
+	if m := f.pod(ns, "etcd-node1"); m == nil || m.UID != "mirror-uid" {
+		t.Errorf("mirror %v, want the one from before the restart", m)
 	}
 }
