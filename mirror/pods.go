@@ -54,12 +54,24 @@ type podSync struct {
 	// sent is the status last patched (or found equal) per key, so a watch
 	// event of that very write does not patch again.
 	sent map[string]sentStatus
-	// refused are the keys whose mirror the apiserver refused for good
-	// (NodeRestriction, validation): tried again only for a new local UID
-	// or on the next resync.
-	refused map[string]types.UID
+	// refused are the keys whose mirror the apiserver refused: for good
+	// (NodeRestriction, validation), tried again only for a new local UID
+	// or on the next resync; or for want of its namespace, tried again
+	// after a back-off.
+	refused map[string]refusal
 	// full: compare every status with the apiserver's, whatever was sent.
 	full bool
+}
+
+// refusal is the apiserver's refusal of the mirror of local pod uid.
+// retryAt zero: for good; else the namespace was missing (the apiserver
+// creates default and kube-system a moment after it first answers; an
+// admin may create a pod's namespace later), and the mirror is tried again
+// from retryAt, delay doubling up to retryMax.
+type refusal struct {
+	uid     types.UID
+	retryAt time.Time
+	delay   time.Duration
 }
 
 type sentStatus struct {
@@ -81,7 +93,7 @@ func (s *session) podLoop(ctx context.Context) {
 		mirrors: map[string]*v1.Pod{},
 		dirty:   map[string]bool{},
 		sent:    map[string]sentStatus{},
-		refused: map[string]types.UID{},
+		refused: map[string]refusal{},
 	}
 	pods, version := s.m.opts.Pods.List()
 	for i := range pods {
@@ -274,17 +286,21 @@ var errRefused = errors.New("refused")
 // errNotReady: the mirror has no local pod, but the Source is not ready.
 var errNotReady = errors.New("source not ready")
 
+// errLater: the mirror's namespace does not exist (yet); it is tried again
+// after a back-off.
+var errLater = errors.New("no namespace yet")
+
 // syncDirty syncs every dirty key; it stops at the first failure that
 // another try may fix, which it returns (the apiserver may be gone).
 // waiting: some mirrors without a local pod wait for the Source to be
-// ready.
+// ready, or some wait for their namespace.
 func (p *podSync) syncDirty(ctx context.Context, nodeUID types.UID) (waiting bool, err error) {
 	ready := p.s.m.opts.Ready == nil || p.s.m.opts.Ready()
 	keys := slices.Sorted(maps.Keys(p.dirty))
 	for _, k := range keys {
 		err := p.syncKey(ctx, k, nodeUID, ready)
 		switch {
-		case errors.Is(err, errNotReady):
+		case errors.Is(err, errNotReady), errors.Is(err, errLater):
 			waiting = true
 			continue
 		case errors.Is(err, errRefused):
@@ -340,8 +356,13 @@ func (p *podSync) syncKey(ctx context.Context, k string, nodeUID types.UID, read
 		p.s.m.log.Info("deleting the mirror of a pod that is gone", "pod", k, "uid", mirror.UID)
 		return p.deleteMirror(ctx, k, mirror)
 	}
-	if uid, ok := p.refused[k]; ok && uid == local.UID {
-		return nil
+	if r, ok := p.refused[k]; ok && r.uid == local.UID {
+		if r.retryAt.IsZero() {
+			return nil
+		}
+		if p.s.m.clock.Now().Before(r.retryAt) {
+			return errLater
+		}
 	}
 	if mirror != nil && !p.mirrorOf(mirror, local, nodeUID) {
 		p.s.m.log.Info("replacing a mirror pod", "pod", k, "uid", mirror.UID)
@@ -443,7 +464,7 @@ func (p *podSync) createMirror(ctx context.Context, k string, local *v1.Pod, nod
 			return nil, fmt.Errorf("get mirror pod %s: %w", k, err)
 		}
 		if !p.isMirror(cur) {
-			p.refused[k] = local.UID
+			p.refused[k] = refusal{uid: local.UID}
 			return nil, fmt.Errorf("%w: a pod that is not this node's mirror pod has the name %s", errRefused, k)
 		}
 		p.mirrors[k] = cur
@@ -451,8 +472,17 @@ func (p *podSync) createMirror(ctx context.Context, k string, local *v1.Pod, nod
 			return cur, nil
 		}
 		return nil, fmt.Errorf("mirror pod %s: an older mirror is in the way", k) // deleted on the retry
+	case apierrors.IsNotFound(err):
+		// What a create finds missing is the namespace.
+		d := time.Second
+		if r, ok := p.refused[k]; ok && r.uid == local.UID && r.delay > 0 {
+			d = min(2*r.delay, retryMax)
+		}
+		p.refused[k] = refusal{uid: local.UID, retryAt: p.s.m.clock.Now().Add(d), delay: d}
+		p.s.m.log.Info("no namespace for the mirror pod yet", "pod", k, "err", err, "retry", d)
+		return nil, fmt.Errorf("%w: create mirror pod %s: %w", errLater, k, err)
 	case permanent(err):
-		p.refused[k] = local.UID
+		p.refused[k] = refusal{uid: local.UID}
 		return nil, fmt.Errorf("%w: create mirror pod %s: %w", errRefused, k, err)
 	}
 	return nil, fmt.Errorf("create mirror pod %s: %w", k, err)

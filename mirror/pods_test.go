@@ -8,8 +8,10 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
@@ -340,5 +342,34 @@ func TestOutageResynced(t *testing.T) {
 	}
 	if n := f.node(); condition(n, v1.NodeReady).Status != v1.ConditionTrue {
 		t.Errorf("node not Ready after the outage")
+	}
+}
+
+// A mirror whose namespace does not exist yet (the apiserver creates
+// default and kube-system a moment after it first answers) is created
+// once the namespace is there, after a back-off, not at the next resync;
+// the other pods' mirrors do not wait for it.
+func TestMirrorWaitsForItsNamespace(t *testing.T) {
+	f := newFixture(t)
+	var missing atomic.Bool
+	missing.Store(true)
+	f.cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetNamespace() == ns && missing.Load() {
+			return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, ns)
+		}
+		return false, nil, nil
+	})
+	f.store.SetPod(localPod("etcd", "3f1c0a", v1.PodRunning))
+	other := localPod("app", "aa11", v1.PodRunning)
+	other.Namespace = "default"
+	f.store.SetPod(other)
+	f.run()
+	eventually(t, "the other namespace's mirror", func() bool { return f.pod("default", "app-node1") != nil })
+	f.stepUntil(time.Second, "a few tries", func() bool { return len(f.actions("create", "pods", "")) >= 4 })
+	missing.Store(false)
+	since := f.clk.Now()
+	f.stepUntil(time.Second, "the mirror", func() bool { return f.pod(ns, "etcd-node1") != nil })
+	if d := f.clk.Since(since); d > retryMax+retryMax/5+time.Second {
+		t.Errorf("mirror created %v after its namespace appeared, want within the retry back-off", d)
 	}
 }
