@@ -51,8 +51,11 @@ type podSync struct {
 	// mirrors are this node's mirror pods in the apiserver, by key.
 	mirrors map[string]*v1.Pod
 	dirty   map[string]bool
-	// sent is the status last patched (or found equal) per key, so a watch
-	// event of that very write does not patch again.
+	// sent is the status last patched (or found equal) per key, and the
+	// mirror's status the apiserver then had, so a watch event of that very
+	// write does not patch again, while a status someone else changed (the
+	// node lifecycle controller marks the pods of a node it lost touch with
+	// not ready) is put right at once.
 	sent map[string]sentStatus
 	// refused are the keys whose mirror the apiserver refused: for good
 	// (NodeRestriction, validation), tried again only for a new local UID
@@ -76,7 +79,8 @@ type refusal struct {
 
 type sentStatus struct {
 	mirror types.UID
-	status string
+	status string // what podvisor wanted
+	server string // the mirror's status in the apiserver after that
 }
 
 func key(namespace, name string) string { return namespace + "/" + name }
@@ -496,15 +500,19 @@ func permanent(err error) bool {
 
 // syncStatus patches the mirror's status to the local pod's, through the
 // status subresource and with the mirror's UID as precondition, when the
-// local status changed since it was last sent (on a full resync: when it
-// differs from the apiserver's).
+// local status or the mirror's changed since it was last sent (on a full
+// resync: when it differs from the apiserver's).
 func (p *podSync) syncStatus(ctx context.Context, k string, local, mirror *v1.Pod) error {
 	want := mergeStatus(&mirror.Status, &local.Status)
 	wantJSON, err := json.Marshal(want)
 	if err != nil {
 		return err
 	}
-	if sent, ok := p.sent[k]; ok && !p.full && sent.mirror == mirror.UID && sent.status == string(wantJSON) {
+	serverJSON, err := json.Marshal(&mirror.Status)
+	if err != nil {
+		return err
+	}
+	if sent, ok := p.sent[k]; ok && !p.full && sent.mirror == mirror.UID && sent.status == string(wantJSON) && sent.server == string(serverJSON) {
 		return nil
 	}
 	patch, unchanged, err := podStatusPatch(mirror.UID, &mirror.Status, want)
@@ -512,7 +520,7 @@ func (p *podSync) syncStatus(ctx context.Context, k string, local, mirror *v1.Po
 		return err
 	}
 	if unchanged {
-		p.sent[k] = sentStatus{mirror: mirror.UID, status: string(wantJSON)}
+		p.sent[k] = sentStatus{mirror: mirror.UID, status: string(wantJSON), server: string(serverJSON)}
 		return nil
 	}
 	rctx, cancel := p.s.call(ctx)
@@ -529,7 +537,11 @@ func (p *podSync) syncStatus(ctx context.Context, k string, local, mirror *v1.Po
 		return fmt.Errorf("patch mirror pod %s status: %w", k, err)
 	}
 	p.mirrors[k] = updated
-	p.sent[k] = sentStatus{mirror: mirror.UID, status: string(wantJSON)}
+	updatedJSON, err := json.Marshal(&updated.Status)
+	if err != nil {
+		return err
+	}
+	p.sent[k] = sentStatus{mirror: mirror.UID, status: string(wantJSON), server: string(updatedJSON)}
 	return nil
 }
 

@@ -373,3 +373,24 @@ func TestMirrorWaitsForItsNamespace(t *testing.T) {
 		t.Errorf("mirror created %v after its namespace appeared, want within the retry back-off", d)
 	}
 }
+
+// A mirror's status changed by someone else (the node lifecycle controller
+// marks the pods of a node whose lease it found stale not ready) is put
+// back to the local pod's at once, not at the next resync.
+func TestMirrorStatusChangedElsewhereRestored(t *testing.T) {
+	f := newFixture(t)
+	f.store.SetPod(localPod("etcd", "3f1c0a", v1.PodRunning))
+	f.run()
+	ready := func() bool {
+		m := f.pod(ns, "etcd-node1")
+		return m != nil && len(m.Status.Conditions) > 0 && m.Status.Conditions[0].Status == v1.ConditionTrue
+	}
+	eventually(t, "the mirror, ready", ready)
+	m := f.pod(ns, "etcd-node1")
+	m.Status.Conditions[0].Status = v1.ConditionFalse
+	m.Status.Conditions[0].Reason = "NodeNotReady"
+	if _, err := f.cs.CoreV1().Pods(ns).UpdateStatus(t.Context(), m, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the mirror ready again", ready)
+}
