@@ -67,8 +67,9 @@ type ControlPlane struct {
 	// EtcdEndpoint is etcd's client URL, https://127.0.0.1:<port>.
 	EtcdEndpoint string
 
-	apiPort int
-	peerURL string
+	apiPort  int
+	peerURL  string
+	kcmExtra []string // StartControllerManager's extra flags
 
 	mu       sync.Mutex // guards procs
 	procs    []*process // running or exited by themselves, in start order
@@ -383,20 +384,29 @@ func (cp *ControlPlane) Stop() error {
 }
 
 func (p *process) stop() error {
+	if p.stopWithin(stopTimeout) {
+		return fmt.Errorf("%s ignored SIGTERM for %v and was killed", p.name, stopTimeout)
+	}
+	return nil
+}
+
+// stopWithin sends SIGTERM, then SIGKILL after grace; killed: it took
+// SIGKILL.
+func (p *process) stopWithin(grace time.Duration) (killed bool) {
 	select {
 	case <-p.done:
-		return nil // exited already; waitReady reported it
+		return false // exited already; waitReady reported it
 	default:
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
-		return nil
-	case <-time.After(stopTimeout):
+		return false
+	case <-time.After(grace):
 	}
 	_ = p.cmd.Process.Kill()
 	<-p.done
-	return fmt.Errorf("%s ignored SIGTERM for %v and was killed", p.name, stopTimeout)
+	return true
 }
 
 // Pids are the process IDs of the programs running: etcd and

@@ -51,19 +51,29 @@ func (cp *ControlPlane) Launch(t testing.TB) {
 	t.Logf("control plane %s ready at %s in %v (logs: %s/{etcd,kube-apiserver}.log)", Version, cp.Server, time.Since(began).Round(time.Millisecond), cp.Dir)
 }
 
-// StopAPIServer ends kube-apiserver alone (SIGTERM, SIGKILL after
-// stopTimeout); etcd and the data stay, and StartAPIServer starts it again.
+// APIServerGrace is how long StopAPIServer lets kube-apiserver drain after
+// SIGTERM before it kills it. It closes its port at once but then waits up
+// to its request timeout (60 s) for open watches to end; kubelet would kill
+// it after the pod's 30 s grace period, a test need not wait that long.
+const APIServerGrace = 5 * time.Second
+
+// StopAPIServer ends kube-apiserver alone: SIGTERM, then SIGKILL after
+// APIServerGrace. etcd and the data stay, and StartAPIServer starts it
+// again.
 func (cp *ControlPlane) StopAPIServer(t testing.TB) {
 	t.Helper()
 	p := cp.proc("kube-apiserver")
 	if p == nil {
 		t.Fatal("kube-apiserver is not running")
 	}
-	err := p.stop()
+	began := time.Now()
+	killed := p.stopWithin(APIServerGrace)
 	cp.forget(p)
-	if err != nil {
-		t.Fatal(err)
+	how := "exited"
+	if killed {
+		how = "killed after " + APIServerGrace.String()
 	}
+	t.Logf("kube-apiserver stopped (SIGTERM, %s) in %v", how, time.Since(began).Round(time.Millisecond))
 }
 
 // StartAPIServer starts kube-apiserver again, with the same flags, port and
@@ -120,6 +130,27 @@ func (cp *ControlPlane) StartControllerManager(t testing.TB, extra ...string) {
 	if err := cp.run("kube-controller-manager", cp.Binaries.KubeControllerManager, append(args, extra...)...); err != nil {
 		t.Fatal(err)
 	}
+	cp.kcmExtra = extra
+}
+
+// RestartControllerManager stops kube-controller-manager and starts it
+// again with the same flags. Under kubeadm it exits when an apiserver
+// outage outlasts its leader lease and kubelet starts it again; without
+// leader election, an informer of the one started before the outage may
+// never catch up (v1.37.2's node lifecycle controller then stays stuck on
+// "read version ... is not as new as written version" for leases).
+func (cp *ControlPlane) RestartControllerManager(t testing.TB) {
+	t.Helper()
+	p := cp.proc("kube-controller-manager")
+	if p == nil {
+		t.Fatal("kube-controller-manager is not running")
+	}
+	err := p.stop()
+	cp.forget(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp.StartControllerManager(t, cp.kcmExtra...)
 }
 
 // running is a copy of the programs started and not stopped on purpose.
