@@ -30,7 +30,9 @@
 //     controller owner reference to the Node as it is now; never created
 //     while the Node is missing. Its status is the local pod's, patched
 //     through the status subresource with the mirror's UID as precondition,
-//     right after creation and whenever it changes (coalesced). A mirror
+//     right after creation, whenever it changes (coalesced) and whenever
+//     someone else changes the mirror's (the node lifecycle controller
+//     marking it not ready). A mirror
 //     deleted, being deleted, of an older manifest or of an older Node is
 //     replaced (deleted with its UID as precondition, then created); a
 //     mirror on this node without a local pod is deleted. Only pods with

@@ -51,13 +51,17 @@ type podSync struct {
 	// mirrors are this node's mirror pods in the apiserver, by key.
 	mirrors map[string]*v1.Pod
 	dirty   map[string]bool
-	// sent is the status last patched (or found equal) per key, so a watch
-	// event of that very write does not patch again.
+	// sent is the status last patched (or found equal) per key, and the
+	// mirror's status the apiserver then had, so a watch event of that very
+	// write does not patch again, while a status someone else changed (the
+	// node lifecycle controller marks the pods of a node it lost touch with
+	// not ready) is put right at once.
 	sent map[string]sentStatus
-	// refused are the keys whose mirror the apiserver refused (admission,
-	// validation): not tried again for the same local UID until the
-	// refused back-off (refusedRetryMin, doubling) or the next resync.
-	refused map[string]types.UID
+	// refused are the keys whose mirror the apiserver refused: by
+	// admission or validation, tried again for the same local UID only
+	// after the refused back-off (refusedRetryMin, doubling) or at the
+	// next resync; for want of its namespace, after a back-off of its own.
+	refused map[string]refusal
 	// refusals counts the refused back-off's rounds since refused was
 	// last empty.
 	refusals int
@@ -65,9 +69,21 @@ type podSync struct {
 	full bool
 }
 
+// refusal is the apiserver's refusal of the mirror of local pod uid.
+// retryAt zero: for good; else the namespace was missing (the apiserver
+// creates default and kube-system a moment after it first answers; an
+// admin may create a pod's namespace later), and the mirror is tried again
+// from retryAt, delay doubling up to retryMax.
+type refusal struct {
+	uid     types.UID
+	retryAt time.Time
+	delay   time.Duration
+}
+
 type sentStatus struct {
 	mirror types.UID
-	status string
+	status string // what podvisor wanted
+	server string // the mirror's status in the apiserver after that
 }
 
 func key(namespace, name string) string { return namespace + "/" + name }
@@ -84,7 +100,7 @@ func (s *session) podLoop(ctx context.Context) {
 		mirrors: map[string]*v1.Pod{},
 		dirty:   map[string]bool{},
 		sent:    map[string]sentStatus{},
-		refused: map[string]types.UID{},
+		refused: map[string]refusal{},
 	}
 	pods, version := s.m.opts.Pods.List()
 	for i := range pods {
@@ -307,17 +323,21 @@ var errNotReady = errors.New("source not ready")
 // watch will bring.
 var errBehind = errors.New("source watch behind")
 
+// errLater: the mirror's namespace does not exist (yet); it is tried again
+// after a back-off.
+var errLater = errors.New("no namespace yet")
+
 // syncDirty syncs every dirty key; it stops at the first failure that
 // another try may fix, which it returns (the apiserver may be gone).
 // waiting: some mirrors without a local pod wait for the Source to be
-// ready.
+// ready, or some wait for their namespace.
 func (p *podSync) syncDirty(ctx context.Context, nodeUID types.UID) (waiting bool, err error) {
 	ready := p.s.m.opts.Ready == nil || p.s.m.opts.Ready()
 	keys := slices.Sorted(maps.Keys(p.dirty))
 	for _, k := range keys {
 		err := p.syncKey(ctx, k, nodeUID, ready)
 		switch {
-		case errors.Is(err, errNotReady):
+		case errors.Is(err, errNotReady), errors.Is(err, errLater):
 			waiting = true
 			continue
 		case errors.Is(err, errBehind):
@@ -390,8 +410,13 @@ func (p *podSync) syncKey(ctx context.Context, k string, nodeUID types.UID, read
 		p.s.m.log.Info("deleting the mirror of a pod that is gone", "pod", k, "uid", mirror.UID)
 		return p.deleteMirror(ctx, k, mirror)
 	}
-	if uid, ok := p.refused[k]; ok && uid == local.UID {
-		return nil
+	if r, ok := p.refused[k]; ok && r.uid == local.UID {
+		if r.retryAt.IsZero() {
+			return nil
+		}
+		if p.s.m.clock.Now().Before(r.retryAt) {
+			return errLater
+		}
 	}
 	if mirror != nil && !p.mirrorOf(mirror, local, nodeUID) {
 		p.s.m.log.Info("replacing a mirror pod", "pod", k, "uid", mirror.UID)
@@ -493,7 +518,7 @@ func (p *podSync) createMirror(ctx context.Context, k string, local *v1.Pod, nod
 			return nil, fmt.Errorf("get mirror pod %s: %w", k, err)
 		}
 		if !p.isMirror(cur) {
-			p.refused[k] = local.UID
+			p.refused[k] = refusal{uid: local.UID}
 			return nil, fmt.Errorf("%w: a pod that is not this node's mirror pod has the name %s", errRefused, k)
 		}
 		p.mirrors[k] = cur
@@ -501,8 +526,17 @@ func (p *podSync) createMirror(ctx context.Context, k string, local *v1.Pod, nod
 			return cur, nil
 		}
 		return nil, fmt.Errorf("mirror pod %s: an older mirror is in the way", k) // deleted on the retry
+	case apierrors.IsNotFound(err):
+		// What a create finds missing is the namespace.
+		d := time.Second
+		if r, ok := p.refused[k]; ok && r.uid == local.UID && r.delay > 0 {
+			d = min(2*r.delay, retryMax)
+		}
+		p.refused[k] = refusal{uid: local.UID, retryAt: p.s.m.clock.Now().Add(d), delay: d}
+		p.s.m.log.Info("no namespace for the mirror pod yet", "pod", k, "err", err, "retry", d)
+		return nil, fmt.Errorf("%w: create mirror pod %s: %w", errLater, k, err)
 	case permanent(err):
-		p.refused[k] = local.UID
+		p.refused[k] = refusal{uid: local.UID}
 		return nil, fmt.Errorf("%w: create mirror pod %s: %w", errRefused, k, err)
 	}
 	return nil, fmt.Errorf("create mirror pod %s: %w", k, err)
@@ -516,15 +550,19 @@ func permanent(err error) bool {
 
 // syncStatus patches the mirror's status to the local pod's, through the
 // status subresource and with the mirror's UID as precondition, when the
-// local status changed since it was last sent (on a full resync: when it
-// differs from the apiserver's).
+// local status or the mirror's changed since it was last sent (on a full
+// resync: when it differs from the apiserver's).
 func (p *podSync) syncStatus(ctx context.Context, k string, local, mirror *v1.Pod) error {
 	want := mergeStatus(&mirror.Status, &local.Status)
 	wantJSON, err := json.Marshal(want)
 	if err != nil {
 		return err
 	}
-	if sent, ok := p.sent[k]; ok && !p.full && sent.mirror == mirror.UID && sent.status == string(wantJSON) {
+	serverJSON, err := json.Marshal(&mirror.Status)
+	if err != nil {
+		return err
+	}
+	if sent, ok := p.sent[k]; ok && !p.full && sent.mirror == mirror.UID && sent.status == string(wantJSON) && sent.server == string(serverJSON) {
 		return nil
 	}
 	patch, unchanged, err := podStatusPatch(mirror.UID, &mirror.Status, want)
@@ -532,7 +570,7 @@ func (p *podSync) syncStatus(ctx context.Context, k string, local, mirror *v1.Po
 		return err
 	}
 	if unchanged {
-		p.sent[k] = sentStatus{mirror: mirror.UID, status: string(wantJSON)}
+		p.sent[k] = sentStatus{mirror: mirror.UID, status: string(wantJSON), server: string(serverJSON)}
 		return nil
 	}
 	rctx, cancel := p.s.call(ctx)
@@ -549,7 +587,11 @@ func (p *podSync) syncStatus(ctx context.Context, k string, local, mirror *v1.Po
 		return fmt.Errorf("patch mirror pod %s status: %w", k, err)
 	}
 	p.mirrors[k] = updated
-	p.sent[k] = sentStatus{mirror: mirror.UID, status: string(wantJSON)}
+	updatedJSON, err := json.Marshal(&updated.Status)
+	if err != nil {
+		return err
+	}
+	p.sent[k] = sentStatus{mirror: mirror.UID, status: string(wantJSON), server: string(updatedJSON)}
 	return nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podvisor/podvisor/status"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 const ns = "kube-system"
@@ -439,7 +440,7 @@ func TestRestartKeepsMirrorsOfAdoptedPods(t *testing.T) {
 	src.lag.Store(true)
 	f.run()
 	eventually(t, "the mirrors listed", func() bool { return len(f.actions("list", "pods", "")) > 0 })
-	f.settle(idle + 1) // and the retry that waits for Ready
+	f.settle(idle + 1)    // and the retry that waits for Ready
 	f.store.SetPod(local) // adopted: in the store, not yet seen by the pod loop
 	ready.Store(true)
 	f.clk.Step(time.Second)
@@ -452,4 +453,54 @@ func TestRestartKeepsMirrorsOfAdoptedPods(t *testing.T) {
 	if m := f.pod(ns, "etcd-node1"); m == nil || m.UID != "mirror-uid" {
 		t.Errorf("mirror %v, want the one from before the restart", m)
 	}
+}
+
+// A mirror whose namespace does not exist yet (the apiserver creates
+// default and kube-system a moment after it first answers) is created
+// once the namespace is there, after a back-off, not at the next resync;
+// the other pods' mirrors do not wait for it.
+func TestMirrorWaitsForItsNamespace(t *testing.T) {
+	f := newFixture(t)
+	var missing atomic.Bool
+	missing.Store(true)
+	f.cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetNamespace() == ns && missing.Load() {
+			return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, ns)
+		}
+		return false, nil, nil
+	})
+	f.store.SetPod(localPod("etcd", "3f1c0a", v1.PodRunning))
+	other := localPod("app", "aa11", v1.PodRunning)
+	other.Namespace = "default"
+	f.store.SetPod(other)
+	f.run()
+	eventually(t, "the other namespace's mirror", func() bool { return f.pod("default", "app-node1") != nil })
+	f.stepUntil(time.Second, "a few tries", func() bool { return len(f.actions("create", "pods", "")) >= 4 })
+	missing.Store(false)
+	since := f.clk.Now()
+	f.stepUntil(time.Second, "the mirror", func() bool { return f.pod(ns, "etcd-node1") != nil })
+	if d := f.clk.Since(since); d > retryMax+retryMax/5+time.Second {
+		t.Errorf("mirror created %v after its namespace appeared, want within the retry back-off", d)
+	}
+}
+
+// A mirror's status changed by someone else (the node lifecycle controller
+// marks the pods of a node whose lease it found stale not ready) is put
+// back to the local pod's at once, not at the next resync.
+func TestMirrorStatusChangedElsewhereRestored(t *testing.T) {
+	f := newFixture(t)
+	f.store.SetPod(localPod("etcd", "3f1c0a", v1.PodRunning))
+	f.run()
+	ready := func() bool {
+		m := f.pod(ns, "etcd-node1")
+		return m != nil && len(m.Status.Conditions) > 0 && m.Status.Conditions[0].Status == v1.ConditionTrue
+	}
+	eventually(t, "the mirror, ready", ready)
+	m := f.pod(ns, "etcd-node1")
+	m.Status.Conditions[0].Status = v1.ConditionFalse
+	m.Status.Conditions[0].Reason = "NodeNotReady"
+	if _, err := f.cs.CoreV1().Pods(ns).UpdateStatus(t.Context(), m, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the mirror ready again", ready)
 }

@@ -67,7 +67,12 @@ type ControlPlane struct {
 	// EtcdEndpoint is etcd's client URL, https://127.0.0.1:<port>.
 	EtcdEndpoint string
 
-	procs    []*process // in start order
+	apiPort  int
+	peerURL  string
+	kcmExtra []string // StartControllerManager's extra flags
+
+	mu       sync.Mutex // guards procs
+	procs    []*process // running or exited by themselves, in start order
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -86,33 +91,13 @@ type process struct {
 // the tail of the failing program's log.
 func Start(t testing.TB, opts Options) *ControlPlane {
 	t.Helper()
-	b := Binaries(t)
-	cp := &ControlPlane{Binaries: b, NodeName: opts.NodeName, Dir: opts.Dir}
-	if cp.NodeName == "" {
-		cp.NodeName = "node1"
-	}
-	if cp.Dir == "" {
-		cp.Dir = t.TempDir()
-	}
-	cp.PKIDir = filepath.Join(cp.Dir, "pki")
-	cp.KubeconfigDir = filepath.Join(cp.Dir, "kubernetes")
-	cp.AdminKubeconfig = filepath.Join(cp.KubeconfigDir, "admin.conf")
-	cp.SuperAdminKubeconfig = filepath.Join(cp.KubeconfigDir, "super-admin.conf")
-	cp.KubeletKubeconfig = filepath.Join(cp.KubeconfigDir, "kubelet.conf")
-	t.Cleanup(func() {
-		if err := cp.Stop(); err != nil {
-			t.Errorf("stop control plane: %v", err)
-		}
-	})
-	began := time.Now()
-	if err := cp.start(t.Context()); err != nil {
-		t.Fatalf("start control plane in %s: %v", cp.Dir, err)
-	}
-	t.Logf("control plane %s ready at %s in %v (logs: %s/{etcd,kube-apiserver}.log)", Version, cp.Server, time.Since(began).Round(time.Millisecond), cp.Dir)
+	cp := Prepare(t, opts)
+	cp.Launch(t)
 	return cp
 }
 
-func (cp *ControlPlane) start(ctx context.Context) error {
+// prepare chooses the ports and writes the PKI and the kubeconfigs.
+func (cp *ControlPlane) prepare(ctx context.Context) error {
 	ports, err := freePorts(3)
 	if err != nil {
 		return err
@@ -120,13 +105,17 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 	apiPort, etcdPort, peerPort := ports[0], ports[1], ports[2]
 	cp.Server = "https://127.0.0.1:" + strconv.Itoa(apiPort)
 	cp.EtcdEndpoint = "https://127.0.0.1:" + strconv.Itoa(etcdPort)
-	peerURL := "https://127.0.0.1:" + strconv.Itoa(peerPort)
+	cp.peerURL = "https://127.0.0.1:" + strconv.Itoa(peerPort)
+	cp.apiPort = apiPort
+	return cp.kubeadm(ctx, apiPort)
+}
 
-	if err := cp.kubeadm(ctx, apiPort); err != nil {
-		return err
-	}
+// launch starts etcd and kube-apiserver and waits until the apiserver is
+// ready.
+func (cp *ControlPlane) launch(ctx context.Context) error {
 	pki := func(name string) string { return filepath.Join(cp.PKIDir, name) }
 	etcdDir := filepath.Join(cp.Dir, "etcd")
+	peerURL := cp.peerURL
 	// The flags of kubeadm's etcd manifest, on our ports and paths
 	// (without --listen-metrics-urls: one port fewer to find).
 	if err := cp.run("etcd", cp.Binaries.Etcd,
@@ -151,12 +140,27 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 	); err != nil {
 		return err
 	}
-	// The flags of kubeadm's kube-apiserver manifest, bound to 127.0.0.1.
-	// The advertise address stays the documentation one: kube-apiserver
-	// refuses a loopback address for the kubernetes Service's endpoints
-	// ("cannot use public IP 127.0.0.1 with endpoint reconciler"), and
-	// nothing here sends traffic to the advertised address.
-	if err := cp.run("kube-apiserver", cp.Binaries.KubeAPIServer,
+	if err := cp.runAPIServer(); err != nil {
+		return err
+	}
+	if err := cp.waitReady(ctx); err != nil {
+		return err
+	}
+	// What kubeadm init does before its first use of admin.conf
+	// (kubeconfig.EnsureAdminClusterRoleBinding), with super-admin.conf.
+	_, err := cp.kubectl(ctx, cp.SuperAdminKubeconfig, "create", "clusterrolebinding", "kubeadm:cluster-admins",
+		"--clusterrole=cluster-admin", "--group=kubeadm:cluster-admins")
+	return err
+}
+
+// runAPIServer starts kube-apiserver with the flags of kubeadm's manifest,
+// bound to 127.0.0.1. The advertise address stays the documentation one:
+// kube-apiserver refuses a loopback address for the kubernetes Service's
+// endpoints ("cannot use public IP 127.0.0.1 with endpoint reconciler"),
+// and nothing here sends traffic to the advertised address.
+func (cp *ControlPlane) runAPIServer() error {
+	pki := func(name string) string { return filepath.Join(cp.PKIDir, name) }
+	return cp.run("kube-apiserver", cp.Binaries.KubeAPIServer,
 		"--advertise-address="+documentationAddress,
 		"--bind-address=127.0.0.1",
 		"--allow-privileged=true",
@@ -178,7 +182,7 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 		"--requestheader-group-headers=X-Remote-Group",
 		"--requestheader-username-headers=X-Remote-User",
-		"--secure-port="+strconv.Itoa(apiPort),
+		"--secure-port="+strconv.Itoa(cp.apiPort),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file="+pki("sa.pub"),
 		"--service-account-signing-key-file="+pki("sa.key"),
@@ -186,17 +190,7 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 		"--tls-cert-file="+pki("apiserver.crt"),
 		"--tls-private-key-file="+pki("apiserver.key"),
 		"--cert-dir="+filepath.Join(cp.Dir, "apiserver-certs"),
-	); err != nil {
-		return err
-	}
-	if err := cp.waitReady(ctx); err != nil {
-		return err
-	}
-	// What kubeadm init does before its first use of admin.conf
-	// (kubeconfig.EnsureAdminClusterRoleBinding), with super-admin.conf.
-	_, err = cp.kubectl(ctx, cp.SuperAdminKubeconfig, "create", "clusterrolebinding", "kubeadm:cluster-admins",
-		"--clusterrole=cluster-admin", "--group=kubeadm:cluster-admins")
-	return err
+	)
 }
 
 // kubeadmConfig is the configuration the certs and kubeconfig phases read.
@@ -266,7 +260,7 @@ func (cp *ControlPlane) kubeadm(ctx context.Context, apiPort int) error {
 // with the test process (Pdeathsig) should the test never call Stop.
 func (cp *ControlPlane) run(name, bin string, args ...string) error {
 	logPath := filepath.Join(cp.Dir, name+".log")
-	f, err := os.Create(logPath)
+	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644) // a restart appends
 	if err != nil {
 		return err
 	}
@@ -283,7 +277,9 @@ func (cp *ControlPlane) run(name, bin string, args ...string) error {
 		p.err = cmd.Wait()
 		close(p.done)
 	}()
+	cp.mu.Lock()
 	cp.procs = append(cp.procs, p)
+	cp.mu.Unlock()
 	return nil
 }
 
@@ -300,7 +296,7 @@ func (cp *ControlPlane) waitReady(ctx context.Context) error {
 	defer tick.Stop()
 	last := "no answer yet"
 	for {
-		for _, p := range cp.procs {
+		for _, p := range cp.running() {
 			select {
 			case <-p.done:
 				return fmt.Errorf("%s exited before the apiserver was ready (%v); %s ends:\n%s", p.name, p.err, p.log, tail(p.log, 30))
@@ -318,7 +314,7 @@ func (cp *ControlPlane) waitReady(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			apiserver := cp.procs[len(cp.procs)-1]
+			apiserver := cp.proc("kube-apiserver")
 			return fmt.Errorf("apiserver not ready after %v (last /readyz: %s); %s ends:\n%s", ReadyTimeout, last, apiserver.log, tail(apiserver.log, 30))
 		case <-tick.C:
 		}
@@ -369,14 +365,16 @@ func failedChecks(body []byte) string {
 	return strings.Join(failed, "; ")
 }
 
-// Stop ends kube-apiserver, then etcd: SIGTERM, then SIGKILL after
-// stopTimeout; it returns once both have been reaped. It is safe to call
+// Stop ends every program it runs, the last started first (etcd last):
+// SIGTERM, then SIGKILL after stopTimeout; it returns once all have been
+// reaped. It is safe to call
 // more than once (Start also calls it from t.Cleanup).
 func (cp *ControlPlane) Stop() error {
 	cp.stopOnce.Do(func() {
 		var errs []error
-		for i := len(cp.procs) - 1; i >= 0; i-- {
-			if err := cp.procs[i].stop(); err != nil {
+		procs := cp.running()
+		for i := len(procs) - 1; i >= 0; i-- {
+			if err := procs[i].stop(); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -386,26 +384,36 @@ func (cp *ControlPlane) Stop() error {
 }
 
 func (p *process) stop() error {
+	if p.stopWithin(stopTimeout) {
+		return fmt.Errorf("%s ignored SIGTERM for %v and was killed", p.name, stopTimeout)
+	}
+	return nil
+}
+
+// stopWithin sends SIGTERM, then SIGKILL after grace; killed: it took
+// SIGKILL.
+func (p *process) stopWithin(grace time.Duration) (killed bool) {
 	select {
 	case <-p.done:
-		return nil // exited already; waitReady reported it
+		return false // exited already; waitReady reported it
 	default:
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
-		return nil
-	case <-time.After(stopTimeout):
+		return false
+	case <-time.After(grace):
 	}
 	_ = p.cmd.Process.Kill()
 	<-p.done
-	return fmt.Errorf("%s ignored SIGTERM for %v and was killed", p.name, stopTimeout)
+	return true
 }
 
-// Pids are the process IDs of etcd and kube-apiserver.
+// Pids are the process IDs of the programs running: etcd and
+// kube-apiserver, and kube-controller-manager once started.
 func (cp *ControlPlane) Pids() []int {
 	var pids []int
-	for _, p := range cp.procs {
+	for _, p := range cp.running() {
 		pids = append(pids, p.cmd.Process.Pid)
 	}
 	return pids

@@ -27,6 +27,17 @@
 //     super-admin.conf).
 //   - kubelet.conf is kubeadm's own: an embedded client certificate for
 //     system:node:<node> in group system:nodes, no bootstrap token.
-//   - Stop (also a t.Cleanup) ends both processes and waits for them; no
+//   - Prepare writes the PKI and kubeconfigs without starting anything (a
+//     node agent can then start before any apiserver answers, as under
+//     kubeadm); Launch starts etcd and kube-apiserver. Start is both.
+//   - StopAPIServer and StartAPIServer stop (SIGTERM, SIGKILL after
+//     APIServerGrace) and start kube-apiserver alone, on the same port and
+//     etcd data.
+//   - StartControllerManager adds kube-controller-manager with kubeadm's
+//     flags and controller-manager.conf, without leader election (it would
+//     exit while the apiserver is stopped), plus the caller's flags;
+//     RestartControllerManager starts it again, as kubelet does under
+//     kubeadm when it exits.
+//   - Stop (also a t.Cleanup) ends every process and waits for them; no
 //     process of the control plane outlives it.
 package controlplane
