@@ -581,15 +581,6 @@ func stateName(s v1.ContainerState) string {
 	return "none"
 }
 
-func podReady(p *v1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == v1.PodReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
-}
-
 func nodeCondition(n *v1.Node, t v1.NodeConditionType) v1.NodeCondition {
 	for _, c := range n.Status.Conditions {
 		if c.Type == t {
