@@ -48,6 +48,10 @@ const (
 	// retryMax caps the back-off between attempts against an apiserver that
 	// does not answer; 20 % jitter is added.
 	retryMax = 30 * time.Second
+	// registerMaxBackoff caps the back-off of connecting and registering
+	// the Node, as kubelet's registerWithAPIServer (7 s): a Node appears
+	// within seconds of the apiserver answering.
+	registerMaxBackoff = 7 * time.Second
 	// defaultTimeout bounds every request but the watches.
 	defaultTimeout = 10 * time.Second
 	// maxPods is kubelet's default pods capacity.
@@ -180,10 +184,10 @@ func New(opts Options) (*Mirror, error) {
 }
 
 // Run mirrors until ctx ends, then returns nil. Without an apiserver it
-// retries, with a jittered back-off capped near 30 s; it never makes a
-// caller or a pod wait for the apiserver.
+// retries, with a jittered back-off capped near 7 s as kubelet's; it never
+// makes a caller or a pod wait for the apiserver.
 func (m *Mirror) Run(ctx context.Context) error {
-	b := m.retry(retryMax)
+	b := m.retry(registerMaxBackoff)
 	for ctx.Err() == nil {
 		c, err := m.connect()
 		if err != nil {

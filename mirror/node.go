@@ -123,7 +123,7 @@ func cmpString(a, b string) int {
 }
 
 func (s *session) nodeLoop(ctx context.Context) {
-	b := s.m.retry(retryMax)
+	b := s.m.retry(registerMaxBackoff)
 	for {
 		d := nodeStatusUpdateFrequency
 		if err := s.syncNode(ctx); err != nil {

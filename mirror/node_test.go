@@ -230,7 +230,7 @@ func TestNodeStatusPatchReplacesAddresses(t *testing.T) {
 }
 
 // Registering waits out an apiserver that refuses with a growing, jittered
-// back-off capped near 30 s, then succeeds.
+// back-off capped near 7 s (kubelet's registerWithAPIServer), then succeeds.
 func TestRegisterBacksOff(t *testing.T) {
 	f := newFixture(t)
 	down := f.fail("create", "nodes", true)
@@ -263,12 +263,12 @@ func TestRegisterBacksOff(t *testing.T) {
 		t.Errorf("first retry after %v, want 1 s and jitter", gaps[0])
 	}
 	for i, g := range gaps {
-		if g > 36*time.Second+100*time.Millisecond {
+		if g > registerMaxBackoff*6/5+100*time.Millisecond {
 			t.Errorf("gap %d is %v, over the cap", i, g)
 		}
 	}
-	if last := gaps[len(gaps)-1]; last < 30*time.Second {
-		t.Errorf("last gap %v, want the cap (30 s and jitter)", last)
+	if last := gaps[len(gaps)-1]; last < registerMaxBackoff {
+		t.Errorf("last gap %v, want the cap (7 s and jitter)", last)
 	}
 	down.on.Store(false)
 	f.stepUntil(time.Second, "the Node", func() bool { return f.node() != nil })
