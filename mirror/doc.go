@@ -8,7 +8,7 @@
 // Contract:
 //
 //   - Optional and never in the way: Run starts without an apiserver and
-//     retries with a jittered back-off capped near 30 s; nothing a pod
+//     retries with a jittered back-off capped near 7 s (kubelet's); nothing a pod
 //     worker does waits for it (Record only queues; the Store's watch never
 //     waits for a reader). Every request but the pod watch is bounded by
 //     Options.Timeout.
