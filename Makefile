@@ -59,16 +59,18 @@ lint:
 # Everything: lint, unit tests, fuzz seeds, end-to-end tests against the
 # Debian containerd 1.6 and against containerd 2.x built from its module,
 # the control-plane tests against the control plane built from the
-# Kubernetes and etcd modules. The control plane builds (niced) while the
-# containerd 2.x tests run, which need it not: the first run, with an empty
-# Go build cache, spends most of its time there.
+# Kubernetes and etcd modules. The control plane builds (niced) in the
+# background while every test that needs it not runs: the first run, with
+# an empty Go build cache, spends most of its time building it.
+CONTROLPLANE_TESTS := ^(TestMirror|TestKubeadmControlPlane|TestControlPlane)$$
 test: deps lint
 	@echo "building the control plane in the background (log: $(CONTROLPLANE_LOG))"
 	@mkdir -p $(dir $(CONTROLPLANE_LOG)); $(MAKE) --no-print-directory controlplane >$(CONTROLPLANE_LOG) 2>&1 & cp=$$!; \
 	rc=0; $(MAKE) --no-print-directory test-containerd2 || rc=1; \
+	$(GO) test -count=1 -skip '$(CONTROLPLANE_TESTS)' ./... || rc=1; \
 	echo "waiting for the control plane build"; \
 	if ! wait $$cp; then cat $(CONTROLPLANE_LOG); exit 1; fi; \
-	PODVISOR_TEST_CONTROLPLANE=$(CONTROLPLANE_DIR) $(GO) test -count=1 ./... || rc=1; \
+	PODVISOR_TEST_CONTROLPLANE=$(CONTROLPLANE_DIR) $(GO) test -count=1 -run '$(CONTROLPLANE_TESTS)' ./internal/controlplane ./internal/e2e || rc=1; \
 	exit $$rc
 
 test-unit:
@@ -81,7 +83,7 @@ test-e2e:
 # link to an apiserver, not the runtime: they run once, against the Debian
 # containerd, which keeps `make test` well inside CI's time.
 test-containerd2: containerd2
-	PODVISOR_TEST_CONTAINERD=$(CONTAINERD2_DIR) $(GO) test -count=1 -skip 'TestMirror|TestKubeadmControlPlane' ./internal/e2e ./supervise/containerd
+	PODVISOR_TEST_CONTAINERD=$(CONTAINERD2_DIR) $(GO) test -count=1 -skip '$(CONTROLPLANE_TESTS)' ./internal/e2e ./supervise/containerd
 
 # The fault-injection tests (TestFault*: a hanging CNI plugin, podvisor
 # stopped in the middle of removals, starts and an import, containerd held
