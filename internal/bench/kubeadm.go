@@ -1,0 +1,352 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/content"
+	"github.com/containerd/containerd/v2/core/images"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/podvisor/podvisor/internal/controlplane"
+	"github.com/podvisor/podvisor/internal/testenv"
+	"github.com/podvisor/podvisor/supervise"
+)
+
+// kubeadmNamespace is the containerd namespace of the kubeadm runs; its
+// images are deleted before each, so each imports the archives anew.
+const kubeadmNamespace = "bench-kubeadm"
+
+// kubeadmPods are the static pods kubeadm's manifests name.
+var kubeadmPods = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+
+// kubeadmRun is one run of the kubeadm control plane from cold: offsets
+// from podvisor's start, with no state, no image in its containerd
+// namespace and no apiserver.
+type kubeadmRun struct {
+	// Imports are the image archives as podvisor logs them imported, in
+	// order; ImportPassMS is the last of them (the end of the first
+	// import pass).
+	Imports      []archiveImport `json:"imports"`
+	ImportPassMS float64         `json:"import_pass_ms"`
+	// AnsweredMS is the apiserver's first answer to /readyz, whatever it
+	// said, ReadyzMS its first ok (polled every 20 ms).
+	AnsweredMS float64 `json:"answered_ms"`
+	ReadyzMS   float64 `json:"readyz_ms"`
+	// MirrorsMS is when the watch (from the apiserver's first answer)
+	// first saw all four mirrors Running with their container ready.
+	MirrorsMS float64 `json:"mirrors_running_ms"`
+	// Pods holds, per static pod, its container's task start and when its
+	// mirror was first seen, and first seen Running 1/1.
+	Pods map[string]kubeadmPod `json:"pods"`
+}
+
+type archiveImport struct {
+	File string  `json:"file"`
+	MS   float64 `json:"ms"`
+}
+
+type kubeadmPod struct {
+	TaskStartMS     float64 `json:"task_start_ms"`
+	MirrorSeenMS    float64 `json:"mirror_seen_ms"`
+	MirrorRunningMS float64 `json:"mirror_running_ms"`
+}
+
+// runKubeadm generates kubeadm's files into dir/root (`kubeadm --rootfs`,
+// loopback edits: controlplane.KubeadmRoot), starts podvisor on its
+// manifests dir with kubelet.conf, a fresh state dir and an images dir with
+// the four control-plane archives, and measures podvisor's start → the
+// apiserver's /readyz ok → four mirror pods Running 1/1.
+func runKubeadm(ctx context.Context, env *testenv.Env, dir, bin string, arts *controlplane.Artifacts, rec *recorder, o options) (_ *kubeadmRun, err error) {
+	if err := controlplane.CheckKubeadmPorts(); err != nil {
+		return nil, err
+	}
+	root := filepath.Join(dir, "root")
+	k8s := filepath.Join(root, "etc", "kubernetes")
+	ka := &controlplane.KubeadmRoot{Kubeadm: arts.Kubeadm, Root: root}
+	began := time.Now()
+	// kubeadm's kubelet check port: nothing here runs that check.
+	if err := ka.WriteControlPlane(ctx, benchNode, 10248); err != nil {
+		return nil, err
+	}
+	logf("kubeadm: PKI, kubeconfigs and manifests in %s (%v, not measured)", root, time.Since(began).Round(time.Millisecond))
+	if err := deleteImages(ctx, env.Address, kubeadmNamespace); err != nil {
+		return nil, err
+	}
+	var archives []string
+	for _, p := range kubeadmPods {
+		archives = append(archives, filepath.Join(arts.ImagesDir, p+".tar"))
+	}
+	pv := &pvCase{env: env, bin: bin, dir: filepath.Join(dir, "pv"), logLevel: o.logLevel, ns: kubeadmNamespace,
+		images: archives, manifests: filepath.Join(k8s, "manifests"),
+		args: []string{"--kubeconfig", filepath.Join(k8s, "kubelet.conf"), "--node-ip", "127.0.0.1"}}
+	defer func() {
+		stopped := time.Now()
+		if serr := pv.stop(ctx); serr != nil {
+			err = errors.Join(err, serr)
+		}
+		logf("kubeadm: control plane removed, podvisor stopped in %v", time.Since(stopped).Round(time.Millisecond))
+		if derr := deleteImages(context.WithoutCancel(ctx), env.Address, kubeadmNamespace); derr != nil {
+			err = errors.Join(err, derr)
+		}
+		if err != nil {
+			logf("podvisor log (%s):\n%s", pv.logFile(), testenv.Tail(pv.logFile(), 30))
+		}
+		removeNamespaceDirs(kubeadmNamespace)
+	}()
+	readyz, err := readyzClient(filepath.Join(k8s, "pki", "ca.crt"))
+	if err != nil {
+		return nil, err
+	}
+	// super-admin.conf (system:masters, authorized before RBAC is
+	// bootstrapped): admin.conf needs the binding kubeadm init creates
+	// later.
+	cs, err := kubeClient(filepath.Join(k8s, "super-admin.conf"))
+	if err != nil {
+		return nil, err
+	}
+	res := &kubeadmRun{Pods: map[string]kubeadmPod{}}
+	answered := make(chan struct{}) // closed at the apiserver's first answer
+	type watched struct {
+		seen, running map[string]time.Time
+		at            time.Time // all four Running 1/1
+		err           error
+	}
+	mirrors := make(chan watched, 1)
+	wctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
+	defer cancel()
+	go func() {
+		w := watched{seen: map[string]time.Time{}, running: map[string]time.Time{}}
+		defer func() { mirrors <- w }()
+		select {
+		case <-answered:
+		case <-wctx.Done():
+			w.err = wctx.Err()
+			return
+		}
+		lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "pods", metav1.NamespaceSystem, fields.Everything())
+		_, w.err = watchtools.UntilWithSync(wctx, lw, &v1.Pod{}, nil, func(ev watch.Event) (bool, error) {
+			now := time.Now()
+			pod, ok := ev.Object.(*v1.Pod)
+			if !ok || ev.Type == watch.Deleted || pod.Annotations["kubernetes.io/config.mirror"] == "" {
+				return false, nil
+			}
+			name := strings.TrimSuffix(pod.Name, "-"+benchNode)
+			if _, ok := w.seen[name]; !ok {
+				w.seen[name] = now
+			}
+			if _, ok := w.running[name]; !ok && pod.Status.Phase == v1.PodRunning && allReady(pod) {
+				w.running[name] = now
+			}
+			for _, p := range kubeadmPods {
+				if _, ok := w.running[p]; !ok {
+					return false, nil
+				}
+			}
+			w.at = now
+			return true, nil
+		})
+	}()
+
+	t0 := time.Now()
+	if err := pv.start(ctx); err != nil {
+		return nil, err
+	}
+	// pv.start returns once podvisor's API answers, well before any image
+	// is imported: nothing of the control plane can answer yet.
+	err = pollUntil(ctx, 3*time.Minute, 20*time.Millisecond, "the apiserver's /readyz", func() (bool, error) {
+		if err := pv.alive(); err != nil {
+			return false, err
+		}
+		ok, code, err := readyzOK(ctx, readyz)
+		if code != 0 && res.AnsweredMS == 0 {
+			res.AnsweredMS = msSince(t0, time.Now())
+			close(answered)
+		}
+		return ok, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.ReadyzMS = msSince(t0, time.Now())
+	logf("kubeadm: apiserver's first answer after %.0f ms, /readyz ok after %.0f ms", res.AnsweredMS, res.ReadyzMS)
+	w := <-mirrors
+	if w.err != nil {
+		return nil, fmt.Errorf("four mirror pods Running 1/1 (running: %v): %w", slices.Collect(maps.Keys(w.running)), w.err)
+	}
+	seen, running := w.seen, w.running
+	res.MirrorsMS = msSince(t0, w.at)
+
+	res.Imports, err = importsLogged(pv.logFile(), t0)
+	if err != nil {
+		return nil, err
+	}
+	if n := len(res.Imports); n > 0 {
+		res.ImportPassMS = res.Imports[n-1].MS
+	}
+	pods, err := containerPods(ctx, pv.client)
+	if err != nil {
+		return nil, err
+	}
+	for id, at := range rec.taskStarts(kubeadmNamespace, t0) {
+		if name, ok := pods[id]; ok {
+			kp := res.Pods[name]
+			kp.TaskStartMS = msSince(t0, at)
+			res.Pods[name] = kp
+		}
+	}
+	for _, p := range kubeadmPods {
+		kp := res.Pods[p]
+		kp.MirrorSeenMS, kp.MirrorRunningMS = msSince(t0, seen[p]), msSince(t0, running[p])
+		res.Pods[p] = kp
+	}
+	return res, nil
+}
+
+func allReady(p *v1.Pod) bool {
+	if len(p.Status.ContainerStatuses) != len(p.Spec.Containers) {
+		return false
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		if !c.Ready {
+			return false
+		}
+	}
+	return true
+}
+
+// readyzClient trusts the cluster CA alone, and asks anonymously, as
+// kubeadm's probe does.
+func readyzClient(caFile string) (*http.Client, error) {
+	ca, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return nil, fmt.Errorf("no certificate in %s", caFile)
+	}
+	return &http.Client{
+		Timeout:   2 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}},
+	}, nil
+}
+
+// readyzOK asks kubeadm's apiserver's /readyz; code is its HTTP status, 0
+// when it did not answer.
+func readyzOK(ctx context.Context, c *http.Client) (ok bool, code int, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://127.0.0.1:6443/readyz", nil)
+	if err != nil {
+		return false, 0, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return false, 0, err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || string(body) != "ok" {
+		return false, resp.StatusCode, fmt.Errorf("/readyz %d %.200s", resp.StatusCode, body)
+	}
+	return true, resp.StatusCode, nil
+}
+
+// importsLogged reads podvisor's "imported image archive" lines (slog's
+// text format, time first) and returns each archive's offset from t0.
+func importsLogged(logFile string, t0 time.Time) ([]archiveImport, error) {
+	f, err := os.Open(logFile)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []archiveImport
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.Contains(line, `msg="imported image archive"`) {
+			continue
+		}
+		ts, ok := strings.CutPrefix(strings.Fields(line)[0], "time=")
+		if !ok {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, ts)
+		if err != nil {
+			return nil, fmt.Errorf("podvisor log: %w", err)
+		}
+		file := ""
+		if _, rest, ok := strings.Cut(line, " file="); ok {
+			file = filepath.Base(strings.Fields(rest)[0])
+		}
+		out = append(out, archiveImport{File: file, MS: msSince(t0, at)})
+	}
+	return out, sc.Err()
+}
+
+// containerPods maps each container of c's namespace to its pod's name
+// without the node suffix.
+func containerPods(ctx context.Context, c *client.Client) (map[string]string, error) {
+	ctrs, err := c.Containers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, ctr := range ctrs {
+		labels, err := ctr.Labels(ctx)
+		if err != nil {
+			continue
+		}
+		out[ctr.ID()] = strings.TrimSuffix(labels[supervise.LabelPodName], "-"+benchNode)
+	}
+	return out, nil
+}
+
+// deleteImages removes every image of namespace ns and waits for
+// containerd's garbage collection, so that the next import starts from
+// nothing.
+func deleteImages(ctx context.Context, address, ns string) error {
+	c, err := client.New(address, client.WithDefaultNamespace(ns))
+	if err != nil {
+		return fmt.Errorf("containerd client: %w", err)
+	}
+	defer c.Close()
+	is := c.ImageService()
+	imgs, err := is.List(ctx)
+	if err != nil {
+		return fmt.Errorf("list images: %w", err)
+	}
+	for _, img := range imgs {
+		if err := is.Delete(ctx, img.Name, images.SynchronousDelete()); err != nil {
+			return fmt.Errorf("delete image %s: %w", img.Name, err)
+		}
+	}
+	// What the collection left would make the next import warmer than
+	// cold: say so.
+	blobs := 0
+	if err := c.ContentStore().Walk(ctx, func(content.Info) error { blobs++; return nil }); err != nil {
+		return fmt.Errorf("walk content: %w", err)
+	}
+	if blobs > 0 {
+		logf("warning: %d content blobs stay in namespace %s after its images were deleted", blobs, ns)
+	}
+	return nil
+}
