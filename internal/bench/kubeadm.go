@@ -51,11 +51,21 @@ type kubeadmRun struct {
 	// said, ReadyzMS its first ok (polled every 20 ms).
 	AnsweredMS float64 `json:"answered_ms"`
 	ReadyzMS   float64 `json:"readyz_ms"`
+	// NodeRegisteredMS is podvisor's "node registered" log line;
+	// NodeRetries counts its failed node-status tries before it (each
+	// followed by a back-off wait).
+	NodeRegisteredMS float64 `json:"node_registered_ms"`
+	NodeRetries      int     `json:"node_retries"`
+	// MirrorRefusals counts the mirror creations the apiserver refused
+	// (podvisor's log: before /readyz, kube-system's PriorityClasses may
+	// not exist yet), each followed by podvisor's refused-mirror back-off.
+	MirrorRefusals int `json:"mirror_refusals"`
 	// MirrorsMS is when the watch (from the apiserver's first answer)
 	// first saw all four mirrors Running with their container ready.
 	MirrorsMS float64 `json:"mirrors_running_ms"`
-	// Pods holds, per static pod, its container's task start and when its
-	// mirror was first seen, and first seen Running 1/1.
+	// Pods holds, per static pod, its container's task start, when
+	// podvisor's API first showed it Ready (polled every 20 ms), and when
+	// its mirror was first seen, and first seen Running 1/1.
 	Pods map[string]kubeadmPod `json:"pods"`
 }
 
@@ -66,6 +76,7 @@ type archiveImport struct {
 
 type kubeadmPod struct {
 	TaskStartMS     float64 `json:"task_start_ms"`
+	LocalReadyMS    float64 `json:"local_ready_ms"`
 	MirrorSeenMS    float64 `json:"mirror_seen_ms"`
 	MirrorRunningMS float64 `json:"mirror_running_ms"`
 }
@@ -95,7 +106,7 @@ func runKubeadm(ctx context.Context, env *testenv.Env, dir, bin string, arts *co
 	for _, p := range kubeadmPods {
 		archives = append(archives, filepath.Join(arts.ImagesDir, p+".tar"))
 	}
-	pv := &pvCase{env: env, bin: bin, dir: filepath.Join(dir, "pv"), logLevel: o.logLevel, ns: kubeadmNamespace,
+	pv := &pvCase{env: env, bin: bin, dir: filepath.Join(dir, "pv"), logLevel: o.logLevel, ns: kubeadmNamespace, logPath: o.mirrorLog(filepath.Base(dir)),
 		images: archives, manifests: filepath.Join(k8s, "manifests"),
 		args: []string{"--kubeconfig", filepath.Join(k8s, "kubelet.conf"), "--node-ip", "127.0.0.1"}}
 	defer func() {
@@ -170,6 +181,8 @@ func runKubeadm(ctx context.Context, env *testenv.Env, dir, bin string, arts *co
 	if err := pv.start(ctx); err != nil {
 		return nil, err
 	}
+	localReady := make(chan map[string]time.Time, 1)
+	go func() { localReady <- pv.readySince(wctx) }()
 	// pv.start returns once podvisor's API answers, well before any image
 	// is imported: nothing of the control plane can answer yet.
 	err = pollUntil(ctx, 3*time.Minute, 20*time.Millisecond, "the apiserver's /readyz", func() (bool, error) {
@@ -194,13 +207,23 @@ func runKubeadm(ctx context.Context, env *testenv.Env, dir, bin string, arts *co
 	}
 	seen, running := w.seen, w.running
 	res.MirrorsMS = msSince(t0, w.at)
+	cancel()
+	local := <-localReady
 
-	res.Imports, err = importsLogged(pv.logFile(), t0)
-	if err != nil {
-		return nil, err
-	}
-	if n := len(res.Imports); n > 0 {
-		res.ImportPassMS = res.Imports[n-1].MS
+	for _, l := range logged(pv.logFile(), t0) {
+		switch l.msg {
+		case "imported image archive":
+			res.Imports = append(res.Imports, archiveImport{File: filepath.Base(l.attr("file")), MS: l.ms})
+			res.ImportPassMS = l.ms
+		case "node status":
+			if res.NodeRegisteredMS == 0 {
+				res.NodeRetries++
+			}
+		case "node registered":
+			res.NodeRegisteredMS = l.ms
+		case "apiserver refused the mirror pod":
+			res.MirrorRefusals++
+		}
 	}
 	pods, err := containerPods(ctx, pv.client)
 	if err != nil {
@@ -216,9 +239,38 @@ func runKubeadm(ctx context.Context, env *testenv.Env, dir, bin string, arts *co
 	for _, p := range kubeadmPods {
 		kp := res.Pods[p]
 		kp.MirrorSeenMS, kp.MirrorRunningMS = msSince(t0, seen[p]), msSince(t0, running[p])
+		if at, ok := local[p]; ok {
+			kp.LocalReadyMS = msSince(t0, at)
+		}
 		res.Pods[p] = kp
 	}
 	return res, nil
+}
+
+// readySince polls podvisor's API every 20 ms until ctx ends and returns
+// when each pod (named without the node suffix) was first seen Running
+// with its containers ready.
+func (p *pvCase) readySince(ctx context.Context) map[string]time.Time {
+	out := map[string]time.Time{}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if list, err := p.api.Pods(ctx); err == nil {
+			now := time.Now()
+			for i := range list.Items {
+				pod := &list.Items[i]
+				name := strings.TrimSuffix(pod.Name, "-"+benchNode)
+				if _, ok := out[name]; !ok && pod.Status.Phase == v1.PodRunning && allReady(pod) {
+					out[name] = now
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return out
+		case <-tick.C:
+		}
+	}
 }
 
 func allReady(p *v1.Pod) bool {
@@ -269,37 +321,57 @@ func readyzOK(ctx context.Context, c *http.Client) (ok bool, code int, err error
 	return true, resp.StatusCode, nil
 }
 
-// importsLogged reads podvisor's "imported image archive" lines (slog's
-// text format, time first) and returns each archive's offset from t0.
-func importsLogged(logFile string, t0 time.Time) ([]archiveImport, error) {
+// logLine is one line of podvisor's log (slog's text format, time
+// first): its offset from t0, message and the rest.
+type logLine struct {
+	ms        float64
+	msg, rest string
+}
+
+// attr is the value of key=value in the line (unquoted values only).
+func (l logLine) attr(key string) string {
+	if _, v, ok := strings.Cut(l.rest, " "+key+"="); ok {
+		return strings.Fields(v)[0]
+	}
+	return ""
+}
+
+// logged reads podvisor's log; lines it cannot parse are skipped.
+func logged(logFile string, t0 time.Time) []logLine {
 	f, err := os.Open(logFile)
 	if err != nil {
-		return nil, err
+		return nil
 	}
 	defer f.Close()
-	var out []archiveImport
+	var out []logLine
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.Contains(line, `msg="imported image archive"`) {
-			continue
-		}
-		ts, ok := strings.CutPrefix(strings.Fields(line)[0], "time=")
+		ts, rest, _ := strings.Cut(line, " ")
+		ts, ok := strings.CutPrefix(ts, "time=")
 		if !ok {
 			continue
 		}
 		at, err := time.Parse(time.RFC3339Nano, ts)
 		if err != nil {
-			return nil, fmt.Errorf("podvisor log: %w", err)
+			continue
 		}
-		file := ""
-		if _, rest, ok := strings.Cut(line, " file="); ok {
-			file = filepath.Base(strings.Fields(rest)[0])
+		_, after, ok := strings.Cut(rest, "msg=")
+		if !ok {
+			continue
 		}
-		out = append(out, archiveImport{File: file, MS: msSince(t0, at)})
+		msg, tail := after, ""
+		if strings.HasPrefix(after, `"`) {
+			if i := strings.Index(after[1:], `"`); i >= 0 {
+				msg, tail = after[1:i+1], after[i+2:]
+			}
+		} else if m, t, ok := strings.Cut(after, " "); ok {
+			msg, tail = m, " "+t
+		}
+		out = append(out, logLine{ms: msSince(t0, at), msg: msg, rest: tail})
 	}
-	return out, sc.Err()
+	return out
 }
 
 // containerPods maps each container of c's namespace to its pod's name

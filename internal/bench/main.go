@@ -47,6 +47,7 @@ type options struct {
 	// apiserver, then kubeadmRuns kubeadm control planes from cold.
 	mirror                  bool
 	mirrorRuns, kubeadmRuns int
+	mirrorLogDir            string
 }
 
 func main() {
@@ -66,6 +67,7 @@ func main() {
 	flag.BoolVar(&o.mirror, "mirror", false, "run the mirror phase: manifest → mirror pod Ready in an apiserver, and the kubeadm control plane from cold (needs `make controlplane`)")
 	flag.IntVar(&o.mirrorRuns, "mirror-runs", 5, "measured runs of manifest → mirror Ready (0: skip them)")
 	flag.IntVar(&o.kubeadmRuns, "kubeadm-runs", 3, "kubeadm control planes started from cold (0: none)")
+	flag.StringVar(&o.mirrorLogDir, "mirror-log-dir", "", "keep the logs of the mirror phase's podvisors in this directory")
 	flag.Parse()
 	if !o.start && o.probes <= 0 && !o.mirror {
 		fmt.Fprintln(os.Stderr, "bench: -start=false and no -probes window or -mirror: nothing to measure")

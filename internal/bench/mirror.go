@@ -101,7 +101,7 @@ func runMirrorWarm(ctx context.Context, o options, env *testenv.Env, dir, bin st
 		return err
 	}
 
-	pv := &pvCase{env: env, bin: bin, dir: filepath.Join(dir, "mirror-pv"), logLevel: o.logLevel, ns: "bench-mirror",
+	pv := &pvCase{env: env, bin: bin, dir: filepath.Join(dir, "mirror-pv"), logLevel: o.logLevel, ns: "bench-mirror", logPath: o.mirrorLog("mirror"),
 		args: []string{"--kubeconfig", cp.KubeletKubeconfig, "--node-ip", "127.0.0.1"}}
 	defer func() {
 		if serr := pv.stop(ctx); serr != nil {
@@ -235,6 +235,15 @@ func waitMirrorGone(ctx context.Context, cs kubernetes.Interface, mirror string)
 		}
 		return false, err
 	})
+}
+
+// mirrorLog is where the mirror phase's podvisor named name logs: in
+// -mirror-log-dir when set, else in its own dir (removed at the end).
+func (o options) mirrorLog(name string) string {
+	if o.mirrorLogDir == "" {
+		return ""
+	}
+	return filepath.Join(o.mirrorLogDir, "podvisor-"+name+".log")
 }
 
 func podReady(p *v1.Pod) bool {

@@ -354,11 +354,21 @@ func (r *report) printMirror(w io.Writer) {
 	krow("apiserver's first answer (/readyz, any status)", func(kr kubeadmRun) float64 { return kr.AnsweredMS }, "")
 	krow("apiserver /readyz ok", func(kr kubeadmRun) float64 { return kr.ReadyzMS }, fmt.Sprintf("~%.1f s", kubeletKubeadmReadyzMS/1000.0))
 	for _, p := range kubeadmPods {
+		krow(p+": Ready in podvisor's API", func(kr kubeadmRun) float64 { return kr.Pods[p].LocalReadyMS }, "")
+	}
+	krow("node registered (podvisor's log)", func(kr kubeadmRun) float64 { return kr.NodeRegisteredMS }, "")
+	for _, p := range kubeadmPods {
 		krow(p+": mirror seen", func(kr kubeadmRun) float64 { return kr.Pods[p].MirrorSeenMS }, "")
 	}
 	for _, p := range kubeadmPods {
 		krow(p+": mirror Running 1/1", func(kr kubeadmRun) float64 { return kr.Pods[p].MirrorRunningMS }, "")
 	}
 	krow("four mirrors Running 1/1", func(kr kubeadmRun) float64 { return kr.MirrorsMS }, fmt.Sprintf("~%.0f s", kubeletKubeadmMirrorMS/1000.0))
-	fmt.Fprintln(w, "\nThe archives are imported one after another, in name order; the pods look for their image only once that first import pass has ended.")
+	var retries, refusals []string
+	for _, kr := range m.Kubeadm {
+		retries = append(retries, fmt.Sprint(kr.NodeRetries))
+		refusals = append(refusals, fmt.Sprint(kr.MirrorRefusals))
+	}
+	fmt.Fprintf(w, "\nThe archives are imported one after another, in name order; the pods look for their image only once that first import pass has ended. Per run: failed node-status tries before the node was registered (each followed by a back-off wait): %s; mirror creations the apiserver refused (each followed by a back-off): %s.\n",
+		strings.Join(retries, ", "), strings.Join(refusals, ", "))
 }
