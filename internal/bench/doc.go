@@ -62,8 +62,12 @@
 //     control-plane archives and kubelet.conf; from its start: each
 //     archive imported (podvisor's log), each task started (containerd's
 //     events), the apiserver's /readyz ok (polled every 20 ms, kubeadm's
-//     ports), each mirror pod seen and seen Running 1/1 (a watch). The
-//     runs need kubeadm's ports (6443, 2379-2381, 10257, 10259) free.
+//     ports), each pod Ready in podvisor's API (polled every 20 ms), each
+//     mirror pod seen and seen Running 1/1 (a watch from the apiserver's
+//     first answer); and, from podvisor's log, the node's registration and
+//     the mirror creations the apiserver refused. The runs need kubeadm's
+//     ports (6443, 2379-2381, 10257, 10259) free. -mirror-log-dir keeps
+//     the phase's podvisor logs.
 //
 // It needs root, containerd, runc, the CNI plugins and /bin/busybox, like
 // the tests that use internal/testenv.
