@@ -207,8 +207,14 @@ func runKubeadm(ctx context.Context, env *testenv.Env, dir, bin string, arts *co
 	}
 	seen, running := w.seen, w.running
 	res.MirrorsMS = msSince(t0, w.at)
-	cancel()
-	local := <-localReady
+	// The last pod's local Ready can reach the watch before the next poll.
+	var local map[string]time.Time
+	select {
+	case local = <-localReady:
+	case <-time.After(5 * time.Second):
+		cancel()
+		local = <-localReady
+	}
 
 	for _, l := range logged(pv.logFile(), t0) {
 		switch l.msg {
@@ -247,9 +253,9 @@ func runKubeadm(ctx context.Context, env *testenv.Env, dir, bin string, arts *co
 	return res, nil
 }
 
-// readySince polls podvisor's API every 20 ms until ctx ends and returns
-// when each pod (named without the node suffix) was first seen Running
-// with its containers ready.
+// readySince polls podvisor's API every 20 ms until every kubeadm pod has
+// been seen Running with its containers ready, or ctx ends, and returns
+// when each (named without the node suffix) was first seen so.
 func (p *pvCase) readySince(ctx context.Context) map[string]time.Time {
 	out := map[string]time.Time{}
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -263,6 +269,9 @@ func (p *pvCase) readySince(ctx context.Context) map[string]time.Time {
 				if _, ok := out[name]; !ok && pod.Status.Phase == v1.PodRunning && allReady(pod) {
 					out[name] = now
 				}
+			}
+			if len(out) == len(kubeadmPods) {
+				return out
 			}
 		}
 		select {
