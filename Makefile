@@ -162,11 +162,16 @@ demo-clean: build
 # same log driver (the same work), then against one that discards it. Then
 # the probes' cost: podvisor's CPU with 30 pods probed every second by
 # httpGet and by exec, beside the same pods without probes (30 s each).
+# Then, against the control plane `make controlplane` builds: manifest
+# written → mirror pod Ready in the apiserver, and the kubeadm control
+# plane from cold → /readyz and → four mirror pods Running 1/1.
 bench: export PODVISOR_TEST_PROBETARGET := $(CURDIR)/bin/probetarget
-bench: deps build
+bench: export PODVISOR_TEST_CONTROLPLANE := $(CONTROLPLANE_DIR)
+bench: deps build controlplane
 	$(GO) run ./internal/bench -podvisor bin/podvisor -baseline-log-driver
 	$(GO) run ./internal/bench -podvisor bin/podvisor -idle 0
 	$(GO) run ./internal/bench -podvisor bin/podvisor -start=false -probes 30s
+	$(GO) run ./internal/bench -podvisor bin/podvisor -start=false -mirror
 
 # Bounded fuzzing of the manifest decoder (make test runs the seeds).
 fuzz:

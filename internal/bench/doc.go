@@ -1,8 +1,9 @@
 // Command bench measures how fast podvisor starts pods against a baseline
-// that does the same work straight through containerd, and podvisor's
-// footprint with pods running (`make bench`).
+// that does the same work straight through containerd, podvisor's
+// footprint with pods running, the probes' cost, and how fast pods show in
+// an apiserver, a kubeadm control plane's from cold (`make bench`).
 //
-//	go run ./internal/bench [-podvisor bin/podvisor] [-runs 5] [-sizes 1,30] [-probes 30s] [-json out.json]
+//	go run ./internal/bench [-podvisor bin/podvisor] [-runs 5] [-sizes 1,30] [-probes 30s] [-mirror] [-json out.json]
 //
 // Other flags: -idle (the footprint's CPU window, 0 skips it), -log-level
 // and -podvisor-log (podvisor's log, kept in that file), and
@@ -43,6 +44,30 @@
 // probes. containerd's and the shims' CPU (with the runc processes and
 // probe commands the shims reap) and podvisor's goroutines and open fds
 // (with the pods, and after they are removed) are reported beside it.
+//
+// -mirror adds the mirror phase (-start=false runs it alone), against the
+// control plane `make controlplane` builds (internal/controlplane,
+// $PODVISOR_TEST_CONTROLPLANE), everything on 127.0.0.1:
+//
+//   - with etcd and kube-apiserver ready and podvisor (--kubeconfig
+//     kubelet.conf) registered as node bench, -mirror-runs times (5): a
+//     busybox manifest renamed into the manifests dir → the mirror pod
+//     first seen, and first seen Ready, by a watch on the apiserver (and
+//     the container's first instruction, locally);
+//   - -kubeadm-runs times (3), the kubeadm control plane from cold:
+//     `kubeadm --rootfs` writes the PKI, kubeconfigs and four manifests
+//     into a fresh root (controlplane.KubeadmRoot, not measured), the
+//     images of podvisor's containerd namespace are deleted, and podvisor
+//     starts with a fresh state dir, an images dir holding the four
+//     control-plane archives and kubelet.conf; from its start: each
+//     archive imported (podvisor's log), each task started (containerd's
+//     events), the apiserver's /readyz ok (polled every 20 ms, kubeadm's
+//     ports), each pod Ready in podvisor's API (polled every 20 ms), each
+//     mirror pod seen and seen Running 1/1 (a watch from the apiserver's
+//     first answer); and, from podvisor's log, the node's registration and
+//     the mirror creations the apiserver refused. The runs need kubeadm's
+//     ports (6443, 2379-2381, 10257, 10259) free. -mirror-log-dir keeps
+//     the phase's podvisor logs.
 //
 // It needs root, containerd, runc, the CNI plugins and /bin/busybox, like
 // the tests that use internal/testenv.

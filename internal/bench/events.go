@@ -165,3 +165,19 @@ func (r *recorder) phases(ns string, t0 time.Time, n int) map[string][]float64 {
 func msSince(t0, t time.Time) float64 {
 	return float64(t.Sub(t0)) / float64(time.Millisecond)
 }
+
+// taskStarts returns when each task of namespace ns started after t0, by
+// container ID.
+func (r *recorder) taskStarts(ns string, t0 time.Time) map[string]time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]time.Time{}
+	for _, e := range r.events {
+		if e.ns == ns && e.milestone == msStart && !e.at.Before(t0) {
+			if _, seen := out[e.id]; !seen {
+				out[e.id] = e.at
+			}
+		}
+	}
+	return out
+}

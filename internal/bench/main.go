@@ -43,6 +43,11 @@ type options struct {
 	// probes is the probe phase's window (0: skip it), probePods its pods.
 	probes    time.Duration
 	probePods int
+	// mirror runs the mirror phase: mirrorRuns warm runs against an
+	// apiserver, then kubeadmRuns kubeadm control planes from cold.
+	mirror                  bool
+	mirrorRuns, kubeadmRuns int
+	mirrorLogDir            string
 }
 
 func main() {
@@ -59,9 +64,13 @@ func main() {
 	flag.BoolVar(&o.start, "start", true, "run the start-latency phase against the baseline (and the footprint)")
 	flag.DurationVar(&o.probes, "probes", 0, "window of the probe-cost phase: podvisor's CPU with pods probed every second (0: skip the phase)")
 	flag.IntVar(&o.probePods, "probe-pods", 30, "pods of the probe-cost phase")
+	flag.BoolVar(&o.mirror, "mirror", false, "run the mirror phase: manifest → mirror pod Ready in an apiserver, and the kubeadm control plane from cold (needs `make controlplane`)")
+	flag.IntVar(&o.mirrorRuns, "mirror-runs", 5, "measured runs of manifest → mirror Ready (0: skip them)")
+	flag.IntVar(&o.kubeadmRuns, "kubeadm-runs", 3, "kubeadm control planes started from cold (0: none)")
+	flag.StringVar(&o.mirrorLogDir, "mirror-log-dir", "", "keep the logs of the mirror phase's podvisors in this directory")
 	flag.Parse()
-	if !o.start && o.probes <= 0 {
-		fmt.Fprintln(os.Stderr, "bench: -start=false and no -probes window: nothing to measure")
+	if !o.start && o.probes <= 0 && !o.mirror {
+		fmt.Fprintln(os.Stderr, "bench: -start=false and no -probes window or -mirror: nothing to measure")
 		os.Exit(2)
 	}
 	if o.probePods < 1 {
@@ -134,6 +143,39 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	defer rec.close()
 
+	res := &report{
+		ContainerdVersion: env.ContainerdVersion,
+		Containerd:        env.Containerd,
+		CPUs:              runtime.NumCPU(),
+		Kernel:            kernelRelease(),
+		BaselineLogDriver: o.baseLogDriver && o.start,
+	}
+	if o.start || o.probes > 0 {
+		if err := runPodvisor(ctx, o, env, dir, bin, rec, res); err != nil {
+			return err
+		}
+	}
+	if o.mirror {
+		if res.Started.IsZero() {
+			res.LoadStart, res.Started = loadAverage(), time.Now()
+		}
+		if res.Mirror, err = runMirror(ctx, o, env, dir, bin, rec); err != nil {
+			return err
+		}
+	}
+	res.LoadEnd = loadAverage()
+	res.print(os.Stdout)
+	if o.jsonOut != "" {
+		if err := res.writeJSON(o.jsonOut); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runPodvisor runs the phases of one podvisor without an apiserver: start
+// latency (and footprint), then the probes' cost.
+func runPodvisor(ctx context.Context, o options, env *testenv.Env, dir, bin string, rec *recorder, res *report) (err error) {
 	pv := &pvCase{env: env, bin: bin, dir: filepath.Join(dir, "pv"), logLevel: o.logLevel, logPath: o.podvisorLog}
 	defer func() {
 		if serr := pv.stop(ctx); serr != nil {
@@ -145,13 +187,6 @@ func run(ctx context.Context, o options) (err error) {
 	}()
 	if err := pv.start(ctx); err != nil {
 		return err
-	}
-	res := &report{
-		ContainerdVersion: env.ContainerdVersion,
-		Containerd:        env.Containerd,
-		CPUs:              runtime.NumCPU(),
-		Kernel:            kernelRelease(),
-		BaselineLogDriver: o.baseLogDriver && o.start,
 	}
 	if o.start {
 		if err := runStart(ctx, o, env, dir, bin, rec, pv, res); err != nil {
@@ -168,13 +203,6 @@ func run(ctx context.Context, o options) (err error) {
 			res.LoadStart, res.Started = loadAverage(), time.Now()
 		}
 		if res.Probes, err = pv.probeCosts(ctx, o.probePods, o.probes); err != nil {
-			return err
-		}
-	}
-	res.LoadEnd = loadAverage()
-	res.print(os.Stdout)
-	if o.jsonOut != "" {
-		if err := res.writeJSON(o.jsonOut); err != nil {
 			return err
 		}
 	}

@@ -19,6 +19,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
+// benchNode is the node name podvisor runs as, and the one the control
+// plane's kubelet.conf authenticates as.
+const benchNode = "bench"
+
 // pvCase runs pods through a podvisor daemon.
 type pvCase struct {
 	env      *testenv.Env
@@ -26,18 +30,31 @@ type pvCase struct {
 	dir      string
 	logLevel string
 	logPath  string // "" : dir/podvisor.log
+	// ns is its containerd namespace (pvNamespace when empty), images the
+	// archives in its images dir (the environment's busybox when nil),
+	// args more flags of `podvisor run`.
+	ns     string
+	images []string
+	args   []string
 
+	// manifests is the directory podvisor watches: dir/manifests unless
+	// set before start.
 	manifests, staging, hostRoot, runDir string
 
 	cmd    *exec.Cmd
 	exited chan struct{} // closed once the process has been reaped
 	up     bool          // the API answered once
 	api    *api.Client
-	client *client.Client // default namespace pvNamespace
+	client *client.Client // default namespace: namespace()
 }
 
-func (p *pvCase) name() string      { return "podvisor" }
-func (p *pvCase) namespace() string { return pvNamespace }
+func (p *pvCase) name() string { return "podvisor" }
+func (p *pvCase) namespace() string {
+	if p.ns != "" {
+		return p.ns
+	}
+	return pvNamespace
+}
 
 func (p *pvCase) logFile() string {
 	if p.logPath != "" {
@@ -50,23 +67,36 @@ func (p *pvCase) logFile() string {
 // its API answers.
 func (p *pvCase) start(ctx context.Context) error {
 	stateDir, logDir, imagesDir := filepath.Join(p.dir, "state"), filepath.Join(p.dir, "logs"), filepath.Join(p.dir, "images")
-	p.manifests, p.staging = filepath.Join(p.dir, "manifests"), filepath.Join(p.dir, "staging")
+	if p.manifests == "" {
+		p.manifests = filepath.Join(p.dir, "manifests")
+	}
+	p.staging = filepath.Join(p.dir, "staging")
 	p.hostRoot, p.runDir = filepath.Join(p.dir, "hostpath"), filepath.Join(p.dir, "run")
 	for _, d := range []string{stateDir, logDir, imagesDir, p.manifests, p.staging, p.hostRoot, p.runDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("podvisor dirs: %w", err)
 		}
 	}
-	if err := copyFile(p.env.ImageArchive, filepath.Join(imagesDir, "busybox.tar")); err != nil {
-		return fmt.Errorf("podvisor images dir: %w", err)
+	images := p.images
+	if images == nil {
+		images = []string{p.env.ImageArchive}
+	}
+	for _, img := range images {
+		name := filepath.Base(img)
+		if img == p.env.ImageArchive {
+			name = "busybox.tar"
+		}
+		if err := linkOrCopy(img, filepath.Join(imagesDir, name)); err != nil {
+			return fmt.Errorf("podvisor images dir: %w", err)
+		}
 	}
 	logFile, err := os.OpenFile(p.logFile(), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("podvisor log: %w", err)
 	}
-	p.cmd = exec.Command(p.bin, "run",
+	p.cmd = exec.Command(p.bin, append([]string{"run",
 		"--containerd-address", p.env.Address,
-		"--containerd-namespace", pvNamespace,
+		"--containerd-namespace", p.namespace(),
 		"--state-dir", stateDir,
 		"--run-dir", p.runDir,
 		"--log-dir", logDir,
@@ -74,9 +104,9 @@ func (p *pvCase) start(ctx context.Context) error {
 		"--images-dir", imagesDir,
 		"--cni-conf-dir", p.env.CNIConfDir,
 		"--cni-bin-dir", p.env.CNIBinDir,
-		"--node-name", "bench",
+		"--node-name", benchNode,
 		"--log-level", p.logLevel,
-	)
+	}, p.args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{
 		Setpgid: true, // ^C goes to the benchmark, which stops podvisor in order
@@ -105,7 +135,7 @@ func (p *pvCase) start(ctx context.Context) error {
 		return fmt.Errorf("start podvisor: %w", err)
 	}
 	p.api = api.NewClient(filepath.Join(p.runDir, "podvisor.sock"))
-	if p.client, err = client.New(p.env.Address, client.WithDefaultNamespace(pvNamespace)); err != nil {
+	if p.client, err = client.New(p.env.Address, client.WithDefaultNamespace(p.namespace())); err != nil {
 		return fmt.Errorf("containerd client: %w", err)
 	}
 	err = pollUntil(ctx, 30*time.Second, 20*time.Millisecond, "podvisor API", func() (bool, error) {
@@ -218,7 +248,7 @@ func (p *pvCase) waitEmpty(ctx context.Context, timeout time.Duration) error {
 			return false, err
 		}
 		if len(ctrs) > 0 {
-			return false, fmt.Errorf("%d containers in namespace %s", len(ctrs), pvNamespace)
+			return false, fmt.Errorf("%d containers in namespace %s", len(ctrs), p.namespace())
 		}
 		return true, nil
 	})
@@ -365,6 +395,14 @@ spec:
       path: %s
       type: DirectoryOrCreate
 `, name, testenv.ImageRef, podCommand, hostDir)
+}
+
+// linkOrCopy hard-links src to dst, or copies it across file systems.
+func linkOrCopy(src, dst string) error {
+	if err := os.Link(src, dst); err == nil {
+		return nil
+	}
+	return copyFile(src, dst)
 }
 
 func copyFile(src, dst string) error {

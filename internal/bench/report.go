@@ -101,6 +101,8 @@ type report struct {
 	Runs          []*runResult `json:"runs,omitempty"`
 	// Probes is the probe-cost phase (-probes).
 	Probes *probePhase `json:"probes,omitempty"`
+	// Mirror is the mirror phase (-mirror).
+	Mirror *mirrorPhase `json:"mirror,omitempty"`
 }
 
 func (r *report) summarize(sizes []int) {
@@ -160,6 +162,9 @@ func (r *report) print(w io.Writer) {
 	}
 	if r.Probes != nil {
 		r.printProbes(w)
+	}
+	if r.Mirror != nil {
+		r.printMirror(w)
 	}
 	fmt.Fprintln(w)
 }
@@ -293,4 +298,77 @@ func median(v []float64) float64 {
 		return s[m]
 	}
 	return (s[m-1] + s[m]) / 2
+}
+
+func (r *report) printMirror(w io.Writer) {
+	m := r.Mirror
+	if len(r.Summaries) == 0 && r.Probes == nil {
+		fmt.Fprintf(w, "\ncontainerd %s, %d CPUs, kernel %s; host load average (1 min) %.2f before, %.2f after", r.ContainerdVersion, r.CPUs, r.Kernel, r.LoadStart, r.LoadEnd)
+		if r.LoadStart > float64(r.CPUs)/2 || r.LoadEnd > float64(r.CPUs)/2 {
+			fmt.Fprintf(w, " — other work was running; expect noise")
+		}
+		fmt.Fprint(w, ".\n")
+	}
+	if len(m.Runs) > 0 {
+		fmt.Fprintf(w, "\n### Mirror: manifest renamed in → mirror pod Ready seen in the apiserver (watch), %d runs\n\n", len(m.Runs))
+		fmt.Fprintf(w, "podvisor already registered (its start → node Ready in the apiserver: %.0f ms).\n\n", m.NodeReadyMS)
+		fmt.Fprintln(w, "| milestone | median | runs | kubelet 1.37 (issue's figure, not measured) |")
+		fmt.Fprintln(w, "|---|---:|---|---:|")
+		row := func(name string, med float64, get func(mirrorRun) float64, kubelet string) {
+			var runs []string
+			for _, mr := range m.Runs {
+				runs = append(runs, fmt.Sprintf("%.0f", get(mr)))
+			}
+			fmt.Fprintf(w, "| %s | %.0f ms | %s | %s |\n", name, med, strings.Join(runs, ", "), kubelet)
+		}
+		row("container's first instruction (local)", m.FirstMS, func(mr mirrorRun) float64 { return mr.FirstMS }, "")
+		row("mirror pod created", m.CreatedMS, func(mr mirrorRun) float64 { return mr.CreatedMS }, "")
+		row("mirror pod Ready", m.ReadyMS, func(mr mirrorRun) float64 { return mr.ReadyMS }, fmt.Sprintf("~%d ms", kubeletMirrorReadyMS))
+	}
+	if len(m.Kubeadm) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n### kubeadm control plane from cold: podvisor start (no state, no image imported) → …, %d runs\n\n", len(m.Kubeadm))
+	fmt.Fprintln(w, "| milestone | median | runs | kubelet 1.37 (issue's figure, not measured) |")
+	fmt.Fprintln(w, "|---|---:|---|---:|")
+	krow := func(name string, get func(kubeadmRun) float64, kubelet string) {
+		var v []float64
+		var runs []string
+		for _, kr := range m.Kubeadm {
+			v = append(v, get(kr))
+			runs = append(runs, fmt.Sprintf("%.0f", get(kr)))
+		}
+		fmt.Fprintf(w, "| %s | %.0f ms | %s | %s |\n", name, median(v), strings.Join(runs, ", "), kubelet)
+	}
+	for i := range m.Kubeadm[0].Imports {
+		krow("archive "+m.Kubeadm[0].Imports[i].File+" imported (podvisor's log)", func(kr kubeadmRun) float64 {
+			if i < len(kr.Imports) {
+				return kr.Imports[i].MS
+			}
+			return 0
+		}, "")
+	}
+	for _, p := range kubeadmPods {
+		krow(p+": task started", func(kr kubeadmRun) float64 { return kr.Pods[p].TaskStartMS }, "")
+	}
+	krow("apiserver's first answer (/readyz, any status)", func(kr kubeadmRun) float64 { return kr.AnsweredMS }, "")
+	krow("apiserver /readyz ok", func(kr kubeadmRun) float64 { return kr.ReadyzMS }, fmt.Sprintf("~%.1f s", kubeletKubeadmReadyzMS/1000.0))
+	for _, p := range kubeadmPods {
+		krow(p+": Ready in podvisor's API", func(kr kubeadmRun) float64 { return kr.Pods[p].LocalReadyMS }, "")
+	}
+	krow("node registered (podvisor's log)", func(kr kubeadmRun) float64 { return kr.NodeRegisteredMS }, "")
+	for _, p := range kubeadmPods {
+		krow(p+": mirror seen", func(kr kubeadmRun) float64 { return kr.Pods[p].MirrorSeenMS }, "")
+	}
+	for _, p := range kubeadmPods {
+		krow(p+": mirror Running 1/1", func(kr kubeadmRun) float64 { return kr.Pods[p].MirrorRunningMS }, "")
+	}
+	krow("four mirrors Running 1/1", func(kr kubeadmRun) float64 { return kr.MirrorsMS }, fmt.Sprintf("~%.0f s", kubeletKubeadmMirrorMS/1000.0))
+	var retries, refusals []string
+	for _, kr := range m.Kubeadm {
+		retries = append(retries, fmt.Sprint(kr.NodeRetries))
+		refusals = append(refusals, fmt.Sprint(kr.MirrorRefusals))
+	}
+	fmt.Fprintf(w, "\nThe archives are imported one after another, in name order; the pods look for their image only once that first import pass has ended. Per run: failed node-status tries before the node was registered (each followed by a back-off wait): %s; mirror creations the apiserver refused (each followed by a back-off): %s.\n",
+		strings.Join(retries, ", "), strings.Join(refusals, ", "))
 }

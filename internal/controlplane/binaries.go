@@ -58,6 +58,10 @@ func Binaries(t testing.TB) *Artifacts {
 	return nil
 }
 
+// Find locates the built control plane as Binaries does, for a program
+// without a testing.T: an error says what is missing.
+func Find() (*Artifacts, error) { return findBinaries() }
+
 func findBinaries() (*Artifacts, error) {
 	dir := os.Getenv(EnvDir)
 	if dir == "" {

@@ -1,6 +1,9 @@
 package controlplane
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -15,18 +18,10 @@ import (
 func Prepare(t testing.TB, opts Options) *ControlPlane {
 	t.Helper()
 	b := Binaries(t)
-	cp := &ControlPlane{Binaries: b, NodeName: opts.NodeName, Dir: opts.Dir}
-	if cp.NodeName == "" {
-		cp.NodeName = "node1"
+	if opts.Dir == "" {
+		opts.Dir = t.TempDir()
 	}
-	if cp.Dir == "" {
-		cp.Dir = t.TempDir()
-	}
-	cp.PKIDir = filepath.Join(cp.Dir, "pki")
-	cp.KubeconfigDir = filepath.Join(cp.Dir, "kubernetes")
-	cp.AdminKubeconfig = filepath.Join(cp.KubeconfigDir, "admin.conf")
-	cp.SuperAdminKubeconfig = filepath.Join(cp.KubeconfigDir, "super-admin.conf")
-	cp.KubeletKubeconfig = filepath.Join(cp.KubeconfigDir, "kubelet.conf")
+	cp := newControlPlane(b, opts)
 	t.Cleanup(func() {
 		if err := cp.Stop(); err != nil {
 			t.Errorf("stop control plane: %v", err)
@@ -35,6 +30,43 @@ func Prepare(t testing.TB, opts Options) *ControlPlane {
 	if err := cp.prepare(t.Context()); err != nil {
 		t.Fatalf("prepare control plane in %s: %v", cp.Dir, err)
 	}
+	return cp
+}
+
+// New is Prepare for a program without a testing.T (a benchmark): it
+// writes the PKI and kubeconfigs into opts.Dir, which must be set, and
+// starts nothing. The caller calls Stop once it has called Run.
+func New(ctx context.Context, b *Artifacts, opts Options) (*ControlPlane, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("control plane: no directory")
+	}
+	cp := newControlPlane(b, opts)
+	if err := cp.prepare(ctx); err != nil {
+		return nil, fmt.Errorf("prepare control plane in %s: %w", cp.Dir, err)
+	}
+	return cp, nil
+}
+
+// Run is Launch for a program without a testing.T: it starts etcd and
+// kube-apiserver and returns once /readyz answers ok, or an error after
+// ReadyTimeout.
+func (cp *ControlPlane) Run(ctx context.Context) error {
+	if err := cp.launch(ctx); err != nil {
+		return fmt.Errorf("start control plane in %s: %w", cp.Dir, err)
+	}
+	return nil
+}
+
+func newControlPlane(b *Artifacts, opts Options) *ControlPlane {
+	cp := &ControlPlane{Binaries: b, NodeName: opts.NodeName, Dir: opts.Dir}
+	if cp.NodeName == "" {
+		cp.NodeName = "node1"
+	}
+	cp.PKIDir = filepath.Join(cp.Dir, "pki")
+	cp.KubeconfigDir = filepath.Join(cp.Dir, "kubernetes")
+	cp.AdminKubeconfig = filepath.Join(cp.KubeconfigDir, "admin.conf")
+	cp.SuperAdminKubeconfig = filepath.Join(cp.KubeconfigDir, "super-admin.conf")
+	cp.KubeletKubeconfig = filepath.Join(cp.KubeconfigDir, "kubelet.conf")
 	return cp
 }
 

@@ -23,65 +23,24 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// kubeadmAdvertise is the advertise address kubeadm writes: it refuses a
-// loopback one, so a documentation address stands in, and the test puts
-// 127.0.0.1 in its place wherever something would be reached there.
-const kubeadmAdvertise = "192.0.2.2"
-
-// kubeadmPorts are the host ports kubeadm's manifests use (apiserver,
-// etcd client, peer and metrics, controller-manager, scheduler). They are
-// outside the ephemeral range the other tests draw from.
-var kubeadmPorts = []int{6443, 2379, 2380, 2381, 10257, 10259}
-
-// kubeadmInitConfig is the configuration every kubeadm run reads; the
-// KubeletConfiguration only says where kubeadm's kubelet check looks.
-const kubeadmInitConfig = `apiVersion: kubeadm.k8s.io/v1beta4
-kind: InitConfiguration
-localAPIEndpoint:
-  advertiseAddress: %[1]s
-nodeRegistration:
-  name: %[2]s
-  criSocket: unix:///run/containerd/containerd.sock
----
-apiVersion: kubeadm.k8s.io/v1beta4
-kind: ClusterConfiguration
-kubernetesVersion: %[3]s
-apiServer:
-  certSANs:
-  - 127.0.0.1
----
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-healthzBindAddress: 127.0.0.1
-healthzPort: %[4]d
-`
-
 // TestKubeadmControlPlane is the kubeadm case: podvisor in kubelet's place
 // for a control plane kubeadm v1.37.2 writes.
 //
-// kubeadm writes only to /etc/kubernetes (manifests have no directory
-// flag), so every kubeadm run has --rootfs: it chroots into a temp dir and
-// writes its default layout there (etc/kubernetes/{pki,*.conf,manifests},
-// var/lib/etcd), and the host's /etc/kubernetes is never touched.
-// containerd resolves hostPath volumes on the host, so the manifests'
-// hostPaths below /etc/kubernetes and /var/lib/etcd get that root as a
-// prefix; kubeconfigs, etcd's URLs and the apiserver's probes get 127.0.0.1
-// for 192.0.2.2. Nothing else in kubeadm's files is changed (with --rootfs
-// kubeadm leaves out the CA directories its chroot lacks; the control
-// plane needs none). No traffic goes to 192.0.2.2: kubeadm's apiserver
-// calls use super-admin.conf, named explicitly; the phases that take no
+// kubeadm runs chrooted into a temp dir (--rootfs), and
+// controlplane.KubeadmRoot.WriteControlPlane makes the files it writes run
+// on this host: hostPaths get that root as a prefix; kubeconfigs, etcd's
+// URLs and the apiserver's probes get 127.0.0.1 for the documentation
+// advertise address; nothing else in kubeadm's files is changed. No
+// traffic goes to the advertise address: kubeadm's apiserver calls use
+// super-admin.conf, named explicitly; the phases that take no
 // --kubeconfig (wait-control-plane, mark-control-plane) would use
 // admin.conf pointed at the advertise address, so their checks and their
 // node patch are made here directly.
 func TestKubeadmControlPlane(t *testing.T) {
 	requireEnv(t)
 	bins := controlplane.Binaries(t)
-	for _, p := range kubeadmPorts {
-		l, err := net.Listen("tcp", ":"+strconv.Itoa(p))
-		if err != nil {
-			t.Fatalf("kubeadm's port %d is taken (another control plane on this host?): %v", p, err)
-		}
-		l.Close()
+	if err := controlplane.CheckKubeadmPorts(); err != nil {
+		t.Fatal(err)
 	}
 	healthzPort := 10248 // kubelet's, when it is free
 	if l, err := net.Listen("tcp", "127.0.0.1:10248"); err == nil {
@@ -93,19 +52,10 @@ func TestKubeadmControlPlane(t *testing.T) {
 	d := newDaemon(t)
 	root := filepath.Join(d.dir, "root") // kubeadm's /
 	k8sDir := filepath.Join(root, "etc", "kubernetes")
-	if err := os.MkdirAll(root, 0o755); err != nil {
+	ka := &kubeadmRun{t: t, k: &controlplane.KubeadmRoot{Kubeadm: bins.Kubeadm, Root: root, Logf: t.Logf}}
+	if err := ka.k.WriteControlPlane(t.Context(), node, healthzPort); err != nil {
 		t.Fatal(err)
 	}
-	cfg := fmt.Sprintf(kubeadmInitConfig, kubeadmAdvertise, node, controlplane.Version, healthzPort)
-	if err := os.WriteFile(filepath.Join(root, "kubeadm.yaml"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ka := &kubeadmRun{t: t, bin: bins.Kubeadm, root: root}
-	ka.run("init", "phase", "certs", "all", "--config", "/kubeadm.yaml")
-	ka.run("init", "phase", "kubeconfig", "all", "--config", "/kubeadm.yaml")
-	ka.run("init", "phase", "etcd", "local", "--config", "/kubeadm.yaml")
-	ka.run("init", "phase", "control-plane", "all", "--config", "/kubeadm.yaml")
-	loopbackKubeadmFiles(t, root)
 
 	for _, f := range []string{"kube-apiserver.tar", "kube-controller-manager.tar", "kube-scheduler.tar", "etcd.tar"} {
 		if err := os.Link(filepath.Join(bins.ImagesDir, f), filepath.Join(d.images, f)); err != nil {
@@ -188,9 +138,9 @@ func TestKubeadmControlPlane(t *testing.T) {
 	// The phases after it that take --kubeconfig run as they are (named
 	// explicitly, kubeadm uses the file as it is).
 	began = time.Now()
-	ka.run("init", "phase", "upload-config", "all", "--config", "/kubeadm.yaml", "--kubeconfig", "/etc/kubernetes/super-admin.conf")
-	ka.run("init", "phase", "bootstrap-token", "--config", "/kubeadm.yaml", "--kubeconfig", "/etc/kubernetes/super-admin.conf")
-	ka.run("init", "phase", "addon", "all", "--config", "/kubeadm.yaml", "--kubeconfig", "/etc/kubernetes/super-admin.conf")
+	ka.run("init", "phase", "upload-config", "all", "--config", controlplane.Config, "--kubeconfig", "/etc/kubernetes/super-admin.conf")
+	ka.run("init", "phase", "bootstrap-token", "--config", controlplane.Config, "--kubeconfig", "/etc/kubernetes/super-admin.conf")
+	ka.run("init", "phase", "addon", "all", "--config", controlplane.Config, "--kubeconfig", "/etc/kubernetes/super-admin.conf")
 	kc.must(admin, "get", "-n", "kube-system", "configmap/kubeadm-config", "configmap/kubelet-config", "deployment/coredns", "daemonset/kube-proxy")
 	kc.must(admin, "get", "-n", "kube-public", "configmap/cluster-info")
 
@@ -251,86 +201,20 @@ func TestKubeadmControlPlane(t *testing.T) {
 	}
 }
 
-// loopbackKubeadmFiles makes kubeadm's files, written under root, run on
-// this host with nothing sent to the advertise address: each edit must
-// apply exactly as often as kubeadm v1.37.2 gives it cause, so a kubeadm
-// that writes something else fails here rather than later.
-func loopbackKubeadmFiles(t *testing.T, root string) {
-	t.Helper()
-	k8s := filepath.Join(root, "etc", "kubernetes")
-	from, to := "https://"+kubeadmAdvertise+":6443", "https://127.0.0.1:6443"
-	for _, conf := range []string{"admin.conf", "super-admin.conf", "kubelet.conf", "controller-manager.conf", "scheduler.conf"} {
-		editFile(t, filepath.Join(k8s, conf), edit{"server: " + from, "server: " + to, 1})
-	}
-	// hostPaths are resolved by containerd on the host, where kubeadm's /
-	// is root.
-	hostPath := func(p string, n int) edit {
-		return edit{"\n      path: " + p, "\n      path: " + filepath.Join(root, p), n}
-	}
-	m := filepath.Join(k8s, "manifests")
-	editFile(t, filepath.Join(m, "etcd.yaml"),
-		// Nothing listens on the documentation address (a host need not
-		// have it), and a second 127.0.0.1:2379 listener would collide with
-		// the first.
-		edit{"--listen-client-urls=https://127.0.0.1:2379,https://" + kubeadmAdvertise + ":2379", "--listen-client-urls=https://127.0.0.1:2379", 1},
-		// Peer listener, advertised peer and client URLs (flags and
-		// kubeadm's annotation).
-		edit{kubeadmAdvertise, "127.0.0.1", 5},
-		hostPath("/etc/kubernetes/pki/etcd", 1), hostPath("/var/lib/etcd", 1))
-	editFile(t, filepath.Join(m, "kube-apiserver.yaml"),
-		// Startup, readiness and liveness probes. --advertise-address
-		// stays: kube-apiserver refuses a loopback one, and only writes it
-		// into the kubernetes Service's endpoints.
-		edit{"host: " + kubeadmAdvertise, "host: 127.0.0.1", 3},
-		hostPath("/etc/kubernetes/pki", 1))
-	editFile(t, filepath.Join(m, "kube-controller-manager.yaml"),
-		hostPath("/etc/kubernetes/pki", 1), hostPath("/etc/kubernetes/controller-manager.conf", 1))
-	editFile(t, filepath.Join(m, "kube-scheduler.yaml"),
-		hostPath("/etc/kubernetes/scheduler.conf", 1))
-}
-
-// edit replaces old by new, which must occur exactly n times.
-type edit struct {
-	old, new string
-	n        int
-}
-
-func editFile(t *testing.T, path string, edits ...edit) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range edits {
-		if got := bytes.Count(data, []byte(e.old)); got != e.n {
-			t.Fatalf("%s: %q occurs %d times, want %d:\n%s", path, e.old, got, e.n, data)
-		}
-		data = bytes.ReplaceAll(data, []byte(e.old), []byte(e.new))
-	}
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// kubeadmRun runs kubeadm chrooted into root.
+// kubeadmRun runs kubeadm chrooted into its root and fails t when it
+// fails.
 type kubeadmRun struct {
-	t    *testing.T
-	bin  string
-	root string
+	t *testing.T
+	k *controlplane.KubeadmRoot
 }
 
 func (k *kubeadmRun) run(args ...string) string {
 	k.t.Helper()
-	ctx, cancel := context.WithTimeout(k.t.Context(), 5*time.Minute)
-	defer cancel()
-	args = append([]string{"--rootfs", k.root}, args...)
-	began := time.Now()
-	out, err := exec.CommandContext(ctx, k.bin, args...).CombinedOutput()
+	out, err := k.k.Run(k.t.Context(), args...)
 	if err != nil {
-		k.t.Fatalf("kubeadm %s: %v\n%s", strings.Join(args, " "), err, out)
+		k.t.Fatal(err)
 	}
-	k.t.Logf("kubeadm %s (%v):\n%s", strings.Join(args[2:], " "), time.Since(began).Round(time.Millisecond), out)
-	return string(out)
+	return out
 }
 
 // kubectlRun runs the built kubectl.
