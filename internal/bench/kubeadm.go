@@ -3,11 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"os"
@@ -297,37 +294,20 @@ func allReady(p *v1.Pod) bool {
 // readyzClient trusts the cluster CA alone, and asks anonymously, as
 // kubeadm's probe does.
 func readyzClient(caFile string) (*http.Client, error) {
-	ca, err := os.ReadFile(caFile)
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(ca) {
-		return nil, fmt.Errorf("no certificate in %s", caFile)
-	}
-	return &http.Client{
-		Timeout:   2 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}},
-	}, nil
+	return controlplane.CAClient(caFile, 2*time.Second)
 }
 
 // readyzOK asks kubeadm's apiserver's /readyz; code is its HTTP status, 0
 // when it did not answer.
 func readyzOK(ctx context.Context, c *http.Client) (ok bool, code int, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://127.0.0.1:6443/readyz", nil)
-	if err != nil {
+	body, code, err := controlplane.Get(ctx, c, "https://127.0.0.1:6443/readyz")
+	if err != nil && code == 0 {
 		return false, 0, err
 	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return false, 0, err
+	if code != http.StatusOK || string(body) != "ok" {
+		return false, code, fmt.Errorf("/readyz %d %.200s", code, body)
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK || string(body) != "ok" {
-		return false, resp.StatusCode, fmt.Errorf("/readyz %d %.200s", resp.StatusCode, body)
-	}
-	return true, resp.StatusCode, nil
+	return true, code, nil
 }
 
 // logLine is one line of podvisor's log (slog's text format, time

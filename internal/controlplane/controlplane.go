@@ -323,18 +323,29 @@ func (cp *ControlPlane) waitReady(ctx context.Context) error {
 
 // httpClient trusts the cluster CA and nothing else.
 func (cp *ControlPlane) httpClient() (*http.Client, error) {
-	ca, err := os.ReadFile(filepath.Join(cp.PKIDir, "ca.crt"))
+	return CAClient(filepath.Join(cp.PKIDir, "ca.crt"), 5*time.Second)
+}
+
+// CAClient is an anonymous HTTPS client that trusts the CA in caFile
+// alone, each request bounded by timeout, as kubeadm's /readyz checks ask.
+func CAClient(caFile string, timeout time.Duration) (*http.Client, error) {
+	ca, err := os.ReadFile(caFile)
 	if err != nil {
 		return nil, err
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(ca) {
-		return nil, errors.New("no certificate in ca.crt")
+		return nil, fmt.Errorf("no certificate in %s", caFile)
 	}
 	return &http.Client{
-		Timeout:   5 * time.Second,
+		Timeout:   timeout,
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}},
 	}, nil
+}
+
+// Get fetches url with c: the body and the HTTP status.
+func Get(ctx context.Context, c *http.Client, url string) ([]byte, int, error) {
+	return get(ctx, c, url)
 }
 
 func get(ctx context.Context, c *http.Client, url string) ([]byte, int, error) {
