@@ -103,7 +103,7 @@ func Serve(ctx context.Context, o Options) error {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           newHandler(o.Store),
+		Handler:           newHandler(o),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
@@ -214,7 +214,8 @@ func removeIfSame(path string, ours os.FileInfo) {
 	}
 }
 
-func newHandler(s Store) http.Handler {
+func newHandler(o Options) http.Handler {
+	s := o.Store
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /pods", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, &v1.PodList{
