@@ -1,0 +1,288 @@
+package logread
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+
+// rec renders one CRI record at t0 plus sec seconds.
+func rec(sec int, stream, tag, content string) string {
+	return fmt.Sprintf("%s %s %s %s\n", t0.Add(time.Duration(sec)*time.Second).Format(time.RFC3339Nano), stream, tag, content)
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeGz(t *testing.T, path, content string) {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write([]byte(content))
+	zw.Close()
+	writeFile(t, path, b.String())
+}
+
+func appendFile(t *testing.T, path, content string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(content); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// collect returns an emit that records "stream content" per line.
+func collect() (func(Line) error, func() []string) {
+	var mu sync.Mutex
+	var got []string
+	emit := func(l Line) error {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, l.Stream+" "+string(l.Content))
+		return nil
+	}
+	return emit, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), got...)
+	}
+}
+
+func TestRead(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string // name -> content; .gz ones compressed
+		opts  Options
+		want  []string
+	}{{
+		name: "partial records join per stream, streams interleave in file order",
+		files: map[string]string{"0.log": rec(1, "stdout", "P", "hel") + rec(1, "stderr", "F", "err one") +
+			rec(2, "stdout", "P", "lo ") + rec(2, "stdout", "F", "world") + rec(3, "stderr", "F", "err two")},
+		opts: Options{Tail: -1},
+		want: []string{"stderr err one", "stdout hello world", "stderr err two"},
+	}, {
+		name:  "a partial line at the end is a line; torn lines are skipped",
+		files: map[string]string{"0.log": rec(1, "stdout", "F", "a") + "garbage\n" + rec(2, "stdout", "P", "cut")},
+		opts:  Options{Tail: -1},
+		want:  []string{"stdout a", "stdout cut"},
+	}, {
+		name: "rotated files in name order, compressed ones gunzipped, then the live file",
+		files: map[string]string{
+			"0.log.20261201-100001.gz": rec(1, "stdout", "F", "one"),
+			"0.log.20261201-100002.gz": rec(2, "stdout", "F", "two"),
+			"0.log.20261201-100003":    rec(3, "stdout", "F", "three"),
+			"0.log":                    rec(4, "stdout", "F", "four"),
+			"0.log.dropped":            `{"lines":0}`,
+			"1.log":                    rec(9, "stdout", "F", "next instance"),
+		},
+		opts: Options{Tail: -1},
+		want: []string{"stdout one", "stdout two", "stdout three", "stdout four"},
+	}, {
+		name: "tail across rotated and compressed files",
+		files: map[string]string{
+			"0.log.20261201-100001.gz": rec(1, "stdout", "F", "one") + rec(2, "stdout", "F", "two"),
+			"0.log.20261201-100003":    rec(3, "stdout", "F", "three"),
+			"0.log":                    rec(4, "stdout", "F", "four"),
+		},
+		opts: Options{Tail: 3},
+		want: []string{"stdout two", "stdout three", "stdout four"},
+	}, {
+		name:  "tail 0 is nothing",
+		files: map[string]string{"0.log": rec(1, "stdout", "F", "one")},
+		opts:  Options{Tail: 0},
+		want:  nil,
+	}, {
+		name:  "since keeps lines at or after it",
+		files: map[string]string{"0.log.1": rec(1, "stdout", "F", "one"), "0.log": rec(2, "stdout", "F", "two") + rec(3, "stderr", "F", "three")},
+		opts:  Options{Tail: -1, Since: t0.Add(2 * time.Second)},
+		want:  []string{"stdout two", "stderr three"},
+	}, {
+		name:  "tail, then since",
+		files: map[string]string{"0.log": rec(1, "stdout", "F", "one") + rec(2, "stdout", "F", "two") + rec(3, "stdout", "F", "three")},
+		opts:  Options{Tail: 2, Since: t0.Add(3 * time.Second)},
+		want:  []string{"stdout three"},
+	}, {
+		name:  "no live file is an empty log",
+		files: map[string]string{},
+		opts:  Options{Tail: -1},
+		want:  nil,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, content := range tt.files {
+				if strings.HasSuffix(name, ".gz") {
+					writeGz(t, filepath.Join(dir, name), content)
+				} else {
+					writeFile(t, filepath.Join(dir, name), content)
+				}
+			}
+			emit, got := collect()
+			if err := Read(filepath.Join(dir, "0.log"), tt.opts, emit); err != nil {
+				t.Fatal(err)
+			}
+			if g := got(); fmt.Sprint(g) != fmt.Sprint(tt.want) {
+				t.Errorf("got %q\nwant %q", g, tt.want)
+			}
+		})
+	}
+}
+
+func TestNextInstance(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "3.log"), "")
+	if _, ok := NextInstance(filepath.Join(dir, "3.log")); ok {
+		t.Error("NextInstance found a 4.log that is not there")
+	}
+	writeFile(t, filepath.Join(dir, "4.log"), "")
+	if next, ok := NextInstance(filepath.Join(dir, "3.log")); !ok || next != filepath.Join(dir, "4.log") {
+		t.Errorf("NextInstance = %q, %v; want 4.log", next, ok)
+	}
+}
+
+// waitFor polls cond until it holds, or fails the test after 10s.
+func waitFor(t *testing.T, what string, cond func() bool, got func() []string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s; got %q", what, got())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestFollow follows one log through both rotation schemes, a rotation
+// whose file is compressed before the reader sees it, a live file that is
+// briefly missing, and a container restart, then ends; every line is
+// emitted once, in order.
+func TestFollow(t *testing.T) {
+	dir := t.TempDir()
+	live := filepath.Join(dir, "0.log")
+	writeGz(t, filepath.Join(dir, "0.log.20261201-100000.gz"), rec(0, "stdout", "F", "l0"))
+	writeFile(t, live, rec(1, "stdout", "F", "l1")+rec(2, "stdout", "F", "l2"))
+
+	var ended sync.Mutex
+	end := false
+	isEnded := func() bool { ended.Lock(); defer ended.Unlock(); return end }
+	var idle sync.Mutex
+	idles := 0
+	idleCount := func() int { idle.Lock(); defer idle.Unlock(); return idles }
+	emit, got := collect()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- Follow(ctx, live, Options{Tail: 2}, Watch{
+			Poll:  time.Millisecond,
+			Ended: isEnded,
+			Idle:  func() error { idle.Lock(); idles++; idle.Unlock(); return nil },
+		}, emit)
+	}()
+	has := func(n int) func() bool { return func() bool { return len(got()) >= n } }
+	// caughtUp waits until Follow has gone idle twice since now: it has
+	// looked at the files as they are.
+	caughtUp := func() {
+		n := idleCount()
+		waitFor(t, "follow to go idle", func() bool { return idleCount() >= n+2 }, got)
+	}
+	waitFor(t, "the tail", has(2), got)
+	caughtUp()
+
+	// Grows; a line is written in two writes.
+	appendFile(t, live, rec(3, "stdout", "F", "l3")+rec(4, "stdout", "F", "l4")[:10])
+	caughtUp()
+	appendFile(t, live, rec(4, "stdout", "F", "l4")[10:])
+	waitFor(t, "l4", has(4), got)
+
+	// kubelet's rotation: renamed to a stamp, a new live file.
+	appendFile(t, live, rec(5, "stdout", "F", "l5"))
+	if err := os.Rename(live, live+".20261201-100005"); err != nil {
+		t.Fatal(err)
+	}
+	caughtUp() // the live file is missing for a while
+	writeFile(t, live, rec(6, "stdout", "F", "l6"))
+	waitFor(t, "l6", has(6), got)
+
+	// Two rotations before the reader looks, the older already compressed.
+	appendFile(t, live, rec(7, "stdout", "F", "l7"))
+	idle.Lock() // hold Follow in its Idle call
+	os.Rename(live, live+".20261201-100007")
+	b, _ := os.ReadFile(live + ".20261201-100007")
+	writeGz(t, live+".20261201-100007.gz", string(b))
+	os.Remove(live + ".20261201-100007")
+	writeFile(t, live, rec(8, "stdout", "F", "l8"))
+	os.Rename(live, live+".20261201-100008")
+	writeFile(t, live, rec(9, "stdout", "F", "l9"))
+	idle.Unlock()
+	waitFor(t, "l9", has(9), got)
+
+	// The old scheme: renamed to ".1".
+	appendFile(t, live, rec(10, "stdout", "F", "l10"))
+	os.Rename(live, live+".1")
+	writeFile(t, live, rec(11, "stdout", "F", "l11"))
+	waitFor(t, "l11", has(11), got)
+
+	// The container restarts: its last words, then the next instance.
+	appendFile(t, live, rec(12, "stderr", "P", "l1")+rec(12, "stderr", "F", "2"))
+	writeFile(t, filepath.Join(dir, "1.log"), rec(13, "stdout", "F", "l13"))
+	waitFor(t, "l13", has(13), got)
+	appendFile(t, filepath.Join(dir, "1.log"), rec(14, "stdout", "P", "l14"))
+
+	ended.Lock()
+	end = true
+	ended.Unlock()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Follow did not return once the log ended")
+	}
+	var want []string
+	for i := 1; i <= 14; i++ {
+		s := "stdout"
+		if i == 12 {
+			s = "stderr"
+		}
+		want = append(want, fmt.Sprintf("%s l%d", s, i))
+	}
+	if g := got(); fmt.Sprint(g) != fmt.Sprint(want) {
+		t.Errorf("got  %q\nwant %q", g, want)
+	}
+}
+
+func TestFollowStopsWithContext(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	emit, _ := collect()
+	done := make(chan error, 1)
+	go func() { done <- Follow(ctx, filepath.Join(dir, "0.log"), Options{Tail: -1}, Watch{Poll: time.Millisecond}, emit) }()
+	cancel()
+	select {
+	case err := <-done:
+		if err != context.Canceled {
+			t.Errorf("Follow = %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Follow did not return when its context ended")
+	}
+}
