@@ -275,7 +275,9 @@ func TestFollowStopsWithContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	emit, _ := collect()
 	done := make(chan error, 1)
-	go func() { done <- Follow(ctx, filepath.Join(dir, "0.log"), Options{Tail: -1}, Watch{Poll: time.Millisecond}, emit) }()
+	go func() {
+		done <- Follow(ctx, filepath.Join(dir, "0.log"), Options{Tail: -1}, Watch{Poll: time.Millisecond}, emit)
+	}()
 	cancel()
 	select {
 	case err := <-done:
