@@ -55,6 +55,9 @@ type Options struct {
 	// ShutdownTimeout bounds how long Serve waits for requests in flight
 	// once ctx is done; 5s when zero.
 	ShutdownTimeout time.Duration
+	// LogDir is the container log directory (--log-dir) that
+	// GET /pods/{name}/log reads; empty: no logs are served.
+	LogDir string
 }
 
 func (o Options) withDefaults() Options {
@@ -92,6 +95,7 @@ func (o Options) withDefaults() Options {
 //	                   API server sends them.
 //	GET /events        v1.EventList, oldest first
 //	GET /healthz       "ok" with 200, or 503 with the error text
+//	GET /pods/{name}/log  a container's log, text/plain (see registerLogs)
 func Serve(ctx context.Context, o Options) error {
 	if o.Store == nil {
 		return errors.New("serve local API: no Store")
@@ -248,6 +252,7 @@ func newHandler(o Options) http.Handler {
 			Items:    s.Events(),
 		})
 	})
+	registerLogs(mux, o)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if err := s.Health(); err != nil {

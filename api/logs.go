@@ -1,0 +1,293 @@
+package api
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/podvisor/podvisor/internal/layout"
+	"github.com/podvisor/podvisor/internal/logread"
+	"github.com/podvisor/podvisor/status"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// logPoll is how often a following log request looks for more output.
+const logPoll = 200 * time.Millisecond
+
+// registerLogs adds GET /pods/{name}/log: a container's log as the
+// apiserver's pod log subresource serves it, from the CRI log files under
+// o.LogDir, with PodLogOptions' query parameters (container, follow,
+// previous, tailLines, sinceSeconds, sinceTime, timestamps). The body is
+// text/plain, flushed as it goes; with follow it goes on across rotations
+// and container restarts until the pod is gone. If the server stops while
+// following, the response is cut off (not ended), so a client can tell
+// that from the log's end. Errors are metav1.Status bodies with kubelet's
+// and the apiserver's messages.
+func registerLogs(mux *http.ServeMux, o Options) {
+	mux.HandleFunc("GET /pods/{name}/log", func(w http.ResponseWriter, r *http.Request) {
+		serveLog(w, r, o)
+	})
+}
+
+// logRequest is a parsed, validated log request.
+type logRequest struct {
+	container  string
+	follow     bool
+	previous   bool
+	timestamps bool
+	tail       int // -1: all
+	since      time.Time
+}
+
+// badRequest is a request error answered with 400.
+type badRequest string
+
+func (e badRequest) Error() string { return string(e) }
+
+// parseLogQuery reads PodLogOptions from q, validated as the apiserver
+// does.
+func parseLogQuery(q url.Values, now time.Time) (logRequest, error) {
+	req := logRequest{container: q.Get("container"), tail: -1}
+	var err error
+	boolParam := func(name string) bool {
+		v := q.Get(name)
+		if v == "" || err != nil {
+			return false
+		}
+		b, perr := strconv.ParseBool(v)
+		if perr != nil {
+			err = badRequest(fmt.Sprintf("%s: invalid value %q: must be true or false", name, v))
+		}
+		return b
+	}
+	req.follow = boolParam("follow")
+	req.previous = boolParam("previous")
+	req.timestamps = boolParam("timestamps")
+	if err != nil {
+		return req, err
+	}
+	if v := q.Get("tailLines"); v != "" {
+		n, perr := strconv.ParseInt(v, 10, 64)
+		switch {
+		case perr != nil:
+			return req, badRequest(fmt.Sprintf("tailLines: invalid value %q: must be an integer", v))
+		case n < 0:
+			return req, badRequest(fmt.Sprintf("tailLines: Invalid value: %d: must be greater than or equal to 0", n))
+		case n > 1<<24:
+			n = 1 << 24 // bounds what a request holds in memory
+		}
+		req.tail = int(n)
+	}
+	secs, stamp := q.Get("sinceSeconds"), q.Get("sinceTime")
+	if secs != "" && stamp != "" {
+		return req, badRequest("at most one of `sinceTime` or `sinceSeconds` may be specified")
+	}
+	if secs != "" {
+		n, perr := strconv.ParseInt(secs, 10, 64)
+		if perr != nil || n < 1 {
+			return req, badRequest(fmt.Sprintf("sinceSeconds: Invalid value: %q: must be greater than 0", secs))
+		}
+		req.since = now.Add(-time.Duration(n) * time.Second)
+	}
+	if stamp != "" {
+		t, perr := time.Parse(time.RFC3339Nano, stamp)
+		if perr != nil {
+			return req, badRequest(fmt.Sprintf("sinceTime: invalid value %q: must be an RFC3339 time", stamp))
+		}
+		req.since = t
+	}
+	return req, nil
+}
+
+// logContainer picks the container a request without one means, as the
+// apiserver does, and checks a named one exists.
+func logContainer(pod *v1.Pod, container string) (string, error) {
+	if container != "" {
+		for _, cs := range [][]v1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+			if slices.ContainsFunc(cs, func(c v1.Container) bool { return c.Name == container }) {
+				return container, nil
+			}
+		}
+		return "", badRequest(fmt.Sprintf("container %s is not valid for pod %s", container, pod.Name))
+	}
+	switch len(pod.Spec.Containers) {
+	case 0:
+		return "", badRequest(fmt.Sprintf("a container name must be specified for pod %s", pod.Name))
+	case 1:
+		return pod.Spec.Containers[0].Name, nil
+	}
+	msg := fmt.Sprintf("a container name must be specified for pod %s, choose one of: %s", pod.Name, containerNames(pod.Spec.Containers))
+	if len(pod.Spec.InitContainers) > 0 {
+		msg += " or one of the init containers: " + containerNames(pod.Spec.InitContainers)
+	}
+	return "", badRequest(msg)
+}
+
+func containerNames(cs []v1.Container) string {
+	names := make([]string, len(cs))
+	for i, c := range cs {
+		names[i] = c.Name
+	}
+	return "[" + strings.Join(names, " ") + "]"
+}
+
+// logInstance returns which run of the container the request reads, as
+// its restart count (the number of its log file), following kubelet's
+// validateContainerLogStatus: the previous run is the last terminated
+// one; otherwise the running one, else the terminated one, else the last
+// terminated one. The current run is RestartCount; a last terminated run
+// that is not it is the one before.
+func logInstance(pod *v1.Pod, container string, previous bool) (int32, error) {
+	var cs *v1.ContainerStatus
+	for _, list := range [][]v1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
+		for i := range list {
+			if list[i].Name == container {
+				cs = &list[i]
+			}
+		}
+	}
+	if cs == nil {
+		return 0, badRequest(fmt.Sprintf("container %q in pod %q is not available", container, pod.Name))
+	}
+	last := cs.LastTerminationState.Terminated
+	instanceOf := func(id string) (int32, error) {
+		if id == cs.ContainerID {
+			return cs.RestartCount, nil
+		}
+		if cs.RestartCount == 0 {
+			return 0, badRequest(fmt.Sprintf("previous terminated container %q in pod %q not found", container, pod.Name))
+		}
+		return cs.RestartCount - 1, nil
+	}
+	switch st := cs.State; {
+	case previous:
+		if last == nil || last.ContainerID == "" {
+			return 0, badRequest(fmt.Sprintf("previous terminated container %q in pod %q not found", container, pod.Name))
+		}
+		return instanceOf(last.ContainerID)
+	case st.Running != nil:
+		return cs.RestartCount, nil
+	case st.Terminated != nil:
+		if st.Terminated.ContainerID == "" && (last == nil || last.ContainerID == "") {
+			return 0, badRequest(fmt.Sprintf("container %q in pod %q is terminated", container, pod.Name))
+		}
+		return cs.RestartCount, nil
+	case last != nil:
+		if last.ContainerID == "" {
+			return 0, badRequest(fmt.Sprintf("container %q in pod %q is terminated", container, pod.Name))
+		}
+		return instanceOf(last.ContainerID)
+	case st.Waiting != nil:
+		switch reason := st.Waiting.Reason; reason {
+		case "ErrImagePull":
+			return 0, badRequest(fmt.Sprintf("container %q in pod %q is waiting to start: image can't be pulled", container, pod.Name))
+		case "ImagePullBackOff":
+			return 0, badRequest(fmt.Sprintf("container %q in pod %q is waiting to start: trying and failing to pull image", container, pod.Name))
+		default:
+			return 0, badRequest(fmt.Sprintf("container %q in pod %q is waiting to start: %v", container, pod.Name, reason))
+		}
+	}
+	return 0, badRequest(fmt.Sprintf("container %q in pod %q is waiting to start - no logs yet", container, pod.Name))
+}
+
+func serveLog(w http.ResponseWriter, r *http.Request, o Options) {
+	name := r.PathValue("name")
+	found := status.FindPods(o.Store.Pods(), name, r.URL.Query().Get("namespace"))
+	switch {
+	case len(found) == 0:
+		writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, name, fmt.Sprintf("pods %q not found", name))
+		return
+	case len(found) > 1:
+		candidates := make([]string, 0, len(found))
+		for _, p := range found {
+			candidates = append(candidates, p.Namespace+"/"+p.Name)
+		}
+		slices.Sort(candidates)
+		writeStatus(w, http.StatusConflict, metav1.StatusReasonConflict, name,
+			fmt.Sprintf("pod name %q is ambiguous, it matches: %s", name, strings.Join(candidates, ", ")))
+		return
+	}
+	pod := found[0]
+	req, err := parseLogQuery(r.URL.Query(), time.Now())
+	if err == nil {
+		req.container, err = logContainer(pod, req.container)
+	}
+	var n int32
+	if err == nil {
+		n, err = logInstance(pod, req.container, req.previous)
+	}
+	if err != nil {
+		var bad badRequest
+		if errors.As(err, &bad) {
+			writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, pod.Name, err.Error())
+		} else {
+			writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, pod.Name, err.Error())
+		}
+		return
+	}
+	if o.LogDir == "" {
+		writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, pod.Name, "this podvisor serves no logs (no log dir)")
+		return
+	}
+	live := layout.Layout{LogDir: o.LogDir}.ContainerLog(pod.Namespace, pod.Name, string(pod.UID), req.container, n)
+
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	bw := bufio.NewWriterSize(w, 32<<10)
+	flush := func() error {
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	var buf []byte
+	emit := func(l logread.Line) error {
+		buf = buf[:0]
+		if req.timestamps {
+			buf = l.Time.UTC().AppendFormat(buf, time.RFC3339Nano)
+			buf = append(buf, ' ')
+		}
+		buf = append(buf, l.Content...)
+		buf = append(buf, '\n')
+		_, err := bw.Write(buf)
+		return err
+	}
+	opts := logread.Options{Since: req.since, Tail: req.tail}
+	if !req.follow || req.previous {
+		// A previous run is over: following it would wait for nothing.
+		if err := logread.Read(live, opts, emit); err != nil {
+			o.Log.Warn("read log", "pod", pod.Name, "container", req.container, "err", err)
+		}
+		flush()
+		return
+	}
+	err = logread.Follow(r.Context(), live, opts, logread.Watch{
+		Poll:  logPoll,
+		Ended: func() bool { return !hasPod(o.Store, pod.UID) },
+		Idle:  flush,
+	}, emit)
+	if r.Context().Err() != nil {
+		// The client left, or the server is stopping: cut the response
+		// off, so the client does not take it for the log's end.
+		panic(http.ErrAbortHandler)
+	}
+	if err != nil {
+		o.Log.Warn("follow log", "pod", pod.Name, "container", req.container, "err", err)
+		panic(http.ErrAbortHandler)
+	}
+	flush()
+}
+
+func hasPod(s Store, uid types.UID) bool {
+	return slices.ContainsFunc(s.Pods(), func(p v1.Pod) bool { return p.UID == uid })
+}

@@ -1,0 +1,324 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/podvisor/podvisor/api"
+	"github.com/podvisor/podvisor/internal/backoff"
+	"github.com/urfave/cli/v2"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// defaultContainerAnnotation names the container kubectl picks when none
+// is given (kubectl's annotation of that name).
+const defaultContainerAnnotation = "kubectl.kubernetes.io/default-container"
+
+// podLookupTimeout bounds the look-up of the pod before its logs are read.
+const podLookupTimeout = 30 * time.Second
+
+func logsCommand(socketFlag cli.Flag) *cli.Command {
+	return &cli.Command{
+		Name:      "logs",
+		Usage:     "print a container's logs, as kubectl logs does",
+		ArgsUsage: "POD",
+		Flags: []cli.Flag{
+			socketFlag,
+			&cli.StringFlag{Name: "container", Aliases: []string{"c"}, Usage: "the container (default: the only one, or the kubectl.kubernetes.io/default-container annotation's)"},
+			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "go on printing new output, across rotations, restarts of the container and of podvisor, until the pod is gone"},
+			&cli.BoolFlag{Name: "previous", Aliases: []string{"p"}, Usage: "the container's previous run (before its last restart)"},
+			&cli.Int64Flag{Name: "tail", Value: -1, Usage: "only the last N lines (-1: all)"},
+			&cli.DurationFlag{Name: "since", Usage: "only lines newer than a duration such as 5s, 2m or 3h"},
+			&cli.StringFlag{Name: "since-time", Usage: "only lines written at or after an RFC3339 time"},
+			&cli.BoolFlag{Name: "timestamps", Usage: "begin each line with the time it was written (RFC3339Nano)"},
+			&cli.BoolFlag{Name: "all-containers", Usage: "every container of the pod, init containers first"},
+			&cli.BoolFlag{Name: "prefix", Usage: "begin each line with [pod/NAME/CONTAINER]"},
+		},
+		Action: logsAction,
+	}
+}
+
+// logsArgs is a logs command line, checked as kubectl checks it.
+type logsArgs struct {
+	pod        string
+	container  string
+	all        bool
+	prefix     bool
+	timestamps bool
+	opts       v1.PodLogOptions
+}
+
+func parseLogsArgs(c *cli.Context, now time.Time) (logsArgs, error) {
+	if c.NArg() != 1 {
+		return logsArgs{}, cli.Exit("usage: podvisor logs POD [-c CONTAINER] [-f] [-p] [--tail N] [--since D | --since-time T] [--timestamps] [--all-containers] [--prefix]", 2)
+	}
+	a := logsArgs{
+		pod:        c.Args().First(),
+		container:  c.String("container"),
+		all:        c.Bool("all-containers"),
+		prefix:     c.Bool("prefix"),
+		timestamps: c.Bool("timestamps"),
+		opts: v1.PodLogOptions{
+			Follow:   c.Bool("follow"),
+			Previous: c.Bool("previous"),
+			// Always asked for: a stream that breaks resumes from the
+			// last line's time.
+			Timestamps: true,
+		},
+	}
+	if a.all && a.container != "" {
+		return a, cli.Exit("--all-containers=true should not be specified with container name "+a.container, 2)
+	}
+	if n := c.Int64("tail"); n < -1 {
+		return a, cli.Exit("--tail must be greater than or equal to -1", 2)
+	} else if n >= 0 {
+		a.opts.TailLines = &n
+	}
+	if c.IsSet("since") && c.IsSet("since-time") {
+		return a, cli.Exit("at most one of `sinceTime` or `sinceSeconds` may be specified", 2)
+	}
+	if c.IsSet("since") {
+		d := c.Duration("since")
+		if d <= 0 {
+			return a, cli.Exit("--since must be greater than 0", 2)
+		}
+		s := int64(math.Ceil(d.Seconds())) // kubectl rounds up to a second
+		a.opts.SinceSeconds = &s
+	}
+	if v := c.String("since-time"); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return a, cli.Exit(fmt.Sprintf("--since-time: %q is not an RFC3339 time such as %s", v, now.UTC().Format(time.RFC3339)), 2)
+		}
+		mt := metav1.NewTime(t)
+		a.opts.SinceTime = &mt
+	}
+	return a, nil
+}
+
+// logContainers picks the containers to read, as kubectl does: all of
+// them, the one named, the default-container annotation's, or the only
+// one; "" leaves the choice (and the error naming the choices) to the
+// server.
+func logContainers(pod *v1.Pod, a logsArgs, warn io.Writer) []string {
+	switch {
+	case a.all:
+		var names []string
+		for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
+			names = append(names, c.Name)
+		}
+		return names
+	case a.container != "":
+		return []string{a.container}
+	}
+	if d := pod.Annotations[defaultContainerAnnotation]; d != "" {
+		if slices.ContainsFunc(pod.Spec.Containers, func(c v1.Container) bool { return c.Name == d }) {
+			return []string{d}
+		}
+		fmt.Fprintf(warn, "Default container name %q not found in pod %s\n", d, pod.Name)
+	}
+	if len(pod.Spec.Containers) == 1 {
+		return []string{pod.Spec.Containers[0].Name}
+	}
+	return []string{""}
+}
+
+func logsAction(c *cli.Context) error {
+	a, err := parseLogsArgs(c, time.Now())
+	if err != nil {
+		return err
+	}
+	client := api.NewClient(c.String("socket"))
+	lctx, cancel := context.WithTimeout(c.Context, podLookupTimeout)
+	pod, err := client.Pod(lctx, a.pod)
+	cancel()
+	if err != nil {
+		return err
+	}
+	containers := logContainers(pod, a, c.App.ErrWriter)
+	out := &lineOut{w: bufio.NewWriter(c.App.Writer)}
+	defer out.flush()
+	s := &logStreamer{client: client, stderr: c.App.ErrWriter, out: out, timestamps: a.timestamps}
+	// By namespace/name: the pod's full name, never ambiguous.
+	name := pod.Namespace + "/" + pod.Name
+	prefixOf := func(container string) string {
+		if a.prefix {
+			return fmt.Sprintf("[pod/%s/%s] ", pod.Name, container)
+		}
+		return ""
+	}
+	if !a.opts.Follow || len(containers) == 1 {
+		for _, ctr := range containers {
+			if err := s.stream(c.Context, name, ctr, a.opts, prefixOf(ctr)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// Following several containers: all at once, as kubectl does.
+	errs := make([]error, len(containers))
+	var wg sync.WaitGroup
+	for i, ctr := range containers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.stream(c.Context, name, ctr, a.opts, prefixOf(ctr))
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// lineOut writes whole lines from several streams.
+type lineOut struct {
+	mu sync.Mutex
+	w  *bufio.Writer
+}
+
+func (o *lineOut) line(parts ...[]byte) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, p := range parts {
+		o.w.Write(p)
+	}
+}
+
+func (o *lineOut) flush() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.w.Flush()
+}
+
+// logStreamer prints log streams, resuming a followed one that breaks.
+type logStreamer struct {
+	client     *api.Client
+	stderr     io.Writer
+	out        *lineOut
+	timestamps bool
+	sayOnce    sync.Once
+}
+
+// stream prints one container's log. When a followed stream breaks (the
+// daemon stopped or restarted), it tries again with a bounded back-off
+// and resumes at the last line's time, skipping the lines of that time it
+// printed already, so no line is repeated or lost.
+func (s *logStreamer) stream(ctx context.Context, pod, container string, o v1.PodLogOptions, prefix string) error {
+	o.Container = container
+	retry := &backoff.Backoff{Initial: 250 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.2}
+	var last []byte // the last line's timestamp
+	atLast := 0     // lines printed with that timestamp
+	connected := false
+	for {
+		body, err := s.client.Logs(ctx, pod, &o)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err == nil:
+		case connected && errors.Is(err, api.ErrNotFound):
+			return nil // the pod went away while podvisor was down
+		case connected && o.Follow && retryable(err):
+			if !s.wait(ctx, retry.Next()) {
+				return nil
+			}
+			continue
+		default:
+			return err
+		}
+		connected = true
+		retry.Reset()
+		err = s.copy(body, prefix, &last, &atLast)
+		body.Close()
+		if err == nil || ctx.Err() != nil {
+			return nil
+		}
+		if !o.Follow {
+			return fmt.Errorf("read log: %w", err)
+		}
+		s.sayOnce.Do(func() {
+			fmt.Fprintf(s.stderr, "podvisor: the log stream broke (%v); following again when podvisor is back\n", err)
+		})
+		if len(last) > 0 {
+			t, perr := time.Parse(time.RFC3339Nano, string(last))
+			if perr == nil {
+				mt := metav1.NewTime(t)
+				o.SinceTime, o.SinceSeconds, o.TailLines = &mt, nil, nil
+			}
+		}
+		if !s.wait(ctx, retry.Next()) {
+			return nil
+		}
+	}
+}
+
+// retryable reports whether a failed request may succeed later: podvisor
+// is not there (yet), or the request broke on the way.
+func retryable(err error) bool {
+	var apiErr *api.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.Code >= 500
+	}
+	return true
+}
+
+func (s *logStreamer) wait(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// copy prints the lines of one response; *last and *atLast carry which
+// lines were printed already across responses. It returns nil at the
+// stream's end and the read error when it broke.
+func (s *logStreamer) copy(body io.Reader, prefix string, last *[]byte, atLast *int) error {
+	skip := *atLast // a resumed stream repeats the lines of the last time
+	br := bufio.NewReaderSize(body, 64<<10)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 && line[len(line)-1] == '\n' {
+			ts, content := line, line[len(line):]
+			if i := slices.Index(line, ' '); i >= 0 {
+				ts, content = line[:i], line[i+1:]
+			}
+			switch {
+			case skip > 0 && string(ts) == string(*last):
+				skip--
+				continue
+			case string(ts) == string(*last):
+				*atLast++
+			default:
+				skip = 0
+				*last, *atLast = slices.Clone(ts), 1
+			}
+			if s.timestamps {
+				s.out.line([]byte(prefix), line)
+			} else {
+				s.out.line([]byte(prefix), content)
+			}
+		}
+		if br.Buffered() == 0 {
+			s.out.flush()
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) && len(line) == 0 {
+				return nil
+			}
+			if errors.Is(err, io.EOF) {
+				return io.ErrUnexpectedEOF
+			}
+			return err
+		}
+	}
+}
