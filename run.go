@@ -160,7 +160,9 @@ func runAction(c *cli.Context) error {
 	}
 	defer store.CloseJournal()
 	apiErr := make(chan error, 1)
-	go func() { apiErr <- api.Serve(ctx, api.Options{Socket: paths.Socket(), Store: store, Log: log, LogDir: logDir}) }()
+	go func() {
+		apiErr <- api.Serve(ctx, api.Options{Socket: paths.Socket(), Store: store, Log: log, LogDir: logDir})
+	}()
 
 	snapshots := make(chan manifest.Snapshot, 1)
 	src := manifest.NewSource(manifest.SourceOptions{
