@@ -22,6 +22,12 @@ import (
 // is given (kubectl's annotation of that name).
 const defaultContainerAnnotation = "kubectl.kubernetes.io/default-container"
 
+// resumeGrace is how long a followed stream that broke retries every
+// error: a podvisor that has just started answers before it has adopted
+// its pods. After it, only "cannot reach podvisor" is retried, and a pod
+// that is not found has gone.
+const resumeGrace = 30 * time.Second
+
 // podLookupTimeout bounds the look-up of the pod before its logs are read.
 const podLookupTimeout = 30 * time.Second
 
@@ -215,24 +221,28 @@ func (s *logStreamer) stream(ctx context.Context, pod, container string, o v1.Po
 	retry := &backoff.Backoff{Initial: 250 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.2}
 	var last []byte // the last line's timestamp
 	atLast := 0     // lines printed with that timestamp
-	connected := false
+	var broke time.Time // when a followed stream broke; zero: it did not
 	for {
 		body, err := s.client.Logs(ctx, pod, &o)
 		switch {
 		case ctx.Err() != nil:
 			return nil
 		case err == nil:
-		case connected && errors.Is(err, api.ErrNotFound):
-			return nil // the pod went away while podvisor was down
-		case connected && o.Follow && retryable(err):
+		case broke.IsZero():
+			return err
+		case errors.Is(err, api.ErrUnreachable), time.Since(broke) < resumeGrace:
+			// Not back yet, or back but still adopting its pods (which
+			// it lists only once it has looked at them).
 			if !s.wait(ctx, retry.Next()) {
 				return nil
 			}
 			continue
+		case errors.Is(err, api.ErrNotFound):
+			return nil // the pod went away while podvisor was down
 		default:
 			return err
 		}
-		connected = true
+		broke = time.Time{}
 		retry.Reset()
 		err = s.copy(body, prefix, &last, &atLast)
 		body.Close()
@@ -242,6 +252,7 @@ func (s *logStreamer) stream(ctx context.Context, pod, container string, o v1.Po
 		if !o.Follow {
 			return fmt.Errorf("read log: %w", err)
 		}
+		broke = time.Now()
 		s.sayOnce.Do(func() {
 			fmt.Fprintf(s.stderr, "podvisor: the log stream broke (%v); following again when podvisor is back\n", err)
 		})
@@ -256,16 +267,6 @@ func (s *logStreamer) stream(ctx context.Context, pod, container string, o v1.Po
 			return nil
 		}
 	}
-}
-
-// retryable reports whether a failed request may succeed later: podvisor
-// is not there (yet), or the request broke on the way.
-func retryable(err error) bool {
-	var apiErr *api.APIError
-	if errors.As(err, &apiErr) {
-		return apiErr.Code >= 500
-	}
-	return true
 }
 
 func (s *logStreamer) wait(ctx context.Context, d time.Duration) bool {
