@@ -218,7 +218,7 @@ type logStreamer struct {
 // printed already, so no line is repeated or lost.
 func (s *logStreamer) stream(ctx context.Context, pod, container string, o v1.PodLogOptions, prefix string) error {
 	o.Container = container
-	retry := &backoff.Backoff{Initial: 250 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.2}
+	retry := &backoff.Backoff{Initial: 250 * time.Millisecond, Max: 2 * time.Second, Jitter: 0.2}
 	var last []byte // the last line's timestamp
 	atLast := 0     // lines printed with that timestamp
 	var broke time.Time // when a followed stream broke; zero: it did not

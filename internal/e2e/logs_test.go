@@ -259,12 +259,13 @@ func (s *syncBuffer) String() string {
 }
 
 // The counter says "ready", waits for /beat/go, then counts, a line every
-// 20ms (about 4 KB/s), keeping its count in /beat/n; once /beat/crash
+// 50ms (about 1 KB/s: the log writer keeps two files, so whatever podvisor
+// and the client miss for less than some 15s is still on disk), keeping its count in /beat/n; once /beat/crash
 // exists it exits 1, once, and its next run goes on counting.
 const counterScript = `trap 'exit 0' TERM
 pad=$(printf '%060d' 0)
 if [ -e /beat/n ]; then i=$(cat /beat/n); echo "run 2"; else i=0; echo ready; while [ ! -e /beat/go ]; do sleep 0.05; done; fi
-while [ ! -e /beat/crash ] || [ -e /beat/crashed ]; do i=$((i+1)); echo "line $i $pad"; echo $i > /beat/n; sleep 0.02; done
+while [ ! -e /beat/crash ] || [ -e /beat/crashed ]; do i=$((i+1)); echo "line $i $pad"; echo $i > /beat/n; sleep 0.05; done
 touch /beat/crashed
 exit 1`
 
@@ -274,7 +275,7 @@ exit 1`
 // container; it ends when the pod is deleted.
 func TestLogsFollow(t *testing.T) {
 	t.Parallel()
-	d := newDaemon(t, "--container-log-max-size", "4096")
+	d := newDaemon(t, "--container-log-max-size", "8192")
 	beat := d.hostDir("beat")
 	d.start()
 	d.writeManifest("counter.yaml", fmt.Sprintf(`apiVersion: v1
@@ -342,11 +343,11 @@ spec:
 		}
 		return out
 	}
-	// About 75 bytes a line: 4 KB is some 55 lines; 200 lines are three
-	// rotations or more.
+	// About 75 bytes a line: 8 KB is some 110 lines; 200 lines are a
+	// rotation or more.
 	waitPrinted("logs -f to print 200 lines", 200)
 	if len(rotated()) == 0 {
-		t.Fatalf("no rotated log file beside 0.log in %s after 200 lines of a 4096-byte cap", logDir)
+		t.Fatalf("no rotated log file beside 0.log in %s after 200 lines of an 8192-byte cap", logDir)
 	}
 
 	// podvisor is killed and comes back; the counter never stops.
@@ -354,7 +355,7 @@ spec:
 	n0 := d.readCount(filepath.Join(beat, "n"))
 	d.poll("the counter to go on without podvisor", 20*time.Second, func() (bool, string) {
 		n := d.readCount(filepath.Join(beat, "n"))
-		return n >= n0+100, fmt.Sprintf("at %d, was at %d", n, n0)
+		return n >= n0+30, fmt.Sprintf("at %d, was at %d", n, n0)
 	})
 	d.start()
 	waitPrinted("logs -f to print what was written while podvisor was away", d.readCount(filepath.Join(beat, "n"))+20)
