@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -219,10 +220,27 @@ type logStreamer struct {
 func (s *logStreamer) stream(ctx context.Context, pod, container string, o v1.PodLogOptions, prefix string) error {
 	o.Container = container
 	retry := &backoff.Backoff{Initial: 250 * time.Millisecond, Max: 2 * time.Second, Jitter: 0.2}
-	var last []byte // the last line's timestamp
-	atLast := 0     // lines printed with that timestamp
+	var last []byte     // the last line's timestamp
+	atLast := 0         // lines printed with that timestamp
 	var broke time.Time // when a followed stream broke; zero: it did not
+	catchUp := false    // read the rest of the run before the current one first
 	for {
+		if catchUp {
+			if err := s.catchUp(ctx, pod, o, prefix, time.Since(broke) >= resumeGrace, &last, &atLast); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				if again, err := retryAfterBreak(err, broke); !again {
+					return err
+				}
+				if !s.wait(ctx, retry.Next()) {
+					return nil
+				}
+				continue
+			}
+			catchUp = false
+			resumeAt(&o, last)
+		}
 		body, err := s.client.Logs(ctx, pod, &o)
 		switch {
 		case ctx.Err() != nil:
@@ -230,17 +248,14 @@ func (s *logStreamer) stream(ctx context.Context, pod, container string, o v1.Po
 		case err == nil:
 		case broke.IsZero():
 			return err
-		case errors.Is(err, api.ErrUnreachable), time.Since(broke) < resumeGrace:
-			// Not back yet, or back but still adopting its pods (which
-			// it lists only once it has looked at them).
+		default:
+			if again, err := retryAfterBreak(err, broke); !again {
+				return err
+			}
 			if !s.wait(ctx, retry.Next()) {
 				return nil
 			}
 			continue
-		case errors.Is(err, api.ErrNotFound):
-			return nil // the pod went away while podvisor was down
-		default:
-			return err
 		}
 		broke = time.Time{}
 		retry.Reset()
@@ -256,17 +271,59 @@ func (s *logStreamer) stream(ctx context.Context, pod, container string, o v1.Po
 		s.sayOnce.Do(func() {
 			fmt.Fprintf(s.stderr, "podvisor: the log stream broke (%v); following again when podvisor is back\n", err)
 		})
-		if len(last) > 0 {
-			t, perr := time.Parse(time.RFC3339Nano, string(last))
-			if perr == nil {
-				mt := metav1.NewTime(t)
-				o.SinceTime, o.SinceSeconds, o.TailLines = &mt, nil, nil
-			}
-		}
+		resumeAt(&o, last)
+		catchUp = !o.Previous && len(last) > 0
 		if !s.wait(ctx, retry.Next()) {
 			return nil
 		}
 	}
+}
+
+// retryAfterBreak decides about a failed request after the stream broke:
+// try again while podvisor is not back, or back but still adopting its
+// pods (it lists them only once it has looked at them), within
+// resumeGrace; after that a pod not found has gone (the end, no error),
+// and other errors are errors.
+func retryAfterBreak(err error, broke time.Time) (bool, error) {
+	switch {
+	case errors.Is(err, api.ErrUnreachable), time.Since(broke) < resumeGrace:
+		return true, nil
+	case errors.Is(err, api.ErrNotFound):
+		return false, nil
+	}
+	return false, err
+}
+
+// resumeAt makes o ask for the lines from last on (a timestamp), in place
+// of its tail or since.
+func resumeAt(o *v1.PodLogOptions, last []byte) {
+	if t, err := time.Parse(time.RFC3339Nano, string(last)); err == nil {
+		mt := metav1.NewTime(t)
+		o.SinceTime, o.SinceSeconds, o.TailLines = &mt, nil, nil
+	}
+}
+
+// catchUp prints what the previous run wrote after the last line printed:
+// if the container restarted while the stream was broken, the end of the
+// run that was followed is now the previous run (and when it did not,
+// that run's lines are all older, and nothing is printed). A container
+// without a previous run is no error.
+// Until settled, other refusals (a podvisor still adopting its pods) are
+// errors, to be tried again.
+func (s *logStreamer) catchUp(ctx context.Context, pod string, o v1.PodLogOptions, prefix string, settled bool, last *[]byte, atLast *int) error {
+	resumeAt(&o, *last)
+	o.Previous, o.Follow = true, false
+	body, err := s.client.Logs(ctx, pod, &o)
+	var apiErr *api.APIError
+	if errors.As(err, &apiErr) && apiErr.Reason == metav1.StatusReasonBadRequest &&
+		(strings.HasPrefix(apiErr.Message, "previous terminated container") || settled) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	return s.copy(body, prefix, last, atLast)
 }
 
 func (s *logStreamer) wait(ctx context.Context, d time.Duration) bool {

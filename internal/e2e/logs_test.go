@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -260,19 +261,21 @@ func (s *syncBuffer) String() string {
 
 // The counter says "ready", waits for /beat/go, then counts, a line every
 // 50ms (about 1 KB/s: the log writer keeps two files, so whatever podvisor
-// and the client miss for less than some 15s is still on disk), keeping its count in /beat/n; once /beat/crash
-// exists it exits 1, once, and its next run goes on counting.
+// and the client miss for less than some 15s is still on disk), keeping
+// its count in /beat/n. When /beat/crash appears it removes it and exits
+// 1; its next run says "restart" and goes on counting.
 const counterScript = `trap 'exit 0' TERM
 pad=$(printf '%060d' 0)
-if [ -e /beat/n ]; then i=$(cat /beat/n); echo "run 2"; else i=0; echo ready; while [ ! -e /beat/go ]; do sleep 0.05; done; fi
-while [ ! -e /beat/crash ] || [ -e /beat/crashed ]; do i=$((i+1)); echo "line $i $pad"; echo $i > /beat/n; sleep 0.05; done
-touch /beat/crashed
+if [ -e /beat/n ]; then i=$(cat /beat/n); echo restart; else i=0; echo ready; while [ ! -e /beat/go ]; do sleep 0.05; done; fi
+while [ ! -e /beat/crash ]; do i=$((i+1)); echo "line $i $pad"; echo $i > /beat/n; sleep 0.05; done
+rm /beat/crash
 exit 1`
 
 // TestLogsFollow: one `podvisor logs -f` prints every line of a container
 // exactly once while its log rotates (a small --container-log-max-size),
-// while podvisor is killed and started again, and across a restart of the
-// container; it ends when the pod is deleted.
+// while podvisor is killed and started again (and the container restarts
+// meanwhile), and across a restart of the container; it ends when the pod
+// is deleted.
 func TestLogsFollow(t *testing.T) {
 	t.Parallel()
 	d := newDaemon(t, "--container-log-max-size", "8192")
@@ -350,24 +353,51 @@ spec:
 		t.Fatalf("no rotated log file beside 0.log in %s after 200 lines of an 8192-byte cap", logDir)
 	}
 
-	// podvisor is killed and comes back; the counter never stops.
-	d.killGroup()
-	n0 := d.readCount(filepath.Join(beat, "n"))
-	d.poll("the counter to go on without podvisor", 20*time.Second, func() (bool, string) {
-		n := d.readCount(filepath.Join(beat, "n"))
-		return n >= n0+30, fmt.Sprintf("at %d, was at %d", n, n0)
-	})
-	d.start()
-	waitPrinted("logs -f to print what was written while podvisor was away", d.readCount(filepath.Join(beat, "n"))+20)
+	count := func() int { return d.readCount(filepath.Join(beat, "n")) }
+	counted := func(what string, n int) {
+		t.Helper()
+		d.poll(what, 60*time.Second, func() (bool, string) {
+			return count() >= n, fmt.Sprintf("at %d", count())
+		})
+	}
+	crash := func() {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(beat, "crash"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 
-	// The container crashes and restarts (after kubelet's 10 s back-off).
-	if err := os.WriteFile(filepath.Join(beat, "crash"), nil, 0o644); err != nil {
+	// podvisor is killed; the counter goes on, then crashes, and once
+	// podvisor is back it restarts and goes on counting. The client is
+	// held stopped meanwhile, so that it resumes only once the run it
+	// followed is the previous one: what that run wrote after the last
+	// line printed comes first, then the new run.
+	if err := client.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	d.killGroup()
+	counted("the counter to go on without podvisor", count()+30)
+	crash()
+	d.poll("the counter to crash", 20*time.Second, func() (bool, string) {
+		_, err := os.Stat(filepath.Join(beat, "crash"))
+		return os.IsNotExist(err), fmt.Sprint(err)
+	})
+	d.start()
 	d.waitPod(name, 60*time.Second, "restarted and running", func(p *v1.Pod) bool {
 		return running(p) && containerStatus(p, "main").RestartCount == 1
 	})
-	waitPrinted("logs -f to follow the next run", d.readCount(filepath.Join(beat, "n"))+20)
+	counted("the next run to count", count()+20)
+	if err := client.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitPrinted("logs -f to print what was written while it and podvisor were away", count()+20)
+
+	// The container crashes and restarts while logs -f follows it.
+	crash()
+	d.waitPod(name, 60*time.Second, "restarted again and running", func(p *v1.Pod) bool {
+		return running(p) && containerStatus(p, "main").RestartCount == 2
+	})
+	waitPrinted("logs -f to follow the next run", count()+20)
 
 	// The pod is deleted: logs -f ends, exit 0.
 	d.removeManifest("counter.yaml")
@@ -384,8 +414,8 @@ spec:
 	if err := consecutive(out, "line", 1, last); err != nil {
 		t.Errorf("logs -f did not print every line once: %v", err)
 	}
-	if out[0] != "ready" || strings.Count(stdout.String(), "run 2\n") != 1 {
-		t.Errorf("logs -f: want ready first and run 2 once; got %.200q", stdout.String())
+	if out[0] != "ready" || strings.Count(stdout.String(), "restart\n") != 2 {
+		t.Errorf("logs -f: want ready first and restart twice; got %.200q", stdout.String())
 	}
 	if got := strings.Count(stderr.String(), "the log stream broke"); got != 1 {
 		t.Errorf("logs -f said %d times that the stream broke, want once: %q", got, stderr.String())
