@@ -47,7 +47,8 @@ func LogQuery(o *v1.PodLogOptions) url.Values {
 // takes PodLogOptions. The caller reads the body to its end and closes it;
 // with o.Follow it goes on until the pod is gone, and a read error (not
 // io.EOF) means the stream broke, e.g. because podvisor stopped. ctx
-// bounds the whole stream; the answer must begin within 30s.
+// bounds the whole stream; the answer must begin within 30s, and a log
+// not followed must not pause for a minute.
 func (c *Client) Logs(ctx context.Context, name string, o *v1.PodLogOptions) (io.ReadCloser, error) {
 	q := LogQuery(o)
 	if ns, n, ok := strings.Cut(name, "/"); ok {
@@ -74,16 +75,42 @@ func (c *Client) Logs(ctx context.Context, name string, o *v1.PodLogOptions) (io
 		}
 		return nil, &APIError{Code: resp.StatusCode, Message: fmt.Sprintf("get log of %s: %s: %s", name, resp.Status, strings.TrimSpace(string(body)))}
 	}
-	return &cancelBody{ReadCloser: resp.Body, cancel: cancel}, nil
+	body := &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	if !o.Follow {
+		// A log that is not followed comes without pauses; a daemon
+		// that stops sending does not hang the client.
+		body.idle = time.AfterFunc(logIdleTimeout, cancel)
+		body.idle.Stop()
+	}
+	return body, nil
 }
 
-// cancelBody releases the request's context when the body is closed.
+// logIdleTimeout bounds a pause in a log that is not followed.
+const logIdleTimeout = time.Minute
+
+// cancelBody releases the request's context when the body is closed, and
+// cancels it when idle (if set) fires during a read.
 type cancelBody struct {
 	io.ReadCloser
 	cancel context.CancelFunc
+	idle   *time.Timer
+}
+
+// Read times only the wait for the server, not the reader's own pauses
+// (a pager that waits for its user).
+func (b *cancelBody) Read(p []byte) (int, error) {
+	if b.idle == nil {
+		return b.ReadCloser.Read(p)
+	}
+	b.idle.Reset(logIdleTimeout)
+	defer b.idle.Stop()
+	return b.ReadCloser.Read(p)
 }
 
 func (b *cancelBody) Close() error {
+	if b.idle != nil {
+		b.idle.Stop()
+	}
 	err := b.ReadCloser.Close()
 	b.cancel()
 	return err

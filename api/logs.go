@@ -243,7 +243,10 @@ func serveLog(w http.ResponseWriter, r *http.Request, o Options) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	bw := bufio.NewWriterSize(w, 32<<10)
+	// A client that stops reading does not hold the handler (and the
+	// file) for ever.
+	dw := deadlineWriter{w: w, rc: rc}
+	bw := bufio.NewWriterSize(dw, 32<<10)
 	flush := func() error {
 		if err := bw.Flush(); err != nil {
 			return err
@@ -290,4 +293,18 @@ func serveLog(w http.ResponseWriter, r *http.Request, o Options) {
 
 func hasPod(s Store, uid types.UID) bool {
 	return slices.ContainsFunc(s.Pods(), func(p v1.Pod) bool { return p.UID == uid })
+}
+
+// logWriteTimeout bounds each write of a log response.
+const logWriteTimeout = time.Minute
+
+// deadlineWriter sets a write deadline before each write.
+type deadlineWriter struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (d deadlineWriter) Write(p []byte) (int, error) {
+	_ = d.rc.SetWriteDeadline(time.Now().Add(logWriteTimeout))
+	return d.w.Write(p)
 }
