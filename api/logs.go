@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,7 +28,8 @@ const logPoll = 200 * time.Millisecond
 // o.LogDir, with PodLogOptions' query parameters (container, follow,
 // previous, tailLines, sinceSeconds, sinceTime, timestamps). The body is
 // text/plain, flushed as it goes; with follow it goes on across rotations
-// and container restarts until the pod is gone. If the server stops while
+// and container restarts until the pod is gone or the container has
+// ended for good (terminated, not to be restarted). If the server stops while
 // following, the response is cut off (not ended), so a client can tell
 // that from the log's end. Errors are metav1.Status bodies with kubelet's
 // and the apiserver's messages.
@@ -276,7 +278,7 @@ func serveLog(w http.ResponseWriter, r *http.Request, o Options) {
 	}
 	err = logread.Follow(r.Context(), live, opts, logread.Watch{
 		Poll:  logPoll,
-		Ended: func() bool { return !hasPod(o.Store, pod.UID) },
+		Ended: func(live string) bool { return logEnded(o.Store.Pods(), pod.UID, req.container, live) },
 		Idle:  flush,
 	}, emit)
 	if r.Context().Err() != nil {
@@ -291,8 +293,26 @@ func serveLog(w http.ResponseWriter, r *http.Request, o Options) {
 	flush()
 }
 
-func hasPod(s Store, uid types.UID) bool {
-	return slices.ContainsFunc(s.Pods(), func(p v1.Pod) bool { return p.UID == uid })
+// logEnded reports that a followed log will not grow: its pod is gone, or
+// the run whose live file is live is the container's last (its state is
+// terminated: it will not be restarted), as kubelet stops following a
+// container that is not running.
+func logEnded(pods []v1.Pod, uid types.UID, container, live string) bool {
+	i := slices.IndexFunc(pods, func(p v1.Pod) bool { return p.UID == uid })
+	if i < 0 {
+		return true
+	}
+	var n int32
+	if _, err := fmt.Sscanf(filepath.Base(live), "%d.log", &n); err != nil {
+		return false
+	}
+	st := pods[i].Status
+	for _, cs := range slices.Concat(st.InitContainerStatuses, st.ContainerStatuses) {
+		if cs.Name == container {
+			return cs.State.Terminated != nil && cs.RestartCount <= n
+		}
+	}
+	return false
 }
 
 // logWriteTimeout bounds each write of a log response.

@@ -220,7 +220,10 @@ func TestServeLogs(t *testing.T) {
 	}
 
 	follow := func() (*bufio.Reader, io.Closer) {
-		body, err := c.Logs(t.Context(), "web", &v1.PodLogOptions{Follow: true})
+		// Bounded: a stream that does not end fails the test.
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		t.Cleanup(cancel)
+		body, err := c.Logs(ctx, "web", &v1.PodLogOptions{Follow: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -245,6 +248,18 @@ func TestServeLogs(t *testing.T) {
 	store.set()
 	if rest, err := io.ReadAll(br); err != nil || len(rest) > 0 {
 		t.Errorf("after the pod is gone: %q, %v; want a clean end", rest, err)
+	}
+	body.Close()
+
+	// Followed: a container that has ended for good ends the stream.
+	ended := pod
+	ended.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "app", ContainerID: "containerd://b", RestartCount: 1,
+		State:                v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ContainerID: "containerd://b"}},
+		LastTerminationState: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ContainerID: "containerd://a"}}}}
+	store.set(ended)
+	br, body = follow()
+	if rest, err := io.ReadAll(br); err != nil || rest == nil || !strings.HasSuffix(string(rest), "four\n") {
+		t.Errorf("following a terminated container: %q, %v; want its lines and a clean end", rest, err)
 	}
 	body.Close()
 

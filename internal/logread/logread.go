@@ -269,9 +269,10 @@ type Watch struct {
 	// Next returns the live file of the instance after the one whose live
 	// file is live, once it exists. Nil: NextInstance.
 	Next func(live string) (string, bool)
-	// Ended reports that the log will not grow any more (the pod is gone).
-	// Nil: never.
-	Ended func() bool
+	// Ended reports that the log whose instance has live file live will
+	// not grow any more (the pod is gone, or the container ended for
+	// good). Nil: never.
+	Ended func(live string) bool
 	// Idle, if not nil, is called when Follow has emitted all there is and
 	// is about to wait (to flush output).
 	Idle func() error
@@ -423,7 +424,7 @@ func (f *follower) instance(live string, caughtUp func() error) (string, error) 
 			}
 			return next, f.s.endInstance()
 		}
-		if f.w.Ended != nil && f.w.Ended() {
+		if f.w.Ended != nil && f.w.Ended(live) {
 			if cur != nil {
 				if err := cur.lr.drain(f.s.record); err != nil {
 					return "", err

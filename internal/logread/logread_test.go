@@ -181,7 +181,7 @@ func TestFollow(t *testing.T) {
 
 	var ended sync.Mutex
 	end := false
-	isEnded := func() bool { ended.Lock(); defer ended.Unlock(); return end }
+	isEnded := func(string) bool { ended.Lock(); defer ended.Unlock(); return end }
 	var idle sync.Mutex
 	idles := 0
 	idleCount := func() int { idle.Lock(); defer idle.Unlock(); return idles }
