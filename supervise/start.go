@@ -174,10 +174,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef,
 	w.save()
 	// kubelet keeps the current and the previous run's log.
 	if restartCount >= 2 {
-		old := w.logPath(pod, c.Name, restartCount-2)
-		os.Remove(old)
-		os.Remove(old + ".1")
-		os.Remove(crilog.DropsPath(old))
+		crilog.RemoveAll(w.logPath(pod, c.Name, restartCount-2))
 	}
 	w.event(pod, fp, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
 	if w.postStart(ctx, pod, ref, c, id, cr.StartedAt) {
