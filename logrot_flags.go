@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"strconv"
 
 	"github.com/podvisor/podvisor/internal/crilog"
@@ -40,4 +41,24 @@ func logPolicy(c *cli.Context) (crilog.Policy, error) {
 		return crilog.Policy{}, cli.Exit(fmt.Sprintf("--container-log-max-files: %d: a log needs at least %d files (the live one and the last rotated), as kubelet requires", files, crilog.MinMaxFiles), 2)
 	}
 	return crilog.Policy{MaxSize: size, MaxFiles: files}, nil
+}
+
+// logLinksDir reads --container-log-links: kubelet's /var/log/containers
+// when the logs are kubelet's /var/log/pods and the flag is not given,
+// else the flag ("" for none).
+func logLinksDir(c *cli.Context) (string, error) {
+	if !c.IsSet("container-log-links") {
+		if filepath.Clean(c.String("log-dir")) == "/var/log/pods" {
+			return "/var/log/containers", nil
+		}
+		return "", nil
+	}
+	dir := c.String("container-log-links")
+	if dir == "" {
+		return "", nil
+	}
+	if !filepath.IsAbs(dir) {
+		return "", cli.Exit(fmt.Sprintf("--container-log-links: %q is not an absolute directory", dir), 2)
+	}
+	return filepath.Clean(dir), nil
 }

@@ -53,6 +53,7 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "containerd-binary", Value: "containerd", Usage: "containerd executable for --embedded-containerd"},
 		&cli.StringFlag{Name: "container-log-max-size", Value: "10Mi", Usage: "size at which a container's log file rotates: bytes or a quantity as kubelet's (10Mi, 500Ki, 1G)"},
 		&cli.IntFlag{Name: "container-log-max-files", Value: crilog.DefaultMaxFiles, Usage: "files a container's log may take, the live one included (at least 2); older rotated files are gzipped"},
+		&cli.StringFlag{Name: "container-log-links", Usage: `directory of kubelet's <pod>_<namespace>_<container>-<id>.log links to the live logs, for log shippers ("": none; default: /var/log/containers when --log-dir is /var/log/pods, else none)`},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
 		&cli.DurationFlag{Name: "runtime-request-timeout", Value: supervise.DefaultRequestTimeout, Usage: "bound of every containerd call, CNI ADD/DEL, image pull and import (a CNI plugin still running then is killed)"},
 		&cli.DurationFlag{Name: "relist-period", Value: 10 * time.Second, Usage: "how often every pod's containers are re-checked against containerd (a safety net: exits arrive as events)"},
@@ -88,6 +89,10 @@ func runAction(c *cli.Context) error {
 		return cli.Exit("--unknown-fields: "+err.Error(), 2)
 	}
 	logRot, err := logPolicy(c)
+	if err != nil {
+		return err
+	}
+	logLinks, err := logLinksDir(c)
 	if err != nil {
 		return err
 	}
@@ -229,6 +234,7 @@ func runAction(c *cli.Context) error {
 		ImagesReady:  imgs.Ready(),
 		// 0 would mean the default; a bound of 0 means none.
 		RequestTimeout: cmp.Or(c.Duration("runtime-request-timeout"), -1),
+		LogLinks:       logLinks,
 	})
 	if mir != nil {
 		mirDone := make(chan struct{})

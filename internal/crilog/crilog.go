@@ -272,6 +272,9 @@ func (w *Writer) fail(now time.Time, err error) {
 // is reported at once; later ones at most once per retryInterval.
 func (w *Writer) drop(now time.Time, n int) {
 	first := w.gap.Lines == 0
+	if first {
+		w.total.Gaps++
+	}
 	for _, d := range []*Drops{&w.gap, &w.total} {
 		if d.Since.IsZero() {
 			d.Since = now

@@ -47,10 +47,11 @@
 // The status file is "<log>.dropped" (DropsPath): one JSON object of Drops,
 // padded with spaces to a fixed size,
 //
-//	{"lines":N,"bytes":N,"since":"<first drop>","last":"<latest drop>","reason":"write: no space left on device"}
+//	{"lines":N,"bytes":N,"since":"<first drop>","last":"<latest drop>","reason":"write: no space left on device","gaps":N}
 //
 // counting every drop of that log file since it was first opened, never
-// reset. The driver creates it, with zero counts, when it opens the log and
+// reset; gaps counts the episodes (a gap record each, once writing
+// resumes). The driver creates it, with zero counts, when it opens the log and
 // rewrites it in place, so that updating it needs no new space on a full
 // disk. It is written at the first drop of a gap, then at most about once a
 // second while drops go on, and when the driver ends; a failed write of it
