@@ -66,8 +66,11 @@ func rotatedFiles(live string) ([]string, error) {
 			out = append(out, filepath.Join(filepath.Dir(live), e.Name()))
 		}
 	}
-	// "x.gz" sorts after "x", and stamps sort by time.
+	// "x.gz" sorts after "x", and stamps sort by time. While a rotated
+	// file is compressed both are there: the plain one is read (or, if it
+	// is gone by then, its .gz: see readWhole).
 	slices.Sort(out)
+	out = slices.CompactFunc(out, func(a, b string) bool { return rotatedKey(a) == rotatedKey(b) })
 	return out, nil
 }
 

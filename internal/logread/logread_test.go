@@ -85,12 +85,14 @@ func TestRead(t *testing.T) {
 	}, {
 		name: "rotated files in name order, compressed ones gunzipped, then the live file",
 		files: map[string]string{
-			"0.log.20261201-100001.gz": rec(1, "stdout", "F", "one"),
-			"0.log.20261201-100002.gz": rec(2, "stdout", "F", "two"),
-			"0.log.20261201-100003":    rec(3, "stdout", "F", "three"),
-			"0.log":                    rec(4, "stdout", "F", "four"),
-			"0.log.dropped":            `{"lines":0}`,
-			"1.log":                    rec(9, "stdout", "F", "next instance"),
+			"0.log.20261201-100001.gz":  rec(1, "stdout", "F", "one"),
+			"0.log.20261201-100002.gz":  rec(2, "stdout", "F", "two"),
+			"0.log.20261201-100003":     rec(3, "stdout", "F", "three"),
+			"0.log.20261201-100003.gz":  rec(3, "stdout", "F", "three"), // being compressed
+			"0.log.20261201-100004.tmp": "not a log",
+			"0.log":                     rec(4, "stdout", "F", "four"),
+			"0.log.dropped":             `{"lines":0}`,
+			"1.log":                     rec(9, "stdout", "F", "next instance"),
 		},
 		opts: Options{Tail: -1},
 		want: []string{"stdout one", "stdout two", "stdout three", "stdout four"},
