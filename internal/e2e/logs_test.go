@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -260,8 +261,9 @@ func (s *syncBuffer) String() string {
 }
 
 // The counter says "ready", waits for /beat/go, then counts, a line every
-// 50ms (about 1 KB/s: the log writer keeps two files, so whatever podvisor
-// and the client miss for less than some 15s is still on disk), keeping
+// 50ms (some 20 lines, 1.5 KB a second: with ten 4 KB files, whatever
+// podvisor and the client miss for less than some 20s is still on disk),
+// keeping
 // its count in /beat/n. When /beat/crash appears it removes it and exits
 // 1; its next run says "restart" and goes on counting.
 const counterScript = `trap 'exit 0' TERM
@@ -278,7 +280,7 @@ exit 1`
 // is deleted.
 func TestLogsFollow(t *testing.T) {
 	t.Parallel()
-	d := newDaemon(t, "--container-log-max-size", "8192")
+	d := newDaemon(t, "--container-log-max-size", "4096", "--container-log-max-files", "10")
 	beat := d.hostDir("beat")
 	d.start()
 	d.writeManifest("counter.yaml", fmt.Sprintf(`apiVersion: v1
@@ -346,11 +348,31 @@ spec:
 		}
 		return out
 	}
-	// About 75 bytes a line: 8 KB is some 110 lines; 200 lines are a
-	// rotation or more.
+	// About 75 bytes a line: 4 KB is some 55 lines; 200 lines are three
+	// rotations, the oldest gzipped.
 	waitPrinted("logs -f to print 200 lines", 200)
-	if len(rotated()) == 0 {
-		t.Fatalf("no rotated log file beside 0.log in %s after 200 lines of an 8192-byte cap", logDir)
+	d.poll("a gzipped rotation", 20*time.Second, func() (bool, string) {
+		r := rotated()
+		return slices.ContainsFunc(r, func(f string) bool { return strings.HasSuffix(f, ".gz") }), fmt.Sprint(r)
+	})
+	// Without -f too: the whole log, from the gzipped files on, and a
+	// tail of it.
+	seen := rotated()
+	n := d.readCount(filepath.Join(beat, "n"))
+	out, errOut, code := d.logsCmd("counter")
+	whole := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if code != 0 || whole[0] != "ready" {
+		t.Fatalf("logs: exit %d, %s, %.100q; want ready first", code, errOut, out)
+	}
+	if err := consecutive(whole, "line", 1, n); err != nil {
+		t.Errorf("logs across rotated and gzipped files (%v): %v", rotated(), err)
+	}
+	out, errOut, code = d.logsCmd("counter", "--tail", "150")
+	tail := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	var from int
+	fmt.Sscanf(tail[0], "line %d", &from)
+	if err := consecutive(tail, "line", from, from+149); code != 0 || len(tail) != 150 || err != nil {
+		t.Errorf("logs --tail 150: exit %d, %s, %d lines from %q: %v", code, errOut, len(tail), tail[0], err)
 	}
 
 	count := func() int { return d.readCount(filepath.Join(beat, "n")) }
@@ -409,16 +431,16 @@ spec:
 	case <-time.After(60 * time.Second):
 		t.Fatalf("podvisor logs -f still runs 60s after the pod's manifest was removed")
 	}
-	out := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+	followed := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
 	last := printed()
-	if err := consecutive(out, "line", 1, last); err != nil {
+	if err := consecutive(followed, "line", 1, last); err != nil {
 		t.Errorf("logs -f did not print every line once: %v", err)
 	}
-	if out[0] != "ready" || strings.Count(stdout.String(), "restart\n") != 2 {
+	if followed[0] != "ready" || strings.Count(stdout.String(), "restart\n") != 2 {
 		t.Errorf("logs -f: want ready first and restart twice; got %.200q", stdout.String())
 	}
 	if got := strings.Count(stderr.String(), "the log stream broke"); got != 1 {
 		t.Errorf("logs -f said %d times that the stream broke, want once: %q", got, stderr.String())
 	}
-	t.Logf("%d lines followed through rotations (%v at the last look), a podvisor restart and a container restart", last, rotated())
+	t.Logf("%d lines followed through rotations (%v after 200 lines), a podvisor restart and two container restarts", last, seen)
 }
