@@ -309,7 +309,9 @@ func logEnded(pods []v1.Pod, uid types.UID, container, live string) bool {
 	st := pods[i].Status
 	for _, cs := range slices.Concat(st.InitContainerStatuses, st.ContainerStatuses) {
 		if cs.Name == container {
-			return cs.State.Terminated != nil && cs.RestartCount <= n
+			// A count below n: the pod was removed and made again (a
+			// static pod keeps its UID), its logs with it.
+			return cs.State.Terminated != nil && cs.RestartCount <= n || cs.RestartCount < n
 		}
 	}
 	return false
