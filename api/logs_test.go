@@ -278,3 +278,28 @@ func TestServeLogs(t *testing.T) {
 		t.Errorf("a stream cut off by the server's stop ended cleanly (%q); want an error", rest)
 	}
 }
+
+func TestLogEnded(t *testing.T) {
+	pod := func(cs v1.ContainerStatus) []v1.Pod {
+		return []v1.Pod{{ObjectMeta: metav1.ObjectMeta{UID: "u"}, Status: v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{cs}}}}
+	}
+	terminated := v1.ContainerStatus{Name: "app", RestartCount: 2, State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{}}}
+	waiting := v1.ContainerStatus{Name: "app", RestartCount: 2, State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}
+	fresh := v1.ContainerStatus{Name: "app", RestartCount: 0, State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}
+	for _, tt := range []struct {
+		name string
+		pods []v1.Pod
+		live string
+		want bool
+	}{
+		{"pod gone", nil, "/l/app/2.log", true},
+		{"running", pod(running("c://x", 2, "c://w")), "/l/app/2.log", false},
+		{"terminated for good", pod(terminated), "/l/app/2.log", true},
+		{"crash loop: a next run comes", pod(waiting), "/l/app/2.log", false},
+		{"the pod was made again", pod(fresh), "/l/app/2.log", true},
+	} {
+		if got := logEnded(tt.pods, "u", "app", tt.live); got != tt.want {
+			t.Errorf("%s: logEnded = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
