@@ -338,6 +338,9 @@ func (r *rotator) pass() {
 	}
 	r.removeExcess()
 	r.mu.Unlock()
+	// The compressor's own temporary files exist only while it runs, so
+	// any here are of a driver that died.
+	removeStaleTmp(filepath.Dir(r.path))
 	for _, base := range todo {
 		err := r.compress(base)
 		r.errMu.Lock()

@@ -218,13 +218,33 @@ func TestCompressionDoesNotBlock(t *testing.T) {
 	b := &blockingDisk{release: make(chan struct{}), entered: make(chan struct{}, 1)}
 	w := newWriter(p, Policy{MaxSize: 100, MaxFiles: 3}, c.Now, openAppend, putStatusFile)
 	w.rot.tmpWriter = b.wrap
-	writeNumbered(t, w, c, 0, 6, time.Second) // 2 rotations: one to compress
+	var once sync.Once
+	unblock := func() {
+		once.Do(func() {
+			b.mu.Lock()
+			release := b.release
+			b.release = nil
+			b.mu.Unlock()
+			close(release)
+		})
+	}
+	defer unblock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		writeNumbered(t, w, c, 0, 6, time.Second) // 2 rotations: one to compress
+	}()
 	select {
 	case <-b.entered:
 	case <-time.After(10 * time.Second):
 		t.Fatal("compression did not start")
 	}
-	done := make(chan struct{})
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("writes waited for a hung compression")
+	}
+	done = make(chan struct{})
 	go func() {
 		defer close(done)
 		writeNumbered(t, w, c, 6, 40, time.Second)
@@ -237,11 +257,7 @@ func TestCompressionDoesNotBlock(t *testing.T) {
 	if rotated, _ := Rotated(p); len(rotated) != 2 {
 		t.Errorf("while compressing, rotated = %q, want 2", rotated)
 	}
-	b.mu.Lock()
-	release := b.release
-	b.release = nil
-	b.mu.Unlock()
-	close(release)
+	unblock()
 	w.Close()
 	checkSuffix(t, p, 46)
 	for _, n := range names(t, filepath.Dir(p)) {
