@@ -263,8 +263,8 @@ func (s *syncBuffer) String() string {
 }
 
 // The counter says "ready", waits for /beat/go, then counts, a line every
-// 50ms (some 20 lines, 1.5 KB a second: with ten 4 KB files, whatever
-// podvisor and the client miss for less than some 20s is still on disk),
+// 50ms (some 20 lines, 1.5 KB a second: with twenty 4 KB files, whatever
+// podvisor and the client miss for less than some 50s is still on disk),
 // keeping
 // its count in /beat/n. When /beat/crash appears it removes it and exits
 // 1; its next run says "restart" and goes on counting.
@@ -282,7 +282,7 @@ exit 1`
 // is deleted.
 func TestLogsFollow(t *testing.T) {
 	t.Parallel()
-	d := newDaemon(t, "--container-log-max-size", "4096", "--container-log-max-files", "10")
+	d := newDaemon(t, "--container-log-max-size", "4096", "--container-log-max-files", "20")
 	beat := d.hostDir("beat")
 	d.start()
 	d.writeManifest("counter.yaml", fmt.Sprintf(`apiVersion: v1
