@@ -299,6 +299,12 @@ func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot
 	reported := s.reportManifestErrors(nil, last)
 	relist := time.NewTicker(s.opts.RelistPeriod)
 	defer relist.Stop()
+	var collecting chan struct{} // closed when the last collectShims is done
+	defer func() {
+		if collecting != nil {
+			<-collecting
+		}
+	}()
 	for {
 		select {
 		case <-ctx.Done():
@@ -319,10 +325,36 @@ func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot
 			s.mu.Unlock()
 		case <-relist.C:
 			s.wakeAll()
+			collecting = s.collectShims(ctx, collecting)
 			continue
 		}
 		s.reconcile(last, records, start)
 	}
+}
+
+// collectShims ends, in the background, the shims no container owns any
+// more (see Runtime.CollectShims), unless the previous round (done) is
+// still running; it returns the round's done channel.
+func (s *Supervisor) collectShims(ctx context.Context, done chan struct{}) chan struct{} {
+	if done != nil {
+		select {
+		case <-done:
+		default:
+			return done
+		}
+	}
+	done = make(chan struct{})
+	go func() {
+		defer close(done)
+		killed, err := s.rt.CollectShims(ctx)
+		if len(killed) > 0 {
+			s.log.Info("ended what no pod owned", "what", killed)
+		}
+		if err != nil && ctx.Err() == nil {
+			s.log.Debug("collect shims", "err", err)
+		}
+	}()
+	return done
 }
 
 // reconcile starts workers for new pods, updates existing ones and asks
