@@ -44,6 +44,7 @@ func newApp() *cli.App {
 		Version:              version.Version,
 		HideHelpCommand:      true,
 		EnableBashCompletion: false,
+		Flags:                clientFlags(),
 		Commands: []*cli.Command{
 			{
 				Name:   "run",
@@ -58,10 +59,10 @@ func newApp() *cli.App {
 					Name:    "pods",
 					Aliases: []string{"pod", "po"},
 					Usage:   "list pods with their status",
-					Flags: []cli.Flag{
+					Flags: append([]cli.Flag{
 						socketFlag,
 						&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output format: wide, json or yaml"},
-					},
+					}, clientFlags()...),
 					ArgsUsage: "[NAME...]",
 					Action:    getPodsAction,
 				}},
@@ -74,7 +75,7 @@ func newApp() *cli.App {
 					Aliases:   []string{"pods", "po"},
 					Usage:     "show a pod in detail, as kubectl describe pod does",
 					ArgsUsage: "NAME",
-					Flags:     []cli.Flag{socketFlag},
+					Flags:     append([]cli.Flag{socketFlag}, clientFlags()...),
 					Action:    describePodAction,
 				}},
 			},
