@@ -49,7 +49,8 @@ func newApp() *cli.App {
 			{
 				Name:   "run",
 				Usage:  "run the supervisor daemon",
-				Flags:  runFlags(),
+				Flags:  append(runFlags(), configFlag()),
+				Before: loadConfig,
 				Action: runAction,
 			},
 			{
@@ -79,6 +80,7 @@ func newApp() *cli.App {
 					Action:    describePodAction,
 				}},
 			},
+			configCommand(),
 			{
 				Name:      "validate",
 				Usage:     "check manifests offline with the daemon's own parser and validator",
