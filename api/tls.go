@@ -93,7 +93,9 @@ func (s *TLSServer) Serve(ctx context.Context) error {
 	log := s.o.Log
 	srv := &http.Server{
 		Handler:           newHandler(s.o),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: 10 * time.Second, // bounds the TLS handshake too
+		// A remote client's idle connection is not kept forever.
+		IdleTimeout: 2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
