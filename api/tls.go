@@ -96,8 +96,8 @@ func (s *TLSServer) Serve(ctx context.Context) error {
 		ReadHeaderTimeout: 10 * time.Second, // bounds the TLS handshake too
 		// A remote client's idle connection is not kept forever.
 		IdleTimeout: 2 * time.Minute,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		BaseContext: func(net.Listener) context.Context { return ctx },
+		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(s.ln) }()
