@@ -19,11 +19,17 @@ CONTROLPLANE_LOG := $(CURDIR)/.cache/controlplane-build.log
 CONTROLPLANE_LDFLAGS := -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
 	-X $(p).gitVersion=$(CONTROLPLANE_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=37 -X $(p).gitTreeState=clean)
 DEBS := containerd runc containernetworking-plugins busybox-static iptables iproute2
+# make install: PREFIX/bin gets the binaries, UNITDIR the unit, all under
+# DESTDIR when set (for packaging).
+PREFIX ?= /usr/local
+UNITDIR ?= /etc/systemd/system
+DESTDIR ?=
 DEMO_DIR ?= /var/lib/podvisor-demo
 DEMO_RUN ?= /run/podvisor-demo
 export CGO_ENABLED := 0
 comma := ,
 
+.PHONY: install
 .PHONY: all build deps image lint test test-unit test-e2e test-containerd2 faults containerd2 controlplane demo demo-clean bench fuzz clean
 
 all: build
@@ -37,6 +43,17 @@ build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/podvisor .
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/podvisor-log-driver ./cmd/podvisor-log-driver
 	$(GO) build -trimpath -ldflags '-s -w' -o bin/probetarget ./internal/probetarget
+
+# podvisor, its log driver and the systemd unit (examples/podvisor.service,
+# its ExecStart pointed at $(PREFIX)/bin/podvisor); systemd is told only
+# when it runs and nothing is staged in DESTDIR.
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR)
+	install -m 0755 bin/podvisor bin/podvisor-log-driver $(DESTDIR)$(PREFIX)/bin/
+	sed 's|^ExecStart=/usr/local/bin/podvisor |ExecStart=$(PREFIX)/bin/podvisor |' examples/podvisor.service >$(DESTDIR)$(UNITDIR)/podvisor.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/podvisor.service
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; \
+	else echo "not running systemctl daemon-reload (DESTDIR set, or systemd not running)"; fi
 
 # Debian packages the tests and the demo use, installed only when missing.
 deps:

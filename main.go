@@ -44,11 +44,13 @@ func newApp() *cli.App {
 		Version:              version.Version,
 		HideHelpCommand:      true,
 		EnableBashCompletion: false,
+		Flags:                clientFlags(),
 		Commands: []*cli.Command{
 			{
 				Name:   "run",
 				Usage:  "run the supervisor daemon",
-				Flags:  runFlags(),
+				Flags:  append(runFlags(), configFlag()),
+				Before: loadConfig,
 				Action: runAction,
 			},
 			{
@@ -58,10 +60,10 @@ func newApp() *cli.App {
 					Name:    "pods",
 					Aliases: []string{"pod", "po"},
 					Usage:   "list pods with their status",
-					Flags: []cli.Flag{
+					Flags: append([]cli.Flag{
 						socketFlag,
 						&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output format: wide, json or yaml"},
-					},
+					}, clientFlags()...),
 					ArgsUsage: "[NAME...]",
 					Action:    getPodsAction,
 				}},
@@ -74,10 +76,11 @@ func newApp() *cli.App {
 					Aliases:   []string{"pods", "po"},
 					Usage:     "show a pod in detail, as kubectl describe pod does",
 					ArgsUsage: "NAME",
-					Flags:     []cli.Flag{socketFlag},
+					Flags:     append([]cli.Flag{socketFlag}, clientFlags()...),
 					Action:    describePodAction,
 				}},
 			},
+			configCommand(),
 			{
 				Name:      "validate",
 				Usage:     "check manifests offline with the daemon's own parser and validator",

@@ -58,6 +58,10 @@ func runFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "manifest-relist-period", Value: manifest.DefaultRelistPeriod, Usage: "how often the manifests directory is re-read in full (a safety net: changes arrive through inotify)"},
 		&cli.StringFlag{Name: "kubeconfig", Usage: "kubeconfig of an apiserver to register the node and mirror the pods in, as kubelet does for static pods (e.g. /etc/kubernetes/kubelet.conf); it need not answer, nor exist, yet (default: none)"},
 		&cli.StringFlag{Name: "healthz-bind-address", Usage: "serve kubelet's health endpoint /healthz on this address (kubelet's is 127.0.0.1:10248; default: off)"},
+		&cli.StringFlag{Name: "tls-bind-address", Usage: "serve the API over HTTPS on HOST:PORT too, to clients with a certificate from --client-ca-file only (default: off)"},
+		&cli.StringFlag{Name: "tls-cert-file", Usage: "server certificate (PEM) for --tls-bind-address, re-read when it changes"},
+		&cli.StringFlag{Name: "tls-private-key-file", Usage: "private key (PEM) of --tls-cert-file"},
+		&cli.StringFlag{Name: "client-ca-file", Usage: "CA certificates (PEM) a client certificate of --tls-bind-address must chain to"},
 	}
 }
 
@@ -79,6 +83,14 @@ func runAction(c *cli.Context) error {
 		debug.SetGCPercent(50)
 	}
 	log, err := newLogger(c.String("log-level"))
+	if err != nil {
+		return err
+	}
+	sd, err := newServiceNotifier(log)
+	if err != nil {
+		return err
+	}
+	remote, err := remoteAPI(c)
 	if err != nil {
 		return err
 	}
@@ -135,6 +147,7 @@ func runAction(c *cli.Context) error {
 			return nil
 		}
 	}
+	sd.status("waiting for containerd")
 	client, err := waitContainerd(ctx, address, c.String("containerd-namespace"), log)
 	if err != nil {
 		return err
@@ -160,7 +173,9 @@ func runAction(c *cli.Context) error {
 	}
 	defer store.CloseJournal()
 	apiErr := make(chan error, 1)
-	go func() { apiErr <- api.Serve(ctx, api.Options{Socket: paths.Socket(), Store: store, Log: log}) }()
+	go func() {
+		apiErr <- api.Serve(ctx, api.Options{Socket: paths.Socket(), Store: store, Log: log, Remote: remote})
+	}()
 
 	snapshots := make(chan manifest.Snapshot, 1)
 	src := manifest.NewSource(manifest.SourceOptions{
@@ -222,7 +237,9 @@ func runAction(c *cli.Context) error {
 		RelistPeriod: c.Duration("relist-period"),
 		ImagesReady:  imgs.Ready(),
 		// 0 would mean the default; a bound of 0 means none.
-		RequestTimeout: cmp.Or(c.Duration("runtime-request-timeout"), -1),
+		RequestTimeout:  cmp.Or(c.Duration("runtime-request-timeout"), -1),
+		Heartbeat:       sd.heartbeat(),
+		HeartbeatPeriod: sd.watchdogInterval(),
 	})
 	if mir != nil {
 		mirDone := make(chan struct{})
@@ -239,6 +256,7 @@ func runAction(c *cli.Context) error {
 	imgsDone := make(chan struct{})
 	go func() { defer close(imgsDone); imgs.Run(ctx) }()
 	defer func() { cancel(); <-imgsDone }()
+	defer sd.start(ctx, sup.Synced, store.Pods)()
 	supErr := make(chan error, 1)
 	go func() { supErr <- sup.Run(ctx, snapshots) }()
 	select {
@@ -401,7 +419,10 @@ func defaultNodeIP() string {
 }
 
 func getPodsAction(c *cli.Context) error {
-	client := api.NewClient(c.String("socket"))
+	client, err := newAPIClient(c)
+	if err != nil {
+		return err
+	}
 	list, err := client.Pods(c.Context)
 	if err != nil {
 		return err
@@ -445,7 +466,10 @@ func describePodAction(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return cli.Exit("usage: podvisor describe pod NAME", 2)
 	}
-	client := api.NewClient(c.String("socket"))
+	client, err := newAPIClient(c)
+	if err != nil {
+		return err
+	}
 	pod, err := client.Pod(c.Context, c.Args().First())
 	if err != nil {
 		return err

@@ -14,6 +14,12 @@
 //   - The API is read-only and speaks the Kubernetes wire shapes (v1.PodList,
 //     v1.Pod, v1.EventList, metav1.Status errors); a pod is found by name
 //     with status.FindPods, the lookup the CLI shares.
+//   - Over TCP only when asked (Options.Remote, ListenTLS): the same handler
+//     over HTTPS, TLS 1.2 or later, to clients whose certificate verifies
+//     against the client CA (tls.RequireAndVerifyClientCert); there is no
+//     anonymous or read-only port. The certificate, key and CA files are
+//     re-read at the first handshake after one of them changes.
+//     NewTLSClient is its client.
 //   - Client errors are checked with errors.Is: ErrUnreachable (nothing
 //     answers, with a message saying to start podvisor), ErrNotFound,
 //     ErrAmbiguous, ErrUnhealthy.

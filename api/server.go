@@ -55,6 +55,9 @@ type Options struct {
 	// ShutdownTimeout bounds how long Serve waits for requests in flight
 	// once ctx is done; 5s when zero.
 	ShutdownTimeout time.Duration
+	// Remote, when set, serves the same API over HTTPS to clients with a
+	// certificate from its client CA (ListenTLS).
+	Remote *TLSConfig
 }
 
 func (o Options) withDefaults() Options {
@@ -92,6 +95,9 @@ func (o Options) withDefaults() Options {
 //	                   API server sends them.
 //	GET /events        v1.EventList, oldest first
 //	GET /healthz       "ok" with 200, or 503 with the error text
+//
+// With o.Remote the same handler is also served over HTTPS (ListenTLS)
+// until Serve returns; an error listening there is Serve's error.
 func Serve(ctx context.Context, o Options) error {
 	if o.Store == nil {
 		return errors.New("serve local API: no Store")
@@ -102,6 +108,13 @@ func Serve(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	remoteDone, err := startRemote(ctx, o)
+	if err != nil {
+		ln.Close()
+		removeIfSame(socketPath, ours)
+		return err
+	}
+	defer remoteDone()
 	srv := &http.Server{
 		Handler:           newHandler(o),
 		ReadHeaderTimeout: 10 * time.Second,

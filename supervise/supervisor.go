@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -103,6 +104,11 @@ type Options struct {
 	// lifecycle hooks (default probes.RunHook).
 	Prober Prober
 	Hooks  func(ctx context.Context, h *v1.LifecycleHandler, t probes.Target) (string, error)
+	// Heartbeat, when set, is called from the sync loop once it runs and
+	// then every HeartbeatPeriod (default 1s), so a wedged loop stops
+	// calling it (systemd's watchdog pings).
+	Heartbeat       func()
+	HeartbeatPeriod time.Duration
 }
 
 // Supervisor keeps the pods of the latest desired snapshot running.
@@ -305,10 +311,20 @@ func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot
 			<-collecting
 		}
 	}()
+	var heartbeat <-chan time.Time
+	if s.opts.Heartbeat != nil {
+		hb := time.NewTicker(cmp.Or(s.opts.HeartbeatPeriod, time.Second))
+		defer hb.Stop()
+		heartbeat = hb.C
+		s.opts.Heartbeat()
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-heartbeat:
+			s.opts.Heartbeat()
+			continue
 		case snap := <-snapshots:
 			last = snap
 			reported = s.reportManifestErrors(reported, snap)
