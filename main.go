@@ -78,6 +78,7 @@ func newApp() *cli.App {
 					Action:    describePodAction,
 				}},
 			},
+			restartCommand(socketFlag),
 			{
 				Name:      "validate",
 				Usage:     "check manifests offline with the daemon's own parser and validator",

@@ -159,8 +159,6 @@ func runAction(c *cli.Context) error {
 		log.Warn("events will not survive a restart", "err", err)
 	}
 	defer store.CloseJournal()
-	apiErr := make(chan error, 1)
-	go func() { apiErr <- api.Serve(ctx, api.Options{Socket: paths.Socket(), Store: store, Log: log}) }()
 
 	snapshots := make(chan manifest.Snapshot, 1)
 	src := manifest.NewSource(manifest.SourceOptions{
@@ -224,6 +222,12 @@ func runAction(c *cli.Context) error {
 		// 0 would mean the default; a bound of 0 means none.
 		RequestTimeout: cmp.Or(c.Duration("runtime-request-timeout"), -1),
 	})
+	apiErr := make(chan error, 1)
+	go func() {
+		apiErr <- api.Serve(ctx, api.Options{Socket: paths.Socket(), Store: store, Log: log,
+			Restarter: restarter{sup},
+		})
+	}()
 	if mir != nil {
 		mirDone := make(chan struct{})
 		go func() { defer close(mirDone); mir.Run(ctx) }()

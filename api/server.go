@@ -55,6 +55,8 @@ type Options struct {
 	// ShutdownTimeout bounds how long Serve waits for requests in flight
 	// once ctx is done; 5s when zero.
 	ShutdownTimeout time.Duration
+	// Restarter, when set, serves POST /pods/{name}/restart.
+	Restarter Restarter
 }
 
 func (o Options) withDefaults() Options {
@@ -81,7 +83,7 @@ func (o Options) withDefaults() Options {
 // on the socket, Serve refuses with ErrSocketInUse. A path that exists and is
 // not a socket is left alone and is an error.
 //
-// Endpoints (read only):
+// Endpoints (read only but for the restart below):
 //
 //	GET /pods          v1.PodList (apiVersion v1, kind PodList)
 //	GET /pods/{name}   v1.Pod, found by status.FindPods: name is the full
@@ -92,6 +94,10 @@ func (o Options) withDefaults() Options {
 //	                   API server sends them.
 //	GET /events        v1.EventList, oldest first
 //	GET /healthz       "ok" with 200, or 503 with the error text
+//
+// The one write, with Options.Restarter (see registerRestart):
+//
+//	POST /pods/{name}/restart?container=   restart now, back-off reset
 func Serve(ctx context.Context, o Options) error {
 	if o.Store == nil {
 		return errors.New("serve local API: no Store")
@@ -257,6 +263,7 @@ func newHandler(o Options) http.Handler {
 		}
 		fmt.Fprintln(w, "ok")
 	})
+	registerRestart(mux, o)
 	// Go's profiler, for operators chasing CPU or memory use; the socket
 	// is root's only.
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
@@ -265,7 +272,7 @@ func newHandler(o Options) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			writeStatus(w, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, "",
-				fmt.Sprintf("method %s not allowed: the local API is read only", r.Method))
+				fmt.Sprintf("method %s not allowed: the local API is read only (its one write is POST /pods/{name}/restart)", r.Method))
 			return
 		}
 		writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, "",
