@@ -226,6 +226,7 @@ func runAction(c *cli.Context) error {
 	go func() {
 		apiErr <- api.Serve(ctx, api.Options{Socket: paths.Socket(), Store: store, Log: log,
 			Restarter: restarter{sup},
+			Watcher:   store,
 		})
 	}()
 	if mir != nil {

@@ -57,6 +57,9 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// Restarter, when set, serves POST /pods/{name}/restart.
 	Restarter Restarter
+	// Watcher, when set, gives lists their resourceVersion and serves
+	// ?watch=true on /pods and /events (watch.go).
+	Watcher Watcher
 }
 
 func (o Options) withDefaults() Options {
@@ -85,14 +88,16 @@ func (o Options) withDefaults() Options {
 //
 // Endpoints (read only but for the restart below):
 //
-//	GET /pods          v1.PodList (apiVersion v1, kind PodList)
+//	GET /pods          v1.PodList (apiVersion v1, kind PodList); with
+//	                   ?watch=true&resourceVersion= the changes after it,
+//	                   one metav1.WatchEvent a line (see watch.go)
 //	GET /pods/{name}   v1.Pod, found by status.FindPods: name is the full
 //	                   name "<name>-<node>" or the manifest's own name when
 //	                   that is unambiguous; ?namespace= narrows the search.
 //	                   Not found: 404, more than one match: 409 naming the
 //	                   candidates; errors are metav1.Status bodies as the
 //	                   API server sends them.
-//	GET /events        v1.EventList, oldest first
+//	GET /events        v1.EventList, oldest first; ?watch=true as /pods
 //	GET /healthz       "ok" with 200, or 503 with the error text
 //
 // The one write, with Options.Restarter (see registerRestart):
@@ -223,12 +228,7 @@ func removeIfSame(path string, ours os.FileInfo) {
 func newHandler(o Options) http.Handler {
 	s := o.Store
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /pods", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, &v1.PodList{
-			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"},
-			Items:    s.Pods(),
-		})
-	})
+	mux.HandleFunc("GET /pods", func(w http.ResponseWriter, r *http.Request) { servePods(w, r, o) })
 	mux.HandleFunc("GET /pods/{name}", func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
 		found := status.FindPods(s.Pods(), name, r.URL.Query().Get("namespace"))
@@ -248,12 +248,7 @@ func newHandler(o Options) http.Handler {
 				fmt.Sprintf("pod name %q is ambiguous, it matches: %s", name, strings.Join(candidates, ", ")))
 		}
 	})
-	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, &v1.EventList{
-			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "EventList"},
-			Items:    s.Events(),
-		})
-	})
+	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) { serveEvents(w, r, o) })
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if err := s.Health(); err != nil {
