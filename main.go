@@ -53,18 +53,15 @@ func newApp() *cli.App {
 			},
 			{
 				Name:  "get",
-				Usage: "show pods (podvisor get pods [-o wide|json|yaml])",
+				Usage: "show pods or events (podvisor get pods|events [-o wide|json|yaml] [-w])",
 				Subcommands: []*cli.Command{{
-					Name:    "pods",
-					Aliases: []string{"pod", "po"},
-					Usage:   "list pods with their status",
-					Flags: []cli.Flag{
-						socketFlag,
-						&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output format: wide, json or yaml"},
-					},
+					Name:      "pods",
+					Aliases:   []string{"pod", "po"},
+					Usage:     "list pods with their status",
+					Flags:     getPodsFlags(socketFlag),
 					ArgsUsage: "[NAME...]",
 					Action:    getPodsAction,
-				}},
+				}, getEventsCommand(socketFlag)},
 			},
 			{
 				Name:  "describe",
