@@ -55,18 +55,15 @@ func newApp() *cli.App {
 			},
 			{
 				Name:  "get",
-				Usage: "show pods (podvisor get pods [-o wide|json|yaml])",
+				Usage: "show pods or events (podvisor get pods|events [-o wide|json|yaml] [-w])",
 				Subcommands: []*cli.Command{{
-					Name:    "pods",
-					Aliases: []string{"pod", "po"},
-					Usage:   "list pods with their status",
-					Flags: append([]cli.Flag{
-						socketFlag,
-						&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output format: wide, json or yaml"},
-					}, clientFlags()...),
+					Name:      "pods",
+					Aliases:   []string{"pod", "po"},
+					Usage:     "list pods with their status",
+					Flags:     append(getPodsFlags(socketFlag), clientFlags()...),
 					ArgsUsage: "[NAME...]",
 					Action:    getPodsAction,
-				}},
+				}, getEventsCommand(socketFlag)},
 			},
 			{
 				Name:  "describe",
@@ -81,6 +78,7 @@ func newApp() *cli.App {
 				}},
 			},
 			configCommand(),
+			restartCommand(socketFlag),
 			{
 				Name:      "validate",
 				Usage:     "check manifests offline with the daemon's own parser and validator",

@@ -31,7 +31,6 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 func runFlags() []cli.Flag {
@@ -172,10 +171,6 @@ func runAction(c *cli.Context) error {
 		log.Warn("events will not survive a restart", "err", err)
 	}
 	defer store.CloseJournal()
-	apiErr := make(chan error, 1)
-	go func() {
-		apiErr <- api.Serve(ctx, api.Options{Socket: paths.Socket(), Store: store, Log: log, Remote: remote})
-	}()
 
 	snapshots := make(chan manifest.Snapshot, 1)
 	src := manifest.NewSource(manifest.SourceOptions{
@@ -241,6 +236,14 @@ func runAction(c *cli.Context) error {
 		Heartbeat:       sd.heartbeat(),
 		HeartbeatPeriod: sd.watchdogInterval(),
 	})
+	apiErr := make(chan error, 1)
+	go func() {
+		apiErr <- api.Serve(ctx, api.Options{Socket: paths.Socket(), Store: store, Log: log,
+			Remote:    remote,
+			Restarter: restarter{sup},
+			Watcher:   store,
+		})
+	}()
 	if mir != nil {
 		mirDone := make(chan struct{})
 		go func() { defer close(mirDone); mir.Run(ctx) }()
@@ -416,50 +419,6 @@ func defaultNodeIP() string {
 		}
 	}
 	return ""
-}
-
-func getPodsAction(c *cli.Context) error {
-	client, err := newAPIClient(c)
-	if err != nil {
-		return err
-	}
-	list, err := client.Pods(c.Context)
-	if err != nil {
-		return err
-	}
-	if names := c.Args().Slice(); len(names) > 0 {
-		// The API's lookup, name by name: "namespace/name" narrows it, and
-		// an ambiguous name shows every pod it matches.
-		want := map[types.UID]bool{}
-		for _, arg := range names {
-			namespace, name, ok := strings.Cut(arg, "/")
-			if !ok {
-				namespace, name = "", arg
-			}
-			for _, p := range status.FindPods(list.Items, name, namespace) {
-				want[p.UID] = true
-			}
-		}
-		var keep []v1.Pod
-		for _, p := range list.Items {
-			if want[p.UID] {
-				keep = append(keep, p)
-			}
-		}
-		if len(keep) == 0 {
-			return cli.Exit(fmt.Sprintf("pod %q not found", strings.Join(names, ", ")), 1)
-		}
-		list.Items = keep
-	}
-	format := c.String("output")
-	if len(list.Items) == 0 && (format == "" || format == "wide") {
-		fmt.Fprintln(c.App.ErrWriter, "No resources found")
-		return nil
-	}
-	if err := status.PrintPods(c.App.Writer, list, format, time.Now()); err != nil {
-		return cli.Exit(err.Error(), 2)
-	}
-	return nil
 }
 
 func describePodAction(c *cli.Context) error {

@@ -11,9 +11,15 @@
 //     live server on the same path is never displaced (ErrSocketInUse), a
 //     dead one's socket is replaced, a file that is not a socket is left
 //     alone.
-//   - The API is read-only and speaks the Kubernetes wire shapes (v1.PodList,
-//     v1.Pod, v1.EventList, metav1.Status errors); a pod is found by name
-//     with status.FindPods, the lookup the CLI shares.
+//   - The API is read-only but for POST /pods/{name}/restart (with a
+//     Restarter), and speaks the Kubernetes wire shapes (v1.PodList,
+//     v1.Pod, v1.EventList, metav1.Status errors, metav1.WatchEvent
+//     streams for ?watch=true); a pod is found by name with
+//     status.FindPods, the lookup the CLI shares.
+//   - Watches resume from a list's or an event's resourceVersion; versions
+//     are per podvisor process (InstanceHeader), so a client that sees
+//     another instance, or a 410 Expired, lists again (Client.WatchPods,
+//     Client.WatchEvents do).
 //   - Over TCP only when asked (Options.Remote, ListenTLS): the same handler
 //     over HTTPS, TLS 1.2 or later, to clients whose certificate verifies
 //     against the client CA (tls.RequireAndVerifyClientCert); there is no

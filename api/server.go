@@ -58,6 +58,11 @@ type Options struct {
 	// Remote, when set, serves the same API over HTTPS to clients with a
 	// certificate from its client CA (ListenTLS).
 	Remote *TLSConfig
+	// Restarter, when set, serves POST /pods/{name}/restart.
+	Restarter Restarter
+	// Watcher, when set, gives lists their resourceVersion and serves
+	// ?watch=true on /pods and /events (watch.go).
+	Watcher Watcher
 }
 
 func (o Options) withDefaults() Options {
@@ -84,20 +89,25 @@ func (o Options) withDefaults() Options {
 // on the socket, Serve refuses with ErrSocketInUse. A path that exists and is
 // not a socket is left alone and is an error.
 //
-// Endpoints (read only):
+// Endpoints (read only but for the restart below):
 //
-//	GET /pods          v1.PodList (apiVersion v1, kind PodList)
+//	GET /pods          v1.PodList (apiVersion v1, kind PodList); with
+//	                   ?watch=true&resourceVersion= the changes after it,
+//	                   one metav1.WatchEvent a line (see watch.go)
 //	GET /pods/{name}   v1.Pod, found by status.FindPods: name is the full
 //	                   name "<name>-<node>" or the manifest's own name when
 //	                   that is unambiguous; ?namespace= narrows the search.
 //	                   Not found: 404, more than one match: 409 naming the
 //	                   candidates; errors are metav1.Status bodies as the
 //	                   API server sends them.
-//	GET /events        v1.EventList, oldest first
+//	GET /events        v1.EventList, oldest first; ?watch=true as /pods
 //	GET /healthz       "ok" with 200, or 503 with the error text
 //
 // With o.Remote the same handler is also served over HTTPS (ListenTLS)
 // until Serve returns; an error listening there is Serve's error.
+// The one write, with Options.Restarter (see registerRestart):
+//
+//	POST /pods/{name}/restart?container=   restart now, back-off reset
 func Serve(ctx context.Context, o Options) error {
 	if o.Store == nil {
 		return errors.New("serve local API: no Store")
@@ -230,12 +240,7 @@ func removeIfSame(path string, ours os.FileInfo) {
 func newHandler(o Options) http.Handler {
 	s := o.Store
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /pods", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, &v1.PodList{
-			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"},
-			Items:    s.Pods(),
-		})
-	})
+	mux.HandleFunc("GET /pods", func(w http.ResponseWriter, r *http.Request) { servePods(w, r, o) })
 	mux.HandleFunc("GET /pods/{name}", func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
 		found := status.FindPods(s.Pods(), name, r.URL.Query().Get("namespace"))
@@ -255,12 +260,7 @@ func newHandler(o Options) http.Handler {
 				fmt.Sprintf("pod name %q is ambiguous, it matches: %s", name, strings.Join(candidates, ", ")))
 		}
 	})
-	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, &v1.EventList{
-			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "EventList"},
-			Items:    s.Events(),
-		})
-	})
+	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) { serveEvents(w, r, o) })
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if err := s.Health(); err != nil {
@@ -270,6 +270,7 @@ func newHandler(o Options) http.Handler {
 		}
 		fmt.Fprintln(w, "ok")
 	})
+	registerRestart(mux, o)
 	// Go's profiler, for operators chasing CPU or memory use; the socket
 	// is root's only.
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
@@ -278,7 +279,7 @@ func newHandler(o Options) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			writeStatus(w, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, "",
-				fmt.Sprintf("method %s not allowed: the local API is read only", r.Method))
+				fmt.Sprintf("method %s not allowed: the local API is read only (its one write is POST /pods/{name}/restart)", r.Method))
 			return
 		}
 		writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, "",
