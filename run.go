@@ -23,6 +23,7 @@ import (
 	"github.com/podvisor/podvisor/internal/embedded"
 	"github.com/podvisor/podvisor/internal/images"
 	"github.com/podvisor/podvisor/internal/layout"
+	"github.com/podvisor/podvisor/internal/metrics"
 	"github.com/podvisor/podvisor/manifest"
 	"github.com/podvisor/podvisor/mirror"
 	"github.com/podvisor/podvisor/status"
@@ -159,8 +160,12 @@ func runAction(c *cli.Context) error {
 		log.Warn("events will not survive a restart", "err", err)
 	}
 	defer store.CloseJournal()
+	mets := metrics.New(metrics.Options{Store: store, CgroupParent: c.String("containerd-namespace")})
+	go func() { _ = mets.WatchStarts(ctx) }()
 	apiErr := make(chan error, 1)
-	go func() { apiErr <- api.Serve(ctx, api.Options{Socket: paths.Socket(), Store: store, Log: log}) }()
+	go func() {
+		apiErr <- api.Serve(ctx, api.Options{Socket: paths.Socket(), Store: store, Log: log, Gatherer: mets.Registry(), Stats: mets})
+	}()
 
 	snapshots := make(chan manifest.Snapshot, 1)
 	src := manifest.NewSource(manifest.SourceOptions{
@@ -170,6 +175,7 @@ func runAction(c *cli.Context) error {
 		RelistPeriod:  c.Duration("manifest-relist-period"),
 		StateDir:      stateDir,
 		UnknownFields: unknown,
+		OnSnapshot:    mets.Snapshot,
 	})
 	srcErr := make(chan error, 1)
 	go func() { srcErr <- src.Run(ctx, snapshots) }()
@@ -203,7 +209,7 @@ func runAction(c *cli.Context) error {
 	}
 	imgs := images.New(images.Options{
 		Dir:      c.String("images-dir"),
-		Importer: supervise.Bounded(rt, c.Duration("runtime-request-timeout")),
+		Importer: mets.Importer(supervise.Bounded(rt, c.Duration("runtime-request-timeout"))),
 		Log:      log,
 		OnImport: func() { sup.ImagesImported() },
 		OnWarning: func(msg string) {
@@ -223,6 +229,7 @@ func runAction(c *cli.Context) error {
 		ImagesReady:  imgs.Ready(),
 		// 0 would mean the default; a bound of 0 means none.
 		RequestTimeout: cmp.Or(c.Duration("runtime-request-timeout"), -1),
+		ProbeRuns:      mets.ProbeRun,
 	})
 	if mir != nil {
 		mirDone := make(chan struct{})

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/podvisor/podvisor/status"
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -55,6 +56,10 @@ type Options struct {
 	// ShutdownTimeout bounds how long Serve waits for requests in flight
 	// once ctx is done; 5s when zero.
 	ShutdownTimeout time.Duration
+	// Gatherer, when set, is served at GET /metrics.
+	Gatherer prometheus.Gatherer
+	// Stats, when set, answers GET /stats.
+	Stats StatsSource
 }
 
 func (o Options) withDefaults() Options {
@@ -92,6 +97,8 @@ func (o Options) withDefaults() Options {
 //	                   API server sends them.
 //	GET /events        v1.EventList, oldest first
 //	GET /healthz       "ok" with 200, or 503 with the error text
+//	GET /metrics       Prometheus text format, when Options.Gatherer is set
+//	GET /stats         Stats as JSON, when Options.Stats is set
 func Serve(ctx context.Context, o Options) error {
 	if o.Store == nil {
 		return errors.New("serve local API: no Store")
@@ -257,6 +264,7 @@ func newHandler(o Options) http.Handler {
 		}
 		fmt.Fprintln(w, "ok")
 	})
+	registerMetrics(mux, o)
 	// Go's profiler, for operators chasing CPU or memory use; the socket
 	// is root's only.
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)

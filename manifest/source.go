@@ -54,6 +54,9 @@ type SourceOptions struct {
 	// parents and the manifests; files of other users get a permission
 	// warning. Zero trusts root only.
 	TrustedUID int
+	// OnSnapshot, when set, sees every snapshot before it is sent (for
+	// metrics); it must be quick and must not keep the snapshot.
+	OnSnapshot func(Snapshot)
 }
 
 // Source watches a directory and sends a full Snapshot on out after every
@@ -194,6 +197,9 @@ func (s *Source) Run(ctx context.Context, out chan<- Snapshot) error {
 			return nil
 		}
 		s.log.Debug("manifest snapshot", "pods", len(snap.Pods), "errors", len(snap.Errors), "warnings", len(snap.Warnings), "first", first)
+		if s.opts.OnSnapshot != nil {
+			s.opts.OnSnapshot(snap)
+		}
 		select {
 		case out <- snap:
 			return nil
