@@ -132,7 +132,7 @@ func topRows(prev, cur *api.Stats) []topRow {
 	for _, p := range cur.Pods {
 		pod := topRow{Namespace: p.Namespace, Pod: p.Name, MilliCPU: -1, Memory: -1, State: p.Phase, Started: "-", Probes: "-"}
 		var ready, total int
-		var cpuKnown, memKnown bool
+		var cpuKnown, cpuMissing, memKnown bool
 		var cpuSum, memSum int64
 		var crow []topRow
 		for _, c := range p.Containers {
@@ -148,6 +148,8 @@ func topRows(prev, cur *api.Stats) []topRow {
 				r.MilliCPU = m
 				cpuSum += m
 				cpuKnown = true
+			} else if c.CPU != nil {
+				cpuMissing = true // running, but not over the whole interval
 			}
 			if c.Memory != nil {
 				r.Memory = int64(c.Memory.WorkingSetBytes)
@@ -163,7 +165,7 @@ func topRows(prev, cur *api.Stats) []topRow {
 			}
 			crow = append(crow, r)
 		}
-		if cpuKnown {
+		if cpuKnown && !cpuMissing {
 			pod.MilliCPU = cpuSum
 		}
 		if memKnown {
