@@ -164,7 +164,7 @@ func TestManifestSnapshots(t *testing.T) {
 		{nil, 0, 0},
 		{[]*manifest.FileError{bad("/m/a.yaml", "x"), bad("/m/a.yaml", "y"), bad("/m/b.yaml", "z")}, 2, 2},
 		{[]*manifest.FileError{bad("/m/a.yaml", "x"), bad("/m/a.yaml", "y"), bad("/m/b.yaml", "z")}, 2, 2}, // a relist: nothing new
-		{[]*manifest.FileError{bad("/m/a.yaml", "x")}, 1, 3},                                                  // a.yaml's errors changed, b.yaml fixed
+		{[]*manifest.FileError{bad("/m/a.yaml", "x")}, 1, 3},                                               // a.yaml's errors changed, b.yaml fixed
 		{nil, 0, 3},
 		{[]*manifest.FileError{bad("/m/b.yaml", "z")}, 1, 4}, // broken again
 	}
@@ -339,7 +339,9 @@ func TestWatchStarts(t *testing.T) {
 	started := pod.DeepCopy()
 	started.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "a", State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(created.Add(1500 * time.Millisecond))}}}}
 	store.SetPod(started)
-	poll(t, "one start observed", func() bool { return histogram(t, m, "podvisor_pod_start_duration_seconds", "", "").GetSampleCount() == 1 })
+	poll(t, "one start observed", func() bool {
+		return histogram(t, m, "podvisor_pod_start_duration_seconds", "", "").GetSampleCount() == 1
+	})
 	// A later change of the same pod is not another start.
 	again := started.DeepCopy()
 	again.Status.ContainerStatuses[0].RestartCount = 1
