@@ -161,7 +161,11 @@ func runAction(c *cli.Context) error {
 	}
 	defer store.CloseJournal()
 	mets := metrics.New(metrics.Options{Store: store, CgroupParent: c.String("containerd-namespace")})
-	go func() { _ = mets.WatchStarts(ctx) }()
+	go func() {
+		if err := mets.WatchStarts(ctx); err != nil {
+			log.Warn("pod start latency metric is off", "err", err)
+		}
+	}()
 	apiErr := make(chan error, 1)
 	go func() {
 		apiErr <- api.Serve(ctx, api.Options{Socket: paths.Socket(), Store: store, Log: log, Gatherer: mets.Registry(), Stats: mets})
@@ -175,7 +179,7 @@ func runAction(c *cli.Context) error {
 		RelistPeriod:  c.Duration("manifest-relist-period"),
 		StateDir:      stateDir,
 		UnknownFields: unknown,
-		OnSnapshot:    mets.Snapshot,
+		Observer:      mets,
 	})
 	srcErr := make(chan error, 1)
 	go func() { srcErr <- src.Run(ctx, snapshots) }()

@@ -286,4 +286,3 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
-

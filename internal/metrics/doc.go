@@ -13,7 +13,7 @@
 //     containerd). Only what happens between scrapes is counted as it
 //     happens, through hooks given to the packages that see it: probe runs
 //     (probes.Options.OnRun), manifest snapshots
-//     (manifest.SourceOptions.OnSnapshot), image imports (Importer) and pod
+//     (manifest.SourceOptions.Observer), image imports (Importer) and pod
 //     starts (WatchStarts, from the store's own watch).
 //   - A cgroup that cannot be read (the container just exited) leaves that
 //     container's CPU and memory out of the scrape; it is never an error.

@@ -158,9 +158,9 @@ func (m *Metrics) ProbeRun(r probes.Run) {
 	m.probeDuration.WithLabelValues(kind, r.Target.Namespace, r.Target.PodName, container).Observe(r.Duration.Seconds())
 }
 
-// Snapshot counts a manifest snapshot's invalid files; it is a
-// manifest.SourceOptions.OnSnapshot.
-func (m *Metrics) Snapshot(snap manifest.Snapshot) {
+// ObserveSnapshot counts a manifest snapshot's invalid files; Metrics is
+// a manifest.Observer.
+func (m *Metrics) ObserveSnapshot(snap manifest.Snapshot) {
 	now := make(map[string]string, len(snap.Errors))
 	for _, e := range snap.Errors {
 		now[e.Path] += e.Error() + "\n"
@@ -295,3 +295,5 @@ func runningID(cs v1.ContainerStatus) string {
 	}
 	return id
 }
+
+var _ manifest.Observer = (*Metrics)(nil)

@@ -169,7 +169,7 @@ func TestManifestSnapshots(t *testing.T) {
 		{[]*manifest.FileError{bad("/m/b.yaml", "z")}, 1, 4}, // broken again
 	}
 	for i, s := range steps {
-		m.Snapshot(manifest.Snapshot{Errors: s.errs})
+		m.ObserveSnapshot(manifest.Snapshot{Errors: s.errs})
 		if got := testutil.ToFloat64(m.manifestInvalid); got != s.invalid {
 			t.Errorf("step %d: podvisor_manifest_files_invalid = %v, want %v", i, got, s.invalid)
 		}
@@ -389,7 +389,7 @@ func TestDashboardSeriesExist(t *testing.T) {
 	v1Cgroup(t, root, "/ns/podu1/c1", "3000000000", "5242880", "1048576")
 	m := New(Options{Store: fakeStore{testPods()}, CgroupRoot: root, CgroupParent: "ns"})
 	m.ProbeRun(probes.Run{Target: probes.Target{Container: &v1.Container{Name: "c"}}, Kind: probes.Liveness, Result: probes.Failure})
-	m.Snapshot(manifest.Snapshot{})
+	m.ObserveSnapshot(manifest.Snapshot{})
 	m.Importer(importFunc(func(context.Context, string) ([]string, error) { return nil, nil })).Import(t.Context(), "x")
 	m.podStart.Observe(1)
 	mfs, err := m.Registry().Gather()
