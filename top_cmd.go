@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/podvisor/podvisor/api"
+	"github.com/podvisor/podvisor/internal/stats"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 )
@@ -47,7 +48,7 @@ func topAction(c *cli.Context) error {
 		return cli.Exit(fmt.Sprintf("--interval %s: must be more than 0", interval), 2)
 	}
 	client := api.NewClient(c.String("socket"))
-	sample := func() (*api.Stats, error) {
+	sample := func() (*stats.Summary, error) {
 		ctx, cancel := context.WithTimeout(c.Context, topRequestTimeout)
 		defer cancel()
 		return client.Stats(ctx)
@@ -118,8 +119,8 @@ type topRow struct {
 }
 
 // topRows computes the rows from two samples of /stats; prev may be nil.
-func topRows(prev, cur *api.Stats) []topRow {
-	before := map[string]*api.ContainerStats{}
+func topRows(prev, cur *stats.Summary) []topRow {
+	before := map[string]*stats.Container{}
 	if prev != nil {
 		for i := range prev.Pods {
 			p := &prev.Pods[i]
@@ -180,7 +181,7 @@ func topRows(prev, cur *api.Stats) []topRow {
 
 // milliCPU is the CPU use between two samples of one container instance
 // in millicores, or -1 when it cannot be told.
-func milliCPU(prev, cur *api.ContainerStats) int64 {
+func milliCPU(prev, cur *stats.Container) int64 {
 	if prev == nil || cur == nil || prev.CPU == nil || cur.CPU == nil || prev.ID != cur.ID {
 		return -1
 	}

@@ -10,24 +10,25 @@ import (
 	"time"
 
 	"github.com/podvisor/podvisor/api"
+	"github.com/podvisor/podvisor/internal/stats"
 	"github.com/podvisor/podvisor/status"
 	"github.com/urfave/cli/v2"
 )
 
 var topT0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
-func sampleAt(d time.Duration, busyNanos uint64, busyID string) *api.Stats {
+func sampleAt(d time.Duration, busyNanos uint64, busyID string) *stats.Summary {
 	at := topT0.Add(d)
 	yes := true
-	return &api.Stats{Time: at, Pods: []api.PodStats{{
+	return &stats.Summary{Time: at, Pods: []stats.Pod{{
 		Namespace: "default", Name: "busy-n", UID: "u", Phase: "Running",
-		Containers: []api.ContainerStats{
+		Containers: []stats.Container{
 			{Name: "init", Init: true, State: "terminated", Reason: "Completed"},
 			{Name: "loop", ID: busyID, State: "running", Started: &yes, Ready: true, RestartCount: 2,
 				Probes: map[string]string{"readiness": "Success", "liveness": "Failure"},
-				CPU:    &api.CPUStats{Time: at, UsageCoreNanoSeconds: busyNanos}, Memory: &api.MemoryStats{Time: at, WorkingSetBytes: 3 << 20}},
+				CPU:    &stats.CPU{Time: at, UsageCoreNanoSeconds: busyNanos}, Memory: &stats.Memory{Time: at, WorkingSetBytes: 3 << 20}},
 			{Name: "idle", ID: "i1", State: "running", Ready: false,
-				CPU: &api.CPUStats{Time: at, UsageCoreNanoSeconds: 5}, Memory: &api.MemoryStats{Time: at, WorkingSetBytes: 1 << 20}},
+				CPU: &stats.CPU{Time: at, UsageCoreNanoSeconds: 5}, Memory: &stats.Memory{Time: at, WorkingSetBytes: 1 << 20}},
 		},
 	}}}
 }
@@ -35,7 +36,7 @@ func sampleAt(d time.Duration, busyNanos uint64, busyID string) *api.Stats {
 func TestTopRows(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		prev, cur *api.Stats
+		prev, cur *stats.Summary
 		want      string
 	}{{
 		name: "two samples: millicores from the difference",
@@ -80,7 +81,7 @@ type rampStats struct {
 	n  int
 }
 
-func (r *rampStats) Stats() api.Stats {
+func (r *rampStats) Stats() stats.Summary {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.n++

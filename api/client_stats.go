@@ -5,14 +5,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/podvisor/podvisor/internal/stats"
 )
 
 // maxMetricsBody bounds what Metrics reads: far beyond any real scrape.
 const maxMetricsBody = 64 << 20
 
 // Stats returns the resource use of every pod's containers (GET /stats).
-func (c *Client) Stats(ctx context.Context) (*Stats, error) {
-	var s Stats
+func (c *Client) Stats(ctx context.Context) (*stats.Summary, error) {
+	var s stats.Summary
 	if err := c.getJSON(ctx, "/stats", nil, &s); err != nil {
 		return nil, err
 	}

@@ -9,13 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podvisor/podvisor/internal/stats"
 	"github.com/podvisor/podvisor/status"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-type fixedStats Stats
+type fixedStats stats.Summary
 
-func (f fixedStats) Stats() Stats { return Stats(f) }
+func (f fixedStats) Stats() stats.Summary { return stats.Summary(f) }
 
 // TestMetricsAndStats: /metrics serves the Gatherer's series and /stats the
 // StatsSource's figures, through the Client over the socket.
@@ -25,15 +26,15 @@ func TestMetricsAndStats(t *testing.T) {
 	reg.MustRegister(c)
 	c.Add(3)
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	stats := fixedStats{Time: at, Pods: []PodStats{{Namespace: "default", Name: "p-n", UID: "u", Phase: "Running",
-		Containers: []ContainerStats{{Name: "c", ID: "id", State: "running", CPU: &CPUStats{Time: at, UsageCoreNanoSeconds: 42},
-			Memory: &MemoryStats{Time: at, WorkingSetBytes: 7}, Probes: map[string]string{"liveness": "Success"}}}}}}
+	fixed := fixedStats{Time: at, Pods: []stats.Pod{{Namespace: "default", Name: "p-n", UID: "u", Phase: "Running",
+		Containers: []stats.Container{{Name: "c", ID: "id", State: "running", CPU: &stats.CPU{Time: at, UsageCoreNanoSeconds: 42},
+			Memory: &stats.Memory{Time: at, WorkingSetBytes: 7}, Probes: map[string]string{"liveness": "Success"}}}}}}
 
 	socket := filepath.Join(t.TempDir(), "s.sock")
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
-		done <- Serve(ctx, Options{Socket: socket, Store: status.NewStore(nil), Gatherer: reg, Stats: stats})
+		done <- Serve(ctx, Options{Socket: socket, Store: status.NewStore(nil), Gatherer: reg, Stats: fixed})
 	}()
 	defer func() { cancel(); <-done }()
 	client := NewClient(socket)

@@ -16,7 +16,7 @@ import (
 	"github.com/creack/pty"
 	"github.com/podvisor/podvisor/api"
 	"github.com/podvisor/podvisor/examples"
-	"github.com/podvisor/podvisor/internal/metrics"
+	"github.com/podvisor/podvisor/metrics"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/podvisor/podvisor/internal/cgroupfs"
+	"github.com/podvisor/podvisor/internal/stats"
 	"github.com/podvisor/podvisor/manifest"
 	"github.com/podvisor/podvisor/probes"
 	"github.com/podvisor/podvisor/status"
@@ -46,7 +46,7 @@ type Options struct {
 type Metrics struct {
 	reg    *prometheus.Registry
 	store  Store
-	cg     cgroupReader
+	cg     stats.Reader
 	parent string
 	now    func() time.Time
 	since  time.Time // pods first seen before this are not new starts
@@ -85,7 +85,7 @@ func New(o Options) *Metrics {
 	m := &Metrics{
 		reg:        prometheus.NewRegistry(),
 		store:      o.Store,
-		cg:         cgroupReader{root: o.CgroupRoot, v2: cgroupfs.IsV2(o.CgroupRoot)},
+		cg:         stats.NewReader(o.CgroupRoot),
 		parent:     o.CgroupParent,
 		now:        o.Now,
 		since:      o.Now(),

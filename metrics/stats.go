@@ -3,30 +3,28 @@ package metrics
 import (
 	"strings"
 
-	"github.com/podvisor/podvisor/api"
+	"github.com/podvisor/podvisor/internal/stats"
 	"github.com/podvisor/podvisor/status"
 	v1 "k8s.io/api/core/v1"
 )
 
-var _ api.StatsSource = (*Metrics)(nil)
-
 // Stats reads every pod's containers' use from their cgroups now.
-func (m *Metrics) Stats() api.Stats {
+func (m *Metrics) Stats() stats.Summary {
 	pods := m.store.Pods()
-	out := api.Stats{Time: m.now(), Pods: make([]api.PodStats, 0, len(pods))}
+	out := stats.Summary{Time: m.now(), Pods: make([]stats.Pod, 0, len(pods))}
 	for i := range pods {
 		p := &pods[i]
-		ps := api.PodStats{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID), Phase: string(p.Status.Phase)}
-		probes := status.PodProbeResults(p)
+		ps := stats.Pod{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID), Phase: string(p.Status.Phase)}
+		results := status.PodProbeResults(p)
 		add := func(statuses []v1.ContainerStatus, init bool) {
 			for _, cs := range statuses {
-				c := containerStats(cs, probes[cs.Name])
+				c := containerStats(cs, results[cs.Name])
 				c.Init = init
 				if c.ID != "" {
-					if u, err := m.cg.read(m.containerCgroup(string(p.UID), c.ID)); err == nil {
+					if u, err := m.cg.Read(m.containerCgroup(string(p.UID), c.ID)); err == nil {
 						t := m.now()
-						c.CPU = &api.CPUStats{Time: t, UsageCoreNanoSeconds: u.cpuNanos}
-						c.Memory = &api.MemoryStats{Time: t, WorkingSetBytes: u.workingSet}
+						c.CPU = &stats.CPU{Time: t, UsageCoreNanoSeconds: u.CPUNanos}
+						c.Memory = &stats.Memory{Time: t, WorkingSetBytes: u.WorkingSet}
 					}
 				}
 				ps.Containers = append(ps.Containers, c)
@@ -41,8 +39,8 @@ func (m *Metrics) Stats() api.Stats {
 
 // containerStats is what a container's status and its probes' last
 // results say, without the cgroup figures.
-func containerStats(cs v1.ContainerStatus, probes map[string]status.ProbeResult) api.ContainerStats {
-	c := api.ContainerStats{
+func containerStats(cs v1.ContainerStatus, probes map[string]status.ProbeResult) stats.Container {
+	c := stats.Container{
 		Name:         cs.Name,
 		ID:           runningID(cs),
 		RestartCount: cs.RestartCount,

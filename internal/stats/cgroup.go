@@ -1,4 +1,4 @@
-package metrics
+package stats
 
 import (
 	"bytes"
@@ -8,53 +8,64 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/podvisor/podvisor/internal/cgroupfs"
 )
 
-// usage is what one cgroup has used, read at one moment.
-type usage struct {
-	cpuNanos   uint64 // CPU time, all CPUs, since the cgroup was made
-	workingSet uint64 // memory in use minus the inactive page cache, as cAdvisor counts it
+// Usage is what one cgroup has used, read at one moment.
+type Usage struct {
+	// CPUNanos is the CPU time of all its processes, on all CPUs, since the
+	// cgroup was made.
+	CPUNanos uint64
+	// WorkingSet is the memory in use minus the inactive file cache, as
+	// cAdvisor counts it (what kubelet evicts by, kubectl top shows).
+	WorkingSet uint64
 }
 
-// cgroupReader reads usage from the cgroup hierarchy mounted at root.
-type cgroupReader struct {
+// Reader reads Usage from the cgroup hierarchies mounted at a root.
+type Reader struct {
 	root string
 	v2   bool
 }
 
-// read returns the usage of cgroup rel (such as "/podvisor/pod<uid>/<id>").
-func (c cgroupReader) read(rel string) (usage, error) {
+// NewReader returns a Reader of the hierarchies under root (such as
+// /sys/fs/cgroup), v1 or v2 as cgroupfs.IsV2 tells.
+func NewReader(root string) Reader { return Reader{root: root, v2: cgroupfs.IsV2(root)} }
+
+// Read returns the usage of cgroup rel (such as "/podvisor/pod<uid>/<id>").
+// A cgroup that is gone (its container exited) is an error.
+func (c Reader) Read(rel string) (Usage, error) {
 	if c.v2 {
 		dir := filepath.Join(c.root, rel)
 		cpu, err := os.ReadFile(filepath.Join(dir, "cpu.stat"))
 		if err != nil {
-			return usage{}, err
+			return Usage{}, err
 		}
 		ns, err := parseCPUStatV2(cpu)
 		if err != nil {
-			return usage{}, fmt.Errorf("%s/cpu.stat: %w", dir, err)
+			return Usage{}, fmt.Errorf("%s/cpu.stat: %w", dir, err)
 		}
 		ws, err := readWorkingSet(filepath.Join(dir, "memory.current"), filepath.Join(dir, "memory.stat"), "inactive_file")
 		if err != nil {
-			return usage{}, err
+			return Usage{}, err
 		}
-		return usage{cpuNanos: ns, workingSet: ws}, nil
+		return Usage{CPUNanos: ns, WorkingSet: ws}, nil
 	}
 	acct := filepath.Join(c.root, "cpuacct", rel, "cpuacct.usage")
 	b, err := os.ReadFile(acct)
 	if err != nil {
-		return usage{}, err
+		return Usage{}, err
 	}
 	ns, err := parseUint(b)
 	if err != nil {
-		return usage{}, fmt.Errorf("%s: %w", acct, err)
+		return Usage{}, fmt.Errorf("%s: %w", acct, err)
 	}
 	mem := filepath.Join(c.root, "memory", rel)
 	ws, err := readWorkingSet(filepath.Join(mem, "memory.usage_in_bytes"), filepath.Join(mem, "memory.stat"), "total_inactive_file")
 	if err != nil {
-		return usage{}, err
+		return Usage{}, err
 	}
-	return usage{cpuNanos: ns, workingSet: ws}, nil
+	return Usage{CPUNanos: ns, WorkingSet: ws}, nil
 }
 
 // readWorkingSet is the memory in use (usageFile) less the inactive file

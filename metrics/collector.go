@@ -49,12 +49,12 @@ func (c podCollector) Collect(ch chan<- prometheus.Metric) {
 			if id == "" {
 				continue
 			}
-			u, err := c.m.cg.read(c.m.containerCgroup(string(p.UID), id))
+			u, err := c.m.cg.Read(c.m.containerCgroup(string(p.UID), id))
 			if err != nil {
 				continue // exited since the status was written
 			}
-			ch <- prometheus.MustNewConstMetric(cpuDesc, prometheus.CounterValue, float64(u.cpuNanos)/1e9, labels...)
-			ch <- prometheus.MustNewConstMetric(memoryDesc, prometheus.GaugeValue, float64(u.workingSet), labels...)
+			ch <- prometheus.MustNewConstMetric(cpuDesc, prometheus.CounterValue, float64(u.CPUNanos)/1e9, labels...)
+			ch <- prometheus.MustNewConstMetric(memoryDesc, prometheus.GaugeValue, float64(u.WorkingSet), labels...)
 		}
 	}
 	for _, ph := range phases {
