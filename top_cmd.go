@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -65,8 +66,7 @@ func topAction(c *cli.Context) error {
 		fmt.Fprint(out, ansiEnter)
 		defer fmt.Fprint(out, ansiLeave)
 		// A first frame at once, CPU unknown until the second sample.
-		fmt.Fprint(out, ansiRedraw)
-		writeTop(out, topRows(nil, prev))
+		redraw(out, f, topRows(nil, prev))
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -87,8 +87,7 @@ func topAction(c *cli.Context) error {
 		prev = cur
 		switch {
 		case tty:
-			fmt.Fprint(out, ansiRedraw)
-			writeTop(out, rows)
+			redraw(out, f, rows)
 		case c.Bool("watch"):
 			if n > 0 {
 				fmt.Fprintln(out)
@@ -99,6 +98,28 @@ func topAction(c *cli.Context) error {
 			return nil
 		}
 	}
+}
+
+// redraw draws the table from the top left corner of a cleared screen,
+// each line cut to the terminal's width (read again each time, so a
+// resized window is followed) so that none wraps.
+func redraw(out io.Writer, f *os.File, rows []topRow) {
+	var b bytes.Buffer
+	writeTop(&b, rows)
+	width, _, err := term.GetSize(int(f.Fd()))
+	if err != nil || width <= 0 {
+		width = 1 << 16
+	}
+	var frame strings.Builder
+	frame.WriteString(ansiRedraw)
+	for line := range strings.Lines(b.String()) {
+		line = strings.TrimSuffix(line, "\n")
+		if len(line) > width {
+			line = line[:width]
+		}
+		frame.WriteString(line + "\n")
+	}
+	io.WriteString(out, frame.String())
 }
 
 // topRow is one line of podvisor top: a pod (Container empty) with its

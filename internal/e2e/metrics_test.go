@@ -203,8 +203,9 @@ func TestMetrics(t *testing.T) {
 }
 
 // TestTopTerminal: under a pseudo-terminal podvisor top redraws the screen
-// in place (home and clear) at every refresh, and puts the cursor and the
-// screen back when interrupted, exiting 0.
+// in place (home and clear) at every refresh, each line cut to the window's
+// width after a resize, and puts the cursor and the screen back when
+// interrupted, exiting 0.
 func TestTopTerminal(t *testing.T) {
 	t.Parallel()
 	d := newDaemon(t)
@@ -249,6 +250,24 @@ func TestTopTerminal(t *testing.T) {
 		}
 		o := output()
 		return strings.Count(o, redraw) >= 3 && regexp.MustCompile(`busy-`+node+`\s+loop\s+\d+m`).MatchString(o), strconv.Quote(o)
+	})
+	// A narrower window: the next frames are cut to its width, not wrapped.
+	mark := len(output())
+	if err := pty.Setsize(tty, &pty.Winsize{Rows: 40, Cols: 50}); err != nil {
+		t.Fatal(err)
+	}
+	d.poll("podvisor top to redraw at the new width", 30*time.Second, func() (bool, string) {
+		frames := strings.Split(output()[mark:], redraw)
+		if len(frames) < 3 {
+			return false, "no full frame since the resize"
+		}
+		frame := frames[len(frames)-2] // the last complete one
+		for _, line := range strings.Split(strings.ReplaceAll(frame, "\r", ""), "\n") {
+			if len(line) > 50 {
+				return false, "a line of " + strconv.Itoa(len(line)) + " columns: " + strconv.Quote(line)
+			}
+		}
+		return strings.HasPrefix(frame, "NAMESPACE"), strconv.Quote(frame)
 	})
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
