@@ -97,6 +97,7 @@ func newApp() *cli.App {
 					return manifest.WriteFieldTableMarkdown(c.App.Writer)
 				},
 			},
+			topCommand(socketFlag),
 			{
 				Name:  "version",
 				Usage: "print podvisor's version",

@@ -24,6 +24,7 @@ import (
 	"github.com/podvisor/podvisor/internal/images"
 	"github.com/podvisor/podvisor/internal/layout"
 	"github.com/podvisor/podvisor/manifest"
+	"github.com/podvisor/podvisor/metrics"
 	"github.com/podvisor/podvisor/mirror"
 	"github.com/podvisor/podvisor/status"
 	"github.com/podvisor/podvisor/supervise"
@@ -171,6 +172,12 @@ func runAction(c *cli.Context) error {
 		log.Warn("events will not survive a restart", "err", err)
 	}
 	defer store.CloseJournal()
+	mets := metrics.New(metrics.Options{Store: store, CgroupParent: c.String("containerd-namespace")})
+	go func() {
+		if err := mets.WatchStarts(ctx); err != nil {
+			log.Warn("pod start latency metric is off", "err", err)
+		}
+	}()
 
 	snapshots := make(chan manifest.Snapshot, 1)
 	src := manifest.NewSource(manifest.SourceOptions{
@@ -180,6 +187,7 @@ func runAction(c *cli.Context) error {
 		RelistPeriod:  c.Duration("manifest-relist-period"),
 		StateDir:      stateDir,
 		UnknownFields: unknown,
+		Observer:      mets,
 	})
 	srcErr := make(chan error, 1)
 	go func() { srcErr <- src.Run(ctx, snapshots) }()
@@ -213,7 +221,7 @@ func runAction(c *cli.Context) error {
 	}
 	imgs := images.New(images.Options{
 		Dir:      c.String("images-dir"),
-		Importer: supervise.Bounded(rt, c.Duration("runtime-request-timeout")),
+		Importer: mets.Importer(supervise.Bounded(rt, c.Duration("runtime-request-timeout"))),
 		Log:      log,
 		OnImport: func() { sup.ImagesImported() },
 		OnWarning: func(msg string) {
@@ -235,6 +243,7 @@ func runAction(c *cli.Context) error {
 		RequestTimeout:  cmp.Or(c.Duration("runtime-request-timeout"), -1),
 		Heartbeat:       sd.heartbeat(),
 		HeartbeatPeriod: sd.watchdogInterval(),
+		ProbeRuns:       mets.ProbeRun,
 	})
 	apiErr := make(chan error, 1)
 	go func() {
@@ -242,6 +251,8 @@ func runAction(c *cli.Context) error {
 			Remote:    remote,
 			Restarter: restarter{sup},
 			Watcher:   store,
+			Gatherer:  mets.Registry(),
+			Stats:     mets,
 		})
 	}()
 	if mir != nil {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/podvisor/podvisor/status"
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -63,6 +64,10 @@ type Options struct {
 	// Watcher, when set, gives lists their resourceVersion and serves
 	// ?watch=true on /pods and /events (watch.go).
 	Watcher Watcher
+	// Gatherer, when set, is served at GET /metrics.
+	Gatherer prometheus.Gatherer
+	// Stats, when set, answers GET /stats.
+	Stats StatsSource
 }
 
 func (o Options) withDefaults() Options {
@@ -102,12 +107,15 @@ func (o Options) withDefaults() Options {
 //	                   API server sends them.
 //	GET /events        v1.EventList, oldest first; ?watch=true as /pods
 //	GET /healthz       "ok" with 200, or 503 with the error text
+//	GET /metrics       Prometheus text format, when Options.Gatherer is set
+//	GET /stats         Stats as JSON, when Options.Stats is set
 //
-// With o.Remote the same handler is also served over HTTPS (ListenTLS)
-// until Serve returns; an error listening there is Serve's error.
 // The one write, with Options.Restarter (see registerRestart):
 //
 //	POST /pods/{name}/restart?container=   restart now, back-off reset
+//
+// With o.Remote the same handler is also served over HTTPS (ListenTLS)
+// until Serve returns; an error listening there is Serve's error.
 func Serve(ctx context.Context, o Options) error {
 	if o.Store == nil {
 		return errors.New("serve local API: no Store")
@@ -271,6 +279,7 @@ func newHandler(o Options) http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	registerRestart(mux, o)
+	registerMetrics(mux, o)
 	// Go's profiler, for operators chasing CPU or memory use; the socket
 	// is root's only.
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)

@@ -99,6 +99,9 @@ type Options struct {
 	// RequestTimeout bounds every runtime and network call (default
 	// DefaultRequestTimeout; negative: unbounded).
 	RequestTimeout time.Duration
+	// ProbeRuns, when set, hears every probe run of the default prober
+	// (probes.Options.OnRun), for metrics.
+	ProbeRuns func(probes.Run)
 	// Prober runs the containers' probes; by default a probes.Manager
 	// that runs exec probes through Runtime. Hooks, when set, runs
 	// lifecycle hooks (default probes.RunHook).
@@ -198,6 +201,7 @@ func New(opts Options) *Supervisor {
 			Exec:     exec,
 			OnEvent:  s.probeEvent,
 			OnChange: s.probeChanged,
+			OnRun:    opts.ProbeRuns,
 		})
 		s.prober = s.ownProber
 	}
