@@ -44,6 +44,7 @@ func newApp() *cli.App {
 		Version:              version.Version,
 		HideHelpCommand:      true,
 		EnableBashCompletion: false,
+		Flags:                []cli.Flag{globalSocketFlag()},
 		Commands: []*cli.Command{
 			{
 				Name:   "run",

@@ -401,7 +401,7 @@ func defaultNodeIP() string {
 }
 
 func getPodsAction(c *cli.Context) error {
-	client := api.NewClient(c.String("socket"))
+	client := api.NewClient(socketPath(c))
 	list, err := client.Pods(c.Context)
 	if err != nil {
 		return err
@@ -445,7 +445,7 @@ func describePodAction(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return cli.Exit("usage: podvisor describe pod NAME", 2)
 	}
-	client := api.NewClient(c.String("socket"))
+	client := api.NewClient(socketPath(c))
 	pod, err := client.Pod(c.Context, c.Args().First())
 	if err != nil {
 		return err
