@@ -82,6 +82,7 @@ type scanner struct {
 
 	skipped     map[string]string // entry name -> reason already logged
 	loggedErrs  map[string]bool   // FileError texts logged and still present
+	errFiles    map[string]bool   // paths with errors in the last snapshot
 	loggedWarns map[string]bool   // warning texts logged and still present
 	loggedState string            // last state file error logged
 
@@ -242,6 +243,9 @@ func (s *scanner) visit(e entry, mode scanMode) bool {
 		st.ioErr = ioErr // needRead stays set: try again at the next scan
 		return true
 	}
+	if res.foreign {
+		s.logSkip(e, foreignReason)
+	}
 	s.apply(e.path, st, res)
 	st.read, st.sig, st.needRead, st.created, st.pending = true, rsig, false, false, nil
 	return true
@@ -294,6 +298,9 @@ func (s *scanner) readFile(path string) (res fileResult, sig fileSig, ioErr *Fil
 		return res, sig, &FileError{Path: path, Reason: "read: " + err.Error(), Err: err}, false
 	}
 	s.parsed += len(data)
+	if s.files == nil && foreignJSON(path, data) {
+		return fileResult{foreign: true}, sig, nil, false
+	}
 	return parseDocs(path, data, s.nodeName, s.now(), s.opts), sig, nil, false
 }
 
