@@ -58,6 +58,7 @@ func runFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "manifest-relist-period", Value: manifest.DefaultRelistPeriod, Usage: "how often the manifests directory is re-read in full (a safety net: changes arrive through inotify)"},
 		&cli.StringFlag{Name: "kubeconfig", Usage: "kubeconfig of an apiserver to register the node and mirror the pods in, as kubelet does for static pods (e.g. /etc/kubernetes/kubelet.conf); it need not answer, nor exist, yet (default: none)"},
 		&cli.StringFlag{Name: "healthz-bind-address", Usage: "serve kubelet's health endpoint /healthz on this address (kubelet's is 127.0.0.1:10248; default: off)"},
+		&cli.BoolFlag{Name: "exit-when-empty", Usage: "with a manifests dir holding no manifest: stop and remove every pod, then exit (make demo-clean uses it)"},
 	}
 }
 
@@ -109,6 +110,11 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.Bool("exit-when-empty") {
+		if err := checkDrainable(c.String("manifests"), node); err != nil {
+			return err
+		}
+	}
 	nodeIP := c.String("node-ip")
 	if nodeIP == "" {
 		nodeIP = defaultNodeIP()
@@ -124,7 +130,10 @@ func runAction(c *cli.Context) error {
 	address := c.String("containerd-address")
 	embeddedErr := make(chan error, 1)
 	if c.Bool("embedded-containerd") {
-		e := embedded.New(embedded.Options{Binary: c.String("containerd-binary"), RunDir: runDir, StateDir: stateDir, Log: log})
+		// Its cgroup is named for the namespace ("podvisor-containerd" by
+		// default), so a second podvisor (the demo's) has its own.
+		e := embedded.New(embedded.Options{Binary: c.String("containerd-binary"), RunDir: runDir, StateDir: stateDir, Log: log,
+			Cgroup: c.String("containerd-namespace") + "-containerd"})
 		address = e.Address()
 		go func() { embeddedErr <- e.Run(ctx) }()
 		select {
@@ -241,6 +250,9 @@ func runAction(c *cli.Context) error {
 	defer func() { cancel(); <-imgsDone }()
 	supErr := make(chan error, 1)
 	go func() { supErr <- sup.Run(ctx, snapshots) }()
+	if c.Bool("exit-when-empty") {
+		go exitWhenDrained(ctx, sup.Synced, func() int { return len(store.Pods()) }, log, cancel)
+	}
 	select {
 	case err := <-apiErr:
 		if err != nil {
