@@ -139,6 +139,9 @@ $(CONTROLPLANE_DIR)/images/kube-%.tar: $(CONTROLPLANE_DIR)/kube-%
 DEMO_NS := podvisor-demo
 DEMO_CONTAINERD ?= containerd
 DEMO_SOCK := $(DEMO_RUN)/podvisor.sock
+# Where podvisor and podvisor-log-driver are: bin/ (built by make build)
+# unless given, as the demo's end-to-end test gives its own build.
+DEMO_BIN ?= bin
 DEMO_ARGS = --images-dir examples/images --embedded-containerd --containerd-binary $(DEMO_CONTAINERD) \
 	--containerd-namespace $(DEMO_NS) --state-dir $(DEMO_DIR)/state --run-dir $(DEMO_RUN) \
 	--log-dir $(DEMO_DIR)/logs --cni-conf-dir $(DEMO_DIR)/cni
@@ -148,18 +151,22 @@ DEMO_WAIT := 180
 demo:
 	@echo "==> make demo 1/4: Debian packages $(DEBS) (only those missing)"
 	@$(MAKE) --no-print-directory deps
+ifeq ($(DEMO_BIN),bin)
 	@echo "==> make demo 2/4: building bin/podvisor and bin/podvisor-log-driver"
 	@echo "    (the first build compiles containerd's client and Kubernetes' API types: several minutes on 2 cores; later builds take seconds)"
 	@$(MAKE) --no-print-directory build
+else
+	@echo "==> make demo 2/4: using the podvisor in $(DEMO_BIN) (DEMO_BIN), not building one"
+endif
 	@echo "==> make demo 3/4: the example image examples/images/busybox.tar (from Debian's busybox-static, no registry)"
 	@$(MAKE) --no-print-directory image
 	@echo "==> make demo 4/4: podvisor on examples/ with a private containerd; waiting for the web pod"
 	@mkdir -p $(DEMO_DIR)/cni
-	@bin/podvisor run --manifests examples $(DEMO_ARGS) & pv=$$!; \
+	@$(DEMO_BIN)/podvisor run --manifests examples $(DEMO_ARGS) & pv=$$!; \
 	trap 'kill -INT $$pv 2>/dev/null' INT TERM; \
 	ip=""; end=$$(( $$(date +%s) + $(DEMO_WAIT) )); \
 	while kill -0 $$pv 2>/dev/null && [ $$(date +%s) -lt $$end ]; do \
-		json=$$(bin/podvisor get pods web -o json --socket $(DEMO_SOCK) 2>/dev/null); \
+		json=$$($(DEMO_BIN)/podvisor get pods web -o json --socket $(DEMO_SOCK) 2>/dev/null); \
 		if printf '%s' "$$json" | grep -q '"phase": "Running"'; then \
 			ip=$$(printf '%s' "$$json" | sed -n 's/.*"podIP": "\([^"]*\)".*/\1/p' | head -n 1); \
 			[ -n "$$ip" ] && break; \
@@ -169,12 +176,12 @@ demo:
 	if [ -n "$$ip" ]; then \
 		echo; \
 		echo "==> the web pod runs: curl http://$$ip/"; \
-		echo "    bin/podvisor --socket $(DEMO_SOCK) get pods -o wide"; \
+		echo "    $(DEMO_BIN)/podvisor --socket $(DEMO_SOCK) get pods -o wide"; \
 		echo "    tail -f $(DEMO_DIR)/logs/default_counter-*/counter/0.log"; \
 		echo "    Ctrl-C stops podvisor (the pods keep running); make demo-clean then removes everything of the demo"; \
 		echo; \
 	elif kill -0 $$pv 2>/dev/null; then \
-		echo "==> the web pod is not running after $(DEMO_WAIT)s: bin/podvisor --socket $(DEMO_SOCK) describe pod web says why"; \
+		echo "==> the web pod is not running after $(DEMO_WAIT)s: $(DEMO_BIN)/podvisor --socket $(DEMO_SOCK) describe pod web says why"; \
 	fi; \
 	wait $$pv; rc=$$?; \
 	while kill -0 $$pv 2>/dev/null; do wait $$pv; rc=$$?; done; \
@@ -193,11 +200,13 @@ demo-clean:
 		echo "Stop it first: Ctrl-C in the terminal of make demo, or kill -INT $$pid; then run make demo-clean again."; \
 		exit 1; \
 	fi
+ifeq ($(DEMO_BIN),bin)
 	@$(MAKE) --no-print-directory build >/dev/null
+endif
 	@if [ -d $(DEMO_DIR)/state ]; then \
 		echo "==> stopping and removing the demo's pods"; \
 		mkdir -p $(DEMO_DIR)/empty; \
-		timeout --signal=INT $(DEMO_WAIT) bin/podvisor run --manifests $(DEMO_DIR)/empty --exit-when-empty $(DEMO_ARGS) --log-level warn \
+		timeout --signal=INT $(DEMO_WAIT) $(DEMO_BIN)/podvisor run --manifests $(DEMO_DIR)/empty --exit-when-empty $(DEMO_ARGS) --log-level warn \
 			|| { echo "make demo-clean: the demo's pods were not all removed (podvisor exited with status $$?); nothing else was touched"; exit 1; }; \
 	fi
 	@pidf=$(DEMO_RUN)/containerd/containerd.pid; \
