@@ -166,7 +166,7 @@ endif
 	trap 'kill -INT $$pv 2>/dev/null' INT TERM; \
 	ip=""; end=$$(( $$(date +%s) + $(DEMO_WAIT) )); \
 	while kill -0 $$pv 2>/dev/null && [ $$(date +%s) -lt $$end ]; do \
-		json=$$($(DEMO_BIN)/podvisor get pods web -o json --socket $(DEMO_SOCK) 2>/dev/null); \
+		json=$$(timeout 10 $(DEMO_BIN)/podvisor get pods web -o json --socket $(DEMO_SOCK) 2>/dev/null); \
 		if printf '%s' "$$json" | grep -q '"phase": "Running"'; then \
 			ip=$$(printf '%s' "$$json" | sed -n 's/.*"podIP": "\([^"]*\)".*/\1/p' | head -n 1); \
 			[ -n "$$ip" ] && break; \

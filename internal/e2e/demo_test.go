@@ -85,7 +85,9 @@ func TestDemoMakeAndClean(t *testing.T) {
 		t.Fatalf("make demo printed address %q, not one of the built-in network %s", line[1], demoCIDR)
 	}
 	// The address is the one podvisor gave the web pod, not a guess.
-	pod, err := api.NewClient(filepath.Join(demoRun, "podvisor.sock")).Pod(t.Context(), "web")
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	pod, err := api.NewClient(filepath.Join(demoRun, "podvisor.sock")).Pod(ctx, "web")
+	cancel()
 	if err != nil {
 		t.Fatalf("the demo's API: %v", err)
 	}
