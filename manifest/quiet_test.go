@@ -42,6 +42,11 @@ func TestScanQuietForDocs(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(dir, "web.yaml"), basePod)
 	writeFile(t, filepath.Join(dir, "db.yaml.off"), named("db"))
+	for _, sub := range []string{"images", ".git"} {
+		if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	snap, _ := rescan(sc)
 	if !slices.Equal(keys(snap), []string{"default/web-node-1"}) {
@@ -69,6 +74,12 @@ func TestScanQuietForDocs(t *testing.T) {
 	}
 	if !strings.Contains(out, `level=INFO msg="skipping file in manifest directory" file=`+filepath.Join(dir, "db.yaml.off")) {
 		t.Errorf("db.yaml.off, maybe a misnamed manifest, not logged at Info:\n%s", out)
+	}
+	if want := `level=INFO msg="skipping file in manifest directory" file=` + filepath.Join(dir, "images") + ` reason="directory (subdirectories are not read)"`; !strings.Contains(out, want) {
+		t.Errorf("the sub-directory images not logged as one (%s):\n%s", want, out)
+	}
+	if strings.Contains(out, ".git") {
+		t.Errorf(".git logged at Info or above:\n%s", out)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -56,6 +57,7 @@ type fileState struct {
 type entry struct {
 	name, path string
 	link       bool // a symlink (followed)
+	dir        bool // a directory (not through a symlink)
 }
 
 // scanner reads the directory and builds snapshots; it remembers the last
@@ -124,7 +126,7 @@ func (s *scanner) list() ([]entry, error) {
 	}
 	out := make([]entry, 0, len(des))
 	for _, d := range des {
-		out = append(out, entry{name: d.Name(), path: filepath.Join(s.dir, d.Name()), link: d.Type()&fs.ModeSymlink != 0})
+		out = append(out, entry{name: d.Name(), path: filepath.Join(s.dir, d.Name()), link: d.Type()&fs.ModeSymlink != 0, dir: d.IsDir()})
 	}
 	return out, nil
 }
@@ -185,6 +187,9 @@ func (s *scanner) scan(mode scanMode) (Snapshot, bool) {
 // whether it is a manifest that is present.
 func (s *scanner) visit(e entry, mode scanMode) bool {
 	if reason := skipReason(e.name); reason != "" {
+		if e.dir && strings.HasPrefix(reason, "not a manifest extension") {
+			reason = dirReason // what it is, not what its name lacks
+		}
 		s.logSkip(e, reason)
 		return false
 	}
@@ -200,7 +205,7 @@ func (s *scanner) visit(e entry, mode scanMode) bool {
 		st.ioErr = &FileError{Path: e.path, Reason: "stat: " + err.Error(), Err: err}
 		return true
 	case info.IsDir():
-		s.logSkip(e, "directory (subdirectories are not read)")
+		s.logSkip(e, dirReason)
 		return false
 	case !info.Mode().IsRegular():
 		s.logSkip(e, specialReason(info.Mode(), e.link))

@@ -33,6 +33,9 @@ func skipReason(name string) string {
 	return ""
 }
 
+// dirReason is the skip reason of a sub-directory.
+const dirReason = "directory (subdirectories are not read)"
+
 // docReason is the skip reason of documentation beside the manifests.
 const docReason = "documentation, text or source file"
 
