@@ -94,6 +94,14 @@ func TestDemoMakeAndClean(t *testing.T) {
 	if pod.Status.PodIP != ip.String() || pod.Status.Phase != v1.PodRunning {
 		t.Fatalf("make demo printed %s; podvisor says the web pod is %s at %q", ip, pod.Status.Phase, pod.Status.PodIP)
 	}
+	// A newcomer's first look: podvisor starts on examples/ (manifests
+	// beside docs, tests and the image dir) without a warning or an error
+	// (but for one about this host's resolv.conf, which is the host's).
+	for _, l := range strings.Split(demo.output(), "\n") {
+		if (strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR")) && !strings.Contains(l, "dropped loopback nameserver") {
+			t.Errorf("make demo logged: %s", l)
+		}
+	}
 	body := fetch(t, "http://"+ip.String()+"/", 30*time.Second)
 	if want := "hello from " + pod.Name; strings.TrimSpace(body) != want {
 		t.Errorf("the web pod answers %q, want %q", body, want)
