@@ -159,7 +159,7 @@ else
 	@echo "==> make demo 2/4: using the podvisor in $(DEMO_BIN) (DEMO_BIN), not building one"
 endif
 	@echo "==> make demo 3/4: the example image examples/images/busybox.tar (from Debian's busybox-static, no registry)"
-	@$(MAKE) --no-print-directory image
+	@$(MAKE) -s --no-print-directory image
 	@echo "==> make demo 4/4: podvisor on examples/ with a private containerd; waiting for the web pod"
 	@mkdir -p $(DEMO_DIR)/cni
 	@$(DEMO_BIN)/podvisor run --manifests examples $(DEMO_ARGS) & pv=$$!; \
