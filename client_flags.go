@@ -43,7 +43,7 @@ func newAPIClient(c *cli.Context) (*api.Client, error) {
 		}
 		return client, nil
 	}
-	return api.NewClient(clientFlag(c, "socket")), nil
+	return api.NewClient(socketPath(c)), nil
 }
 
 // remoteAPI is the remote API podvisor run serves, from its --tls-* flags:

@@ -44,7 +44,7 @@ func newApp() *cli.App {
 		Version:              version.Version,
 		HideHelpCommand:      true,
 		EnableBashCompletion: false,
-		Flags:                clientFlags(),
+		Flags:                append([]cli.Flag{globalSocketFlag()}, clientFlags()...),
 		Commands: []*cli.Command{
 			{
 				Name:   "run",

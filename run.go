@@ -62,6 +62,7 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "tls-cert-file", Usage: "server certificate (PEM) for --tls-bind-address, re-read when it changes"},
 		&cli.StringFlag{Name: "tls-private-key-file", Usage: "private key (PEM) of --tls-cert-file"},
 		&cli.StringFlag{Name: "client-ca-file", Usage: "CA certificates (PEM) a client certificate of --tls-bind-address must chain to"},
+		&cli.BoolFlag{Name: "exit-when-empty", Usage: "with a manifests dir holding no manifest: stop and remove every pod, then exit (make demo-clean uses it)"},
 	}
 }
 
@@ -121,6 +122,11 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.Bool("exit-when-empty") {
+		if err := checkDrainable(c.String("manifests"), node); err != nil {
+			return err
+		}
+	}
 	nodeIP := c.String("node-ip")
 	if nodeIP == "" {
 		nodeIP = defaultNodeIP()
@@ -136,7 +142,10 @@ func runAction(c *cli.Context) error {
 	address := c.String("containerd-address")
 	embeddedErr := make(chan error, 1)
 	if c.Bool("embedded-containerd") {
-		e := embedded.New(embedded.Options{Binary: c.String("containerd-binary"), RunDir: runDir, StateDir: stateDir, Log: log})
+		// Its cgroup is named for the namespace ("podvisor-containerd" by
+		// default), so a second podvisor (the demo's) has its own.
+		e := embedded.New(embedded.Options{Binary: c.String("containerd-binary"), RunDir: runDir, StateDir: stateDir, Log: log,
+			Cgroup: c.String("containerd-namespace") + "-containerd"})
 		address = e.Address()
 		go func() { embeddedErr <- e.Run(ctx) }()
 		select {
@@ -273,6 +282,9 @@ func runAction(c *cli.Context) error {
 	defer sd.start(ctx, sup.Synced, store.Pods)()
 	supErr := make(chan error, 1)
 	go func() { supErr <- sup.Run(ctx, snapshots) }()
+	if c.Bool("exit-when-empty") {
+		go exitWhenDrained(ctx, sup.Synced, func() int { return len(store.Pods()) }, log, cancel)
+	}
 	select {
 	case err := <-apiErr:
 		if err != nil {

@@ -175,12 +175,12 @@ func TestScanLogsOnce(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "bad.yaml"), basePod+"    tty: true\n")
 	writeFile(t, filepath.Join(dir, "warn.yaml"), named("w")+"  tolerations: [{operator: Exists}]\n")
 	writeFile(t, filepath.Join(dir, "web.yaml.swp"), "junk")
-	writeFile(t, filepath.Join(dir, "notes.txt"), "junk")
+	writeFile(t, filepath.Join(dir, "notes.conf"), "junk")
 	for range 3 {
 		rescan(sc)
 	}
 	out := logs.String()
-	for _, want := range []string{"spec.containers[0].tty", "spec.tolerations", "web.yaml.swp", "notes.txt"} {
+	for _, want := range []string{"spec.containers[0].tty", "spec.tolerations", "web.yaml.swp", "notes.conf"} {
 		if n := strings.Count(out, want); n != 1 {
 			t.Errorf("%q logged %d times, want once:\n%s", want, n, out)
 		}
