@@ -51,7 +51,9 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "images-dir", Value: "/var/lib/podvisor/images", Usage: "image archives (*.tar) imported at start and when written"},
 		&cli.BoolFlag{Name: "embedded-containerd", Usage: "run a private containerd (socket under --run-dir, root under --state-dir)"},
 		&cli.StringFlag{Name: "containerd-binary", Value: "containerd", Usage: "containerd executable for --embedded-containerd"},
-		&cli.Int64Flag{Name: "container-log-max-size", Value: crilog.DefaultMaxSize, Usage: "bytes of one container log file before it rotates"},
+		&cli.StringFlag{Name: "container-log-max-size", Value: "10Mi", Usage: "size at which a container's log file rotates: bytes or a quantity as kubelet's (10Mi, 500Ki, 1G)"},
+		&cli.IntFlag{Name: "container-log-max-files", Value: crilog.DefaultMaxFiles, Usage: "files a container's log may take, the live one included (at least 2); older rotated files are gzipped"},
+		&cli.StringFlag{Name: "container-log-links", Usage: `directory of kubelet's <pod>_<namespace>_<container>-<id>.log links to the live logs, for log shippers ("": none; default: /var/log/containers when --log-dir is /var/log/pods, else none)`},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
 		&cli.DurationFlag{Name: "runtime-request-timeout", Value: supervise.DefaultRequestTimeout, Usage: "bound of every containerd call, CNI ADD/DEL, image pull and import (a CNI plugin still running then is killed)"},
 		&cli.DurationFlag{Name: "relist-period", Value: 10 * time.Second, Usage: "how often every pod's containers are re-checked against containerd (a safety net: exits arrive as events)"},
@@ -98,6 +100,14 @@ func runAction(c *cli.Context) error {
 	unknown, err := manifest.ParseUnknownFieldPolicy(c.String("unknown-fields"))
 	if err != nil {
 		return cli.Exit("--unknown-fields: "+err.Error(), 2)
+	}
+	logRot, err := logPolicy(c)
+	if err != nil {
+		return err
+	}
+	logLinks, err := logLinksDir(c)
+	if err != nil {
+		return err
 	}
 	stateDir, runDir, logDir := c.String("state-dir"), c.String("run-dir"), c.String("log-dir")
 	paths := layout.Layout{StateDir: stateDir, RunDir: runDir, LogDir: logDir}
@@ -202,9 +212,10 @@ func runAction(c *cli.Context) error {
 	go func() { srcErr <- src.Run(ctx, snapshots) }()
 
 	rt := ctrd.New(client, ctrd.Options{
-		Namespace:  c.String("containerd-namespace"),
-		LogDriver:  logDriver,
-		LogMaxSize: c.Int64("container-log-max-size"),
+		Namespace:   c.String("containerd-namespace"),
+		LogDriver:   logDriver,
+		LogMaxSize:  logRot.MaxSize,
+		LogMaxFiles: logRot.MaxFiles,
 	})
 	var sup *supervise.Supervisor
 	// Events go to the store and, with --kubeconfig, to the apiserver.
@@ -253,6 +264,7 @@ func runAction(c *cli.Context) error {
 		Heartbeat:       sd.heartbeat(),
 		HeartbeatPeriod: sd.watchdogInterval(),
 		ProbeRuns:       mets.ProbeRun,
+		LogLinks:        logLinks,
 	})
 	apiErr := make(chan error, 1)
 	go func() {

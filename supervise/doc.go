@@ -37,6 +37,13 @@
 //   - Exits arrive from the runtime's event stream and wake the owning
 //     worker at once; a periodic relist wakes every worker as a safety net
 //     and never creates a second container.
+//   - With Options.LogLinks, a container has kubelet's
+//     /var/log/containers link to its live log from its creation to its
+//     removal; links into the log dir of containers the runtime no longer
+//     has are pruned at start and each relist, others are never touched.
+//   - Drops of a log driver (a full log filesystem) are noticed within
+//     seconds, while they go on, and reported as one LogDropped event for
+//     each episode.
 //
 // A pod's network and IPC namespaces are files bind-mounted under the run
 // dir (no pause process or image); its /dev/shm is a tmpfs beside them.

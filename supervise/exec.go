@@ -38,13 +38,19 @@ func (w *podWorker) observe(ctx context.Context, pod *v1.Pod) {
 }
 
 // checkLog reports output the log driver had to drop (a full log
-// filesystem) as one Warning event each time more was dropped.
+// filesystem) as one Warning event for each episode of drops (see
+// logdrops.go).
 func (w *podWorker) checkLog(pod *v1.Pod, ref ctrRef, cr *containerRecord) {
-	d, err := crilog.ReadDrops(w.logPath(pod, ref.Name, cr.RestartCount))
-	if err != nil || d.Lines <= w.dropsSeen[ref] {
+	path := w.logPath(pod, ref.Name, cr.RestartCount)
+	d, err := crilog.ReadDrops(path)
+	if err != nil {
 		return
 	}
-	w.dropsSeen[ref] = d.Lines
+	seen := w.dropsSeen[ref]
+	if !newDropEpisode(seen, path, d) {
+		return
+	}
+	w.dropsSeen[ref] = dropsSeen{path: path, drops: d}
 	w.event(pod, ref.fieldPath(), v1.EventTypeWarning, "LogDropped",
 		"log output of container %s dropped: %d lines (%d bytes) since %s: %s; the container keeps running and logging resumes when there is room",
 		ref.Name, d.Lines, d.Bytes, d.Since.Format(time.RFC3339), d.Reason)
@@ -195,6 +201,7 @@ func (w *podWorker) removeContainer(ctx context.Context, a removeContainer) erro
 		return nil
 	}
 	w.s.untrack(a.ID)
+	w.unlinkLog(a.Ref.Name, a.ID)
 	os.RemoveAll(w.s.layout.TerminationDir(string(w.uid), a.ID))
 	delete(w.obs, a.ID)
 	if cr := w.rec.container(a.Ref); cr.ID == a.ID {
@@ -390,6 +397,9 @@ func (w *podWorker) cleanup(ctx context.Context, pod *v1.Pod) error {
 	}
 	if err := mounts.Cleanup(w.s.layout.PodFiles(string(w.uid))); err != nil {
 		leaks = append(leaks, err)
+	}
+	if err := w.s.unlinkPodLogs(w.s.layout.PodLogs(pod.Namespace, pod.Name, string(pod.UID))); err != nil {
+		leaks = append(leaks, fmt.Errorf("remove pod log links: %w", err))
 	}
 	if err := os.RemoveAll(w.s.layout.PodLogs(pod.Namespace, pod.Name, string(pod.UID))); err != nil {
 		leaks = append(leaks, fmt.Errorf("remove pod logs: %w", err))

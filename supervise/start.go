@@ -146,6 +146,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef,
 			w.log.Warn("remove failed container", "container", c.Name, "err", err)
 			return
 		}
+		w.unlinkLog(c.Name, id)
 		os.RemoveAll(termDir)
 		cr.ID, cr.StartedAt = "", prevStarted
 		w.save()
@@ -157,6 +158,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef,
 		}
 		return fail("CreateContainerError", err)
 	}
+	w.linkLog(pod, c.Name, id, w.logPath(pod, c.Name, restartCount))
 	w.s.track(id, w)
 	if err := w.s.rt.Start(ctx, id, w.logPath(pod, c.Name, restartCount)); err != nil {
 		w.s.untrack(id)
@@ -175,10 +177,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef,
 	w.save()
 	// kubelet keeps the current and the previous run's log.
 	if restartCount >= 2 {
-		old := w.logPath(pod, c.Name, restartCount-2)
-		os.Remove(old)
-		os.Remove(old + ".1")
-		os.Remove(crilog.DropsPath(old))
+		crilog.RemoveAll(w.logPath(pod, c.Name, restartCount-2))
 	}
 	w.event(pod, fp, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
 	if w.postStart(ctx, pod, ref, c, id, cr.StartedAt) {

@@ -112,6 +112,9 @@ type Options struct {
 	// calling it (systemd's watchdog pings).
 	Heartbeat       func()
 	HeartbeatPeriod time.Duration
+	// LogLinks, when set, is the directory of kubelet's
+	// /var/log/containers links to the containers' live logs.
+	LogLinks string
 }
 
 // Supervisor keeps the pods of the latest desired snapshot running.
@@ -280,6 +283,10 @@ func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot
 		wg.Add(1)
 		go func() { defer wg.Done(); s.retryLeftovers(ctx, left) }()
 	}
+	wg.Add(1)
+	go func() { defer wg.Done(); s.pruneLogLinksLoop(ctx) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); s.watchDrops(ctx) }()
 	var last manifest.Snapshot
 	select {
 	case last = <-snapshots:

@@ -61,7 +61,7 @@ type podWorker struct {
 	retry        map[ctrRef]*retryClock      // failed starts
 	sandboxRetry retryClock
 	exitSeen     map[ctrRef]time.Time // when podvisor saw the last exit (monotonic)
-	dropsSeen    map[ctrRef]int64     // log lines the driver dropped, as last reported
+	dropsSeen    map[ctrRef]dropsSeen // what the log driver dropped, as last reported
 	waiting      map[string]*v1.ContainerStateWaiting
 	conds        []v1.PodCondition
 	warned       map[string]bool // one-time warning events already emitted
@@ -106,7 +106,7 @@ func newPodWorker(s *Supervisor, uid types.UID, desired *manifest.Pod, rec *podR
 		restarts:    map[ctrRef]bool{},
 		retry:       map[ctrRef]*retryClock{},
 		exitSeen:    map[ctrRef]time.Time{},
-		dropsSeen:   map[ctrRef]int64{},
+		dropsSeen:   map[ctrRef]dropsSeen{},
 		waiting:     map[string]*v1.ContainerStateWaiting{},
 		warned:      map[string]bool{},
 	}

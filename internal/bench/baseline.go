@@ -169,7 +169,7 @@ func (b *baseCase) start(ctx context.Context, p *basePod) error {
 	p.ctr = ctr
 	io := cio.NullIO
 	if b.logDriver != "" {
-		io = cio.BinaryIO(b.logDriver, map[string]string{"log-driver": crilog.DriverArg(b.logPath(p), crilog.DefaultMaxSize)})
+		io = cio.BinaryIO(b.logDriver, map[string]string{"log-driver": crilog.DriverArg(b.logPath(p), crilog.Policy{})})
 	}
 	task, err := ctr.NewTask(ctx, io)
 	if err != nil {

@@ -41,11 +41,12 @@ func openAppend(path string) (logFile, error) {
 	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
 }
 
-// Writer appends CRI records to a file, rotating it to "<path>.1" when it
-// would grow past MaxSize, so a container's logs never take more than about
-// twice MaxSize. A record the file cannot take is dropped and counted, and
-// the file is tried again on a later record (see the package contract).
-// Safe for concurrent use by the stdout and stderr copiers.
+// Writer appends CRI records to a file, rotating it to "<path>.<stamp>"
+// when it would grow past MaxSize and keeping at most MaxFiles files of it,
+// all but the two most recent gzip-compressed (see Rotated). A record the
+// file cannot take is dropped and counted, and the file is tried again on a
+// later record (see the package contract). Safe for concurrent use by the
+// stdout and stderr copiers.
 //
 // States, all under mu:
 //
@@ -54,13 +55,15 @@ func openAppend(path string) (logFile, error) {
 //	   │                                            │ counted, dropped, no I/O
 //	   └── reopen and gap record written ◀──────────┘ first record after retryAt
 type Writer struct {
-	Path    string
-	MaxSize int64
-	Now     func() time.Time
+	Path     string
+	MaxSize  int64
+	MaxFiles int
+	Now      func() time.Time
 
 	// openFile and putStatus are the file system; tests replace them.
 	openFile  func(path string) (logFile, error)
 	putStatus func(path string, b []byte) error
+	rot       *rotator
 
 	mu   sync.Mutex
 	f    logFile // nil after a failed open or rotation
@@ -83,14 +86,19 @@ type Writer struct {
 // the Writer starts out dropping records and tries the file again, as
 // after a failed write, so a driver started on a full disk still drains.
 func Open(path string, maxSize int64) *Writer {
-	return newWriter(path, maxSize, time.Now, openAppend, putStatusFile)
+	return OpenPolicy(path, Policy{MaxSize: maxSize})
 }
 
-func newWriter(path string, maxSize int64, now func() time.Time, openFile func(string) (logFile, error), putStatus func(string, []byte) error) *Writer {
-	if maxSize <= 0 {
-		maxSize = DefaultMaxSize
-	}
-	w := &Writer{Path: path, MaxSize: maxSize, Now: now, openFile: openFile, putStatus: putStatus}
+// OpenPolicy is Open with the rotation policy p.
+func OpenPolicy(path string, p Policy) *Writer {
+	return newWriter(path, p, time.Now, openAppend, putStatusFile)
+}
+
+func newWriter(path string, p Policy, now func() time.Time, openFile func(string) (logFile, error), putStatus func(string, []byte) error) *Writer {
+	p = p.withDefaults()
+	w := &Writer{Path: path, MaxSize: p.MaxSize, MaxFiles: p.MaxFiles, Now: now, openFile: openFile, putStatus: putStatus}
+	w.rot = newRotator(path, p.MaxFiles)
+	defer w.rot.start()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err := w.open(); err != nil {
@@ -193,6 +201,8 @@ func (w *Writer) resume(now time.Time) error {
 	}
 	w.failing, w.failErr, w.gap = false, nil, Drops{}
 	w.flushStatus()
+	// Space is back: a compression that failed for want of it can go on.
+	w.rot.wake()
 	return nil
 }
 
@@ -242,8 +252,8 @@ func (w *Writer) unwrite(n int) {
 }
 
 func (w *Writer) rotate() error {
-	if err := os.Rename(w.Path, w.Path+".1"); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("rotate log file: %w", err)
+	if err := w.rot.rotate(w.Now()); err != nil {
+		return err
 	}
 	w.f.Close()
 	w.f, w.torn = nil, false
@@ -262,6 +272,9 @@ func (w *Writer) fail(now time.Time, err error) {
 // is reported at once; later ones at most once per retryInterval.
 func (w *Writer) drop(now time.Time, n int) {
 	first := w.gap.Lines == 0
+	if first {
+		w.total.Gaps++
+	}
 	for _, d := range []*Drops{&w.gap, &w.total} {
 		if d.Since.IsZero() {
 			d.Since = now
@@ -307,13 +320,15 @@ func (w *Writer) scheduleFlush() {
 }
 
 // Close writes the gap record of output dropped at the end, if the file
-// takes it now, brings the status file up to date and closes the file.
+// takes it now, brings the status file up to date and closes the file. It
+// waits for the compression of rotated files under way or wanted.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return os.ErrClosed
 	}
+	defer w.rot.stop()
 	if w.failing {
 		w.resume(w.Now())
 	}

@@ -66,38 +66,3 @@ func TestCopy(t *testing.T) {
 		})
 	}
 }
-
-func TestRotate(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "0.log")
-	w := Open(p, 200)
-	for i := 0; i < 20; i++ {
-		if err := w.WriteRecord("stderr", false, []byte("0123456789")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	w.Close()
-	for _, f := range []string{p, p + ".1"} {
-		st, err := os.Stat(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Size() > 200 {
-			t.Errorf("%s is %d bytes, cap is 200", f, st.Size())
-		}
-	}
-	if recs := readRecords(t, p); len(recs) == 0 || recs[0].Stream != "stderr" {
-		t.Errorf("current file records = %+v", recs)
-	}
-}
-
-func TestDriverArg(t *testing.T) {
-	p, n, err := ParseDriverArg(DriverArg("/var/log/pods/a_b_c/x/0.log", 1234))
-	if err != nil || p != "/var/log/pods/a_b_c/x/0.log" || n != 1234 {
-		t.Fatalf("round trip = %q %d %v", p, n, err)
-	}
-	for _, bad := range []string{"", "12", "x:/a", "12:rel"} {
-		if _, _, err := ParseDriverArg(bad); err == nil {
-			t.Errorf("ParseDriverArg(%q) succeeded", bad)
-		}
-	}
-}

@@ -24,9 +24,18 @@
 //     stderr that says what is missing (format below), so readers of the
 //     log see the gap.
 //   - Drops are reported beside the log, in its status file (below).
-//   - Logs rotate by size: a file that would grow past its cap is renamed
-//     to "<log>.1" (replacing the previous one), so a container's output
-//     takes at most about twice the cap.
+//   - Logs rotate by size as kubelet's (Policy): a file that would grow
+//     past MaxSize is renamed to "<log>.<YYYYMMDD-HHMMSS>" (StampLayout, in
+//     UTC; a rotation in the same second as the one before takes the next
+//     second, so names are unique and sort in time order). Every rotated
+//     file but the most recent is gzipped to "<log>.<stamp>.gz" by a
+//     goroutine of its own, never on the write path, through
+//     "<log>.<stamp>.tmp" renamed when complete (a compression that fails
+//     removes it and keeps the plain file); the oldest are removed so that
+//     at most MaxFiles files exist, the live one included. Rotated lists
+//     them in order. A temporary file is locked (flock) while written; one
+//     no one holds is stale (its driver died) and the next Writer in the
+//     directory removes it.
 //
 // The gap record's content is
 //
@@ -38,13 +47,14 @@
 // The status file is "<log>.dropped" (DropsPath): one JSON object of Drops,
 // padded with spaces to a fixed size,
 //
-//	{"lines":N,"bytes":N,"since":"<first drop>","last":"<latest drop>","reason":"write: no space left on device"}
+//	{"lines":N,"bytes":N,"since":"<first drop>","last":"<latest drop>","reason":"write: no space left on device","gaps":N}
 //
 // counting every drop of that log file since it was first opened, never
-// reset. The driver creates it, with zero counts, when it opens the log and
+// reset; gaps counts the episodes (a gap record each, once writing
+// resumes). The driver creates it, with zero counts, when it opens the log and
 // rewrites it in place, so that updating it needs no new space on a full
 // disk. It is written at the first drop of a gap, then at most about once a
 // second while drops go on, and when the driver ends; a failed write of it
 // is retried. ReadDrops reads it; a missing or empty file means no drops.
-// Whoever removes a log removes its status file too.
+// Whoever removes a log removes its status file too (RemoveAll).
 package crilog

@@ -10,25 +10,43 @@ import (
 	"sync"
 )
 
-// DriverArg encodes a log path and size cap into the single argument
-// containerd passes to a binary log driver. containerd turns each query
-// parameter of the log URI into two arguments in map order, so everything
-// the driver needs travels in one value.
-func DriverArg(path string, maxSize int64) string {
-	return strconv.FormatInt(maxSize, 10) + ":" + path
+// DriverArg encodes a log path and its rotation policy into the single
+// argument containerd passes to a binary log driver, as
+// "<max size>:<max files>:<path>". containerd turns each query parameter of
+// the log URI into two arguments in map order, so everything the driver
+// needs travels in one value.
+func DriverArg(path string, p Policy) string {
+	p = p.withDefaults()
+	return strconv.FormatInt(p.MaxSize, 10) + ":" + strconv.Itoa(p.MaxFiles) + ":" + path
 }
 
-// ParseDriverArg is the inverse of DriverArg.
-func ParseDriverArg(arg string) (path string, maxSize int64, err error) {
-	n, p, ok := strings.Cut(arg, ":")
-	if !ok || !filepath.IsAbs(p) {
-		return "", 0, fmt.Errorf("log driver: bad argument %q", arg)
+// ParseDriverArg is the inverse of DriverArg. It also takes the argument
+// of podvisor before max files, "<max size>:<path>", which tasks started
+// then still hand their drivers: that log keeps DefaultMaxFiles files.
+func ParseDriverArg(arg string) (path string, p Policy, err error) {
+	n, rest, ok := strings.Cut(arg, ":")
+	if !ok {
+		return "", Policy{}, fmt.Errorf("log driver: bad argument %q", arg)
 	}
-	maxSize, err = strconv.ParseInt(n, 10, 64)
+	p.MaxSize, err = strconv.ParseInt(n, 10, 64)
 	if err != nil {
-		return "", 0, fmt.Errorf("log driver: bad size in %q: %w", arg, err)
+		return "", Policy{}, fmt.Errorf("log driver: bad size in %q: %w", arg, err)
 	}
-	return p, maxSize, nil
+	path = rest
+	if !strings.HasPrefix(rest, "/") {
+		files, pp, ok := strings.Cut(rest, ":")
+		if !ok {
+			return "", Policy{}, fmt.Errorf("log driver: bad argument %q", arg)
+		}
+		if p.MaxFiles, err = strconv.Atoi(files); err != nil || p.MaxFiles < MinMaxFiles {
+			return "", Policy{}, fmt.Errorf("log driver: bad max files in %q: want a number of at least %d", arg, MinMaxFiles)
+		}
+		path = pp
+	}
+	if !filepath.IsAbs(path) {
+		return "", Policy{}, fmt.Errorf("log driver: bad argument %q: the log path is not absolute", arg)
+	}
+	return path, p.withDefaults(), nil
 }
 
 // RunDriver is the body of `podvisor log-driver ARG`, started by a
@@ -37,7 +55,7 @@ func ParseDriverArg(arg string) (path string, maxSize int64, err error) {
 // container and every process holding its output are gone): output the
 // file cannot take is dropped and counted, never left in the pipes.
 func RunDriver(arg string) error {
-	path, maxSize, err := ParseDriverArg(arg)
+	path, p, err := ParseDriverArg(arg)
 	if err != nil {
 		return err
 	}
@@ -50,7 +68,7 @@ func RunDriver(arg string) error {
 	if ready := os.NewFile(5, "ready"); ready != nil {
 		ready.Close()
 	}
-	w := Open(path, maxSize)
+	w := OpenPolicy(path, p)
 	defer w.Close()
 	var wg sync.WaitGroup
 	errs := make([]error, 2)

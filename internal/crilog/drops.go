@@ -24,6 +24,11 @@ type Drops struct {
 	Last  time.Time `json:"last,omitzero"`
 	// Reason is the latest failure, e.g. "write: no space left on device".
 	Reason string `json:"reason,omitempty"`
+	// Gaps counts the episodes of drops: each begins with the first
+	// record dropped after one was written (or at open) and ends when
+	// writing resumes. Zero with Lines set is a status written by a
+	// driver from before Gaps.
+	Gaps int64 `json:"gaps,omitempty"`
 }
 
 // statusSize is the fixed size of a status file: it is rewritten in place,

@@ -100,7 +100,7 @@ func newTestWriter(t *testing.T, maxSize int64) (*Writer, *disk, *clock, string)
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "c", "0.log")
 	d, c := &disk{}, newClock()
-	w := newWriter(p, maxSize, c.Now, d.open, d.putStatus)
+	w := newWriter(p, Policy{MaxSize: maxSize}, c.Now, d.open, d.putStatus)
 	t.Cleanup(func() { w.Close() })
 	return w, d, c, p
 }
@@ -221,9 +221,15 @@ func TestCopyDrains(t *testing.T) {
 // copier goes on; once it works the new file starts with the gap record.
 func TestDropsOnRotationFailure(t *testing.T) {
 	w, _, c, p := newTestWriter(t, 200)
-	// A non-empty directory where the rotated file goes: rename fails.
-	if err := os.MkdirAll(filepath.Join(p+".1", "x"), 0o755); err != nil {
-		t.Fatal(err)
+	var mu sync.Mutex
+	broken := true
+	w.rot.rename = func(from, to string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if broken {
+			return &os.LinkError{Op: "rename", Old: from, New: to, Err: syscall.EIO}
+		}
+		return os.Rename(from, to)
 	}
 	var in strings.Builder
 	for i := range 20 {
@@ -239,7 +245,9 @@ func TestDropsOnRotationFailure(t *testing.T) {
 	if got, _ := ReadDrops(p); got.Lines == 0 || !strings.HasPrefix(got.Reason, "rename: ") {
 		t.Fatalf("status = %+v, want drops by the rotation", got)
 	}
-	os.RemoveAll(p + ".1")
+	mu.Lock()
+	broken = false
+	mu.Unlock()
 	c.Advance(time.Second)
 	if err := w.WriteRecord("stdout", false, []byte("after")); err != nil {
 		t.Fatal(err)
@@ -248,7 +256,11 @@ func TestDropsOnRotationFailure(t *testing.T) {
 	if len(got) != 2 || !strings.HasPrefix(got[0], fmt.Sprintf("podvisor: log output dropped: %d bytes in %d lines ", 7*(20-kept), 20-kept)) || got[1] != "after" {
 		t.Errorf("log after the rotation = %q", got)
 	}
-	if recs := readRecords(t, p+".1"); len(recs) != kept {
+	rotated, _ := Rotated(p)
+	if len(rotated) != 1 {
+		t.Fatalf("rotated = %q, want one", rotated)
+	}
+	if recs := readRecords(t, rotated[0]); len(recs) != kept {
 		t.Errorf("rotated file has %d records, want %d", len(recs), kept)
 	}
 	w.Close()
@@ -319,7 +331,7 @@ func TestOpenOnFullDisk(t *testing.T) {
 		return openAppend(path)
 	}
 	c := newClock()
-	w := newWriter(p, 0, c.Now, open, putStatusFile)
+	w := newWriter(p, Policy{}, c.Now, open, putStatusFile)
 	defer w.Close()
 	if err := w.Copy("stdout", strings.NewReader("a\nb\n")); err != nil {
 		t.Fatal(err)
@@ -338,7 +350,7 @@ func TestOpenOnFullDisk(t *testing.T) {
 	// dropped, so there is no gap record.
 	p = filepath.Join(dir, "c", "1.log")
 	fail = true
-	w = newWriter(p, 0, c.Now, open, putStatusFile)
+	w = newWriter(p, Policy{}, c.Now, open, putStatusFile)
 	defer w.Close()
 	fail = false
 	if err := w.WriteRecord("stdout", false, []byte("first")); err != nil {

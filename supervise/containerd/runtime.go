@@ -32,8 +32,11 @@ type Options struct {
 	// Snapshotter defaults to overlayfs.
 	Snapshotter string
 	// LogDriver is the binary the shims run to write container logs.
-	LogDriver  string
-	LogMaxSize int64
+	LogDriver string
+	// LogMaxSize and LogMaxFiles are the rotation of each log (see
+	// crilog.Policy; zero is its default).
+	LogMaxSize  int64
+	LogMaxFiles int
 	// PullTimeout bounds a registry pull (default 30 s), so an unreachable
 	// registry does not hold a pod on an air-gapped box for long.
 	PullTimeout time.Duration
@@ -227,7 +230,7 @@ func (r *Runtime) Start(ctx context.Context, id, logPath string) (err error) {
 	if err != nil {
 		return fmt.Errorf("load container %s: %w", id, err)
 	}
-	io := cio.BinaryIO(r.opts.LogDriver, map[string]string{"log-driver": crilog.DriverArg(logPath, r.opts.LogMaxSize)})
+	io := cio.BinaryIO(r.opts.LogDriver, map[string]string{"log-driver": crilog.DriverArg(logPath, crilog.Policy{MaxSize: r.opts.LogMaxSize, MaxFiles: r.opts.LogMaxFiles})})
 	task, err := ctr.NewTask(ctx, io)
 	if err != nil {
 		return fmt.Errorf("create task: %w", err)
