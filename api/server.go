@@ -55,6 +55,10 @@ type Options struct {
 	// ShutdownTimeout bounds how long Serve waits for requests in flight
 	// once ctx is done; 5s when zero.
 	ShutdownTimeout time.Duration
+	// Streamer serves exec and attach; without one they answer 501.
+	Streamer Streamer
+
+	streams *streams // the exec and attach sessions in flight
 }
 
 func (o Options) withDefaults() Options {
@@ -66,6 +70,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ShutdownTimeout <= 0 {
 		o.ShutdownTimeout = defaultShutdownTimeout
+	}
+	if o.streams == nil {
+		o.streams = new(streams)
 	}
 	return o
 }
@@ -92,6 +99,8 @@ func (o Options) withDefaults() Options {
 //	                   API server sends them.
 //	GET /events        v1.EventList, oldest first
 //	GET /healthz       "ok" with 200, or 503 with the error text
+//
+// and the exec and attach sessions of registerStreams (POST, upgraded).
 func Serve(ctx context.Context, o Options) error {
 	if o.Store == nil {
 		return errors.New("serve local API: no Store")
@@ -122,6 +131,8 @@ func Serve(ctx context.Context, o Options) error {
 	defer cancel()
 	err = srv.Shutdown(sctx)
 	<-errc // http.ErrServerClosed, returned as soon as Shutdown starts
+	// Shutdown does not wait for the hijacked exec and attach sessions.
+	o.streams.wait(sctx)
 	removeIfSame(socketPath, ours)
 	if err != nil {
 		return fmt.Errorf("shut down local API: %w", err)
@@ -257,6 +268,7 @@ func newHandler(o Options) http.Handler {
 		}
 		fmt.Fprintln(w, "ok")
 	})
+	registerStreams(mux, o)
 	// Go's profiler, for operators chasing CPU or memory use; the socket
 	// is root's only.
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
