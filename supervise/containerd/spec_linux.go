@@ -144,6 +144,10 @@ func (h host) specOpts(in supervise.ContainerConfig, imageEntrypoint, imageCmd [
 	if c.WorkingDir != "" {
 		opts = append(opts, oci.WithProcessCwd(c.WorkingDir))
 	}
+	if c.TTY {
+		// A terminal as the CRI plugin gives one, with its TERM default.
+		opts = append(opts, oci.WithTTY, withDefaultEnv("TERM", "xterm"))
+	}
 
 	// Namespaces: the pod's network and IPC namespaces are shared files;
 	// UTS is per container with the pod's hostname (host UTS with
