@@ -78,6 +78,8 @@ func newApp() *cli.App {
 					Action:    describePodAction,
 				}},
 			},
+			execCommand(socketFlag),
+			attachCommand(socketFlag),
 			{
 				Name:      "validate",
 				Usage:     "check manifests offline with the daemon's own parser and validator",

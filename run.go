@@ -159,8 +159,17 @@ func runAction(c *cli.Context) error {
 		log.Warn("events will not survive a restart", "err", err)
 	}
 	defer store.CloseJournal()
+	rt := ctrd.New(client, ctrd.Options{
+		Namespace:  c.String("containerd-namespace"),
+		LogDriver:  logDriver,
+		LogMaxSize: c.Int64("container-log-max-size"),
+		StdinDir:   filepath.Join(paths.RunDir, "stdin"),
+	})
 	apiErr := make(chan error, 1)
-	go func() { apiErr <- api.Serve(ctx, api.Options{Socket: paths.Socket(), Store: store, Log: log}) }()
+	go func() {
+		apiErr <- api.Serve(ctx, api.Options{Socket: paths.Socket(), Store: store, Log: log,
+			Streamer: runtimeStreamer{rt: rt, paths: paths}})
+	}()
 
 	snapshots := make(chan manifest.Snapshot, 1)
 	src := manifest.NewSource(manifest.SourceOptions{
@@ -174,11 +183,6 @@ func runAction(c *cli.Context) error {
 	srcErr := make(chan error, 1)
 	go func() { srcErr <- src.Run(ctx, snapshots) }()
 
-	rt := ctrd.New(client, ctrd.Options{
-		Namespace:  c.String("containerd-namespace"),
-		LogDriver:  logDriver,
-		LogMaxSize: c.Int64("container-log-max-size"),
-	})
 	var sup *supervise.Supervisor
 	// Events go to the store and, with --kubeconfig, to the apiserver.
 	var sink supervise.StatusSink = store
