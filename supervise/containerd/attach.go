@@ -201,42 +201,50 @@ func openLogEnd(path string) (*os.File, error) {
 
 // followLog copies the records appended to the log f (at path) to stdout
 // and stderr, by their stream, until ctx ends or, once drain is closed,
-// the log is at its end. A rotation (path now another file) is followed
-// from the new file's start.
+// the log is at its end. A rotation (path now another file) is followed:
+// the old file is read to its end, then the new one from its start (a file
+// rotated in and out again between two looks, 50 ms, is missed).
 func followLog(ctx context.Context, f *os.File, path string, stdout, stderr io.Writer, drain <-chan struct{}) {
 	stdout, stderr = orDiscard(stdout), orDiscard(stderr)
 	br := bufio.NewReaderSize(f, crilog.MaxLine+256)
 	var pending []byte
 	tick := time.NewTicker(logPollInterval)
 	defer tick.Stop()
+	// readAll copies the complete records up to f's current end.
+	readAll := func() {
+		for {
+			line, err := br.ReadSlice('\n')
+			pending = append(pending, line...)
+			switch {
+			case err == nil:
+				writeRecord(bytes.TrimSuffix(pending, []byte("\n")), stdout, stderr)
+				pending = pending[:0]
+			case errors.Is(err, bufio.ErrBufferFull):
+			default:
+				return
+			}
+		}
+	}
 	for {
-		line, err := br.ReadSlice('\n')
-		pending = append(pending, line...)
-		if err == nil {
-			writeRecord(bytes.TrimSuffix(pending, []byte("\n")), stdout, stderr)
-			pending = pending[:0]
-			continue
+		// Checked before reading: what the old file got before its rename
+		// is read to its end before the new file is opened.
+		moved := rotated(f, path)
+		readAll()
+		if moved {
+			if nf, err := os.Open(path); err == nil {
+				f.Close()
+				*f = *nf
+				br.Reset(f)
+				pending = pending[:0]
+				continue
+			}
 		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		// At the end for now.
 		select {
 		case <-drain:
 			return
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-		}
-		if rotated(f, path) {
-			nf, err := os.Open(path)
-			if err != nil {
-				continue
-			}
-			f.Close()
-			*f = *nf
-			br.Reset(f)
-			pending = pending[:0]
 		}
 	}
 }
