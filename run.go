@@ -265,6 +265,7 @@ func runAction(c *cli.Context) error {
 		return nil
 	case <-ctx.Done():
 		<-supErr
+		<-apiErr // its exec sessions are over before the containerd client closes
 		log.Info("podvisor stopped; pods keep running")
 		return nil
 	}

@@ -327,6 +327,9 @@ func serveStream(w http.ResponseWriter, r *http.Request, o Options, exec bool) {
 	stat := streamStatus{ExitCode: code}
 	if err != nil {
 		stat.Error = err.Error()
+		if r.Context().Err() != nil {
+			stat.Error = "podvisor is stopping: the session ended"
+		}
 		var ec interface{ ExitCode() int }
 		if errors.As(err, &ec) {
 			stat.ExitCode = ec.ExitCode()

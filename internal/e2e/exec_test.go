@@ -150,6 +150,34 @@ func TestExec(t *testing.T) {
 			return len(left) == 0, fmt.Sprintf("still running: %v", left)
 		})
 	})
+	// Last: podvisor stopping ends its sessions, and leaves no exec'd
+	// process behind (the pods keep running).
+	t.Run("podvisor stops", func(t *testing.T) {
+		cmd := d.podvisorCmd("exec", "shell", "--", "sleep", "3608")
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		d.poll("the exec'd sleep in the container", 30*time.Second, func() (bool, string) {
+			return len(pidsInNamespace(pid, "sleep", "3608")) == 1, "not there"
+		})
+		d.stop(syscall.SIGTERM)
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(errb.String(), "podvisor is stopping") {
+			t.Errorf("exec when podvisor stopped: %v, stderr %q; want exit 1 saying podvisor stopped", err, errb.String())
+		}
+		if left := pidsInNamespace(pid, "sleep", "3608"); len(left) != 0 {
+			t.Errorf("exec'd sleep still running after podvisor stopped: %v", left)
+		}
+		if len(pidsInNamespace(pid, "sleep", "3600")) != 1 {
+			t.Errorf("the container's own process did not survive podvisor's stop")
+		}
+		// Back, for the clean-up through podvisor: it adopts the pod.
+		d.start()
+		d.waitPod("shell", 60*time.Second, "adopted after the restart", allRunning)
+	})
 }
 
 // ptyReader collects a pty's output for polling.
@@ -280,4 +308,39 @@ spec:
 	}); got.UID != p.UID {
 		t.Errorf("pod UID changed")
 	}
+}
+
+// TestAttachStdinOnce: with stdinOnce the container's stdin closes when
+// the first attach that sent stdin ends; a later attach -i is refused.
+func TestAttachStdinOnce(t *testing.T) {
+	t.Parallel()
+	d := newDaemon(t)
+	d.start()
+	d.writeManifest("once.yaml", `apiVersion: v1
+kind: Pod
+metadata:
+  name: once
+spec:
+  terminationGracePeriodSeconds: 1
+  restartPolicy: Never
+  containers:
+  - name: sh
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "read line; echo got-$line; sleep 3600"]
+    stdin: true
+    stdinOnce: true
+    tty: true
+`)
+	d.waitPod("once", 60*time.Second, "running", allRunning)
+	cmd, f, out := d.startPTY(24, 80, "attach", "-it", "once")
+	io.WriteString(f, "first\n")
+	d.waitOutput(out, "the line read through attach", "got-first")
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+
+	d.poll("a second attach -i to be refused", 30*time.Second, func() (bool, string) {
+		_, errOut, code := d.runCLI("", "attach", "-i", "once")
+		return code == 1 && strings.Contains(errOut, "its stdin is closed (stdinOnce)"), fmt.Sprintf("exit %d, stderr %q", code, errOut)
+	})
 }
