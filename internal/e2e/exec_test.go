@@ -290,6 +290,9 @@ spec:
 	cmd, f, out := d.startPTY(24, 80, "attach", "-it", "tty")
 	io.WriteString(f, "echo attached-$((6*7))\n")
 	d.waitOutput(out, "the typed command's output", "attached-42")
+	// tty: true is a terminal, with the CRI plugin's TERM.
+	io.WriteString(f, "test -t 0 && echo on-a-tty-$((2+3)) term=$TERM\n")
+	d.waitOutput(out, "the container's stdin being a terminal", "on-a-tty-5 term=xterm")
 	cmd.Process.Signal(syscall.SIGTERM)
 	cmd.Wait()
 
