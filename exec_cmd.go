@@ -80,13 +80,27 @@ func attachAction(c *cli.Context) error {
 		return cli.Exit("usage: podvisor attach POD [-c CONTAINER] [-i] [-t]", 2)
 	}
 	pod := args[0]
-	err := runStream(c, func(ctx context.Context, cl *api.Client, o api.StreamOptions) error {
-		if o.TTY && o.Stdin != nil {
+	return runStream(c, func(ctx context.Context, cl *api.Client, o api.StreamOptions) error {
+		interactive := o.TTY && o.Stdin != nil
+		if interactive {
 			fmt.Fprintln(c.App.ErrWriter, "If you don't see a command prompt, try pressing enter.")
 		}
-		return cl.Attach(ctx, pod, o)
+		err := cl.Attach(ctx, pod, o)
+		var ee *api.ExitError
+		if interactive && (err == nil || errors.Is(err, context.Canceled)) && !errors.As(err, &ee) {
+			// kubectl's words when a session is left and the process goes on.
+			fmt.Fprintf(c.App.ErrWriter, "\r\nSession ended, resume using 'podvisor attach %s%s -i -t' command when the pod is running\r\n",
+				pod, containerArg(c.String("container")))
+		}
+		return err
 	})
-	return err
+}
+
+func containerArg(name string) string {
+	if name == "" {
+		return ""
+	}
+	return " -c " + name
 }
 
 // terminal is the local side of a session: stdin's terminal, if any, put
