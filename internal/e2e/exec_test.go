@@ -293,13 +293,19 @@ spec:
 	// tty: true is a terminal, with the CRI plugin's TERM.
 	io.WriteString(f, "test -t 0 && echo on-a-tty-$((2+3)) term=$TERM\n")
 	d.waitOutput(out, "the container's stdin being a terminal", "on-a-tty-5 term=xterm")
+	io.WriteString(f, "MARK=kept; echo marked-$((4*4))\n")
+	d.waitOutput(out, "the mark set", "marked-16")
 	cmd.Process.Signal(syscall.SIGTERM)
 	cmd.Wait()
 
-	// The detach left the shell running; a second session reaches it.
+	// The detach left the shell running; a second session reaches it,
+	// through a podvisor restarted in between (the shim holds the fifo).
+	d.stop(syscall.SIGTERM)
+	d.start()
+	d.waitPod("tty", 60*time.Second, "adopted after the restart", allRunning)
 	cmd2, f2, out2 := d.startPTY(24, 80, "attach", "-it", "tty")
-	io.WriteString(f2, "echo again-$((7*7))\n")
-	d.waitOutput(out2, "the second session's output", "again-49")
+	io.WriteString(f2, "echo again-$((7*7))-$MARK\n")
+	d.waitOutput(out2, "the second session's output, from the same shell", "again-49-kept")
 	io.WriteString(f2, "exit 4\n")
 	err := cmd2.Wait()
 	var ee *exec.ExitError
