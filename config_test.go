@@ -67,7 +67,7 @@ func TestConfigErrors(t *testing.T) {
 		{"unknown key", header + "manifests: /m\nnodename: x\n", ":4: nodename: unknown key (did you mean nodeName?)"},
 		{"flag-style key", header + "node-name: x\n", ":3: node-name: unknown key (the flag --node-name is nodeName)"},
 		{"string given a number", header + "containerdNamespace: 12\n", ":3: containerdNamespace: \"12\": want a string (quote it)"},
-		{"int given a string", header + "containerLogMaxSize: 10Mi\n", ":3: containerLogMaxSize: \"10Mi\": want an integer"},
+		{"int given a string", header + "containerLogMaxFiles: five\n", ":3: containerLogMaxFiles: \"five\": want an integer"},
 		{"bool given a word", header + "embeddedContainerd: yes\n", ":3: embeddedContainerd: \"yes\": want a boolean"},
 		{"bad duration", header + "relistPeriod: 10\n", ":3: relistPeriod: \"10\": want a duration"},
 		{"mapping for a string", header + "manifests:\n  dir: /m\n", ":4: manifests: want a string"},
@@ -106,7 +106,8 @@ func TestConfigViewRoundTrip(t *testing.T) {
 	p := writeFile(t, header+`
 manifests: /srv/manifests
 nodeName: edge-7
-containerLogMaxSize: 2048
+containerLogMaxSize: 2Mi
+containerLogMaxFiles: 3
 embeddedContainerd: true
 relistPeriod: 1m30s
 `)
@@ -115,7 +116,7 @@ relistPeriod: 1m30s
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"\nmanifests: /srv/manifests\n", "\nnodeName: from-flag\n", "\ncontainerLogMaxSize: 2048\n",
+		"\nmanifests: /srv/manifests\n", "\nnodeName: from-flag\n", "\ncontainerLogMaxSize: 2Mi\n", "\ncontainerLogMaxFiles: 3\n",
 		"\nembeddedContainerd: true\n", "\nrelistPeriod: 1m30s\n", "\nlogLevel: debug\n",
 		"\nstateDir: /var/lib/podvisor\n", "# --state-dir: persistent state\n",
 	} {

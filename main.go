@@ -79,6 +79,8 @@ func newApp() *cli.App {
 			},
 			configCommand(),
 			restartCommand(socketFlag),
+			execCommand(socketFlag),
+			attachCommand(socketFlag),
 			{
 				Name:      "validate",
 				Usage:     "check manifests offline with the daemon's own parser and validator",

@@ -197,6 +197,13 @@ func runAction(c *cli.Context) error {
 			log.Warn("pod start latency metric is off", "err", err)
 		}
 	}()
+	rt := ctrd.New(client, ctrd.Options{
+		Namespace:   c.String("containerd-namespace"),
+		LogDriver:   logDriver,
+		LogMaxSize:  logRot.MaxSize,
+		LogMaxFiles: logRot.MaxFiles,
+		StdinDir:    filepath.Join(paths.RunDir, "stdin"),
+	})
 
 	snapshots := make(chan manifest.Snapshot, 1)
 	src := manifest.NewSource(manifest.SourceOptions{
@@ -211,12 +218,6 @@ func runAction(c *cli.Context) error {
 	srcErr := make(chan error, 1)
 	go func() { srcErr <- src.Run(ctx, snapshots) }()
 
-	rt := ctrd.New(client, ctrd.Options{
-		Namespace:   c.String("containerd-namespace"),
-		LogDriver:   logDriver,
-		LogMaxSize:  logRot.MaxSize,
-		LogMaxFiles: logRot.MaxFiles,
-	})
 	var sup *supervise.Supervisor
 	// Events go to the store and, with --kubeconfig, to the apiserver.
 	var sink supervise.StatusSink = store
@@ -274,6 +275,7 @@ func runAction(c *cli.Context) error {
 			Watcher:   store,
 			Gatherer:  mets.Registry(),
 			Stats:     mets,
+			Streamer:  runtimeStreamer{rt: rt, paths: paths},
 		})
 	}()
 	if mir != nil {
@@ -317,6 +319,7 @@ func runAction(c *cli.Context) error {
 		return nil
 	case <-ctx.Done():
 		<-supErr
+		<-apiErr // its exec sessions are over before the containerd client closes
 		log.Info("podvisor stopped; pods keep running")
 		return nil
 	}

@@ -68,6 +68,10 @@ type Options struct {
 	Gatherer prometheus.Gatherer
 	// Stats, when set, answers GET /stats.
 	Stats StatsSource
+	// Streamer serves exec and attach; without one they answer 501.
+	Streamer Streamer
+
+	streams *streams // the exec and attach sessions in flight
 }
 
 func (o Options) withDefaults() Options {
@@ -79,6 +83,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ShutdownTimeout <= 0 {
 		o.ShutdownTimeout = defaultShutdownTimeout
+	}
+	if o.streams == nil {
+		o.streams = new(streams)
 	}
 	return o
 }
@@ -94,7 +101,7 @@ func (o Options) withDefaults() Options {
 // on the socket, Serve refuses with ErrSocketInUse. A path that exists and is
 // not a socket is left alone and is an error.
 //
-// Endpoints (read only but for the restart below):
+// Endpoints (read only but for the writes below):
 //
 //	GET /pods          v1.PodList (apiVersion v1, kind PodList); with
 //	                   ?watch=true&resourceVersion= the changes after it,
@@ -110,9 +117,12 @@ func (o Options) withDefaults() Options {
 //	GET /metrics       Prometheus text format, when Options.Gatherer is set
 //	GET /stats         Stats as JSON, when Options.Stats is set
 //
-// The one write, with Options.Restarter (see registerRestart):
+// The writes: with Options.Restarter (see registerRestart)
 //
 //	POST /pods/{name}/restart?container=   restart now, back-off reset
+//
+// and, with Options.Streamer, the exec and attach sessions of
+// registerStreams (POST, upgraded).
 //
 // With o.Remote the same handler is also served over HTTPS (ListenTLS)
 // until Serve returns; an error listening there is Serve's error.
@@ -153,6 +163,8 @@ func Serve(ctx context.Context, o Options) error {
 	defer cancel()
 	err = srv.Shutdown(sctx)
 	<-errc // http.ErrServerClosed, returned as soon as Shutdown starts
+	// Shutdown does not wait for the hijacked exec and attach sessions.
+	o.streams.wait(sctx)
 	removeIfSame(socketPath, ours)
 	if err != nil {
 		return fmt.Errorf("shut down local API: %w", err)
@@ -280,6 +292,7 @@ func newHandler(o Options) http.Handler {
 	})
 	registerRestart(mux, o)
 	registerMetrics(mux, o)
+	registerStreams(mux, o)
 	// Go's profiler, for operators chasing CPU or memory use; the socket
 	// is root's only.
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
@@ -288,7 +301,7 @@ func newHandler(o Options) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			writeStatus(w, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, "",
-				fmt.Sprintf("method %s not allowed: the local API is read only (its one write is POST /pods/{name}/restart)", r.Method))
+				fmt.Sprintf("method %s not allowed: the local API is read only (its writes are POST /pods/{name}/restart, /exec and /attach)", r.Method))
 			return
 		}
 		writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, "",

@@ -133,8 +133,8 @@ func TestManifestFixedLogged(t *testing.T) {
 	var logs logBuffer
 	sc := newScanner(dir, node, slog.New(slog.NewTextHandler(&logs, nil)))
 	p := filepath.Join(dir, "web.yaml")
-	writeFile(t, p, basePod+"    tty: true\n")
-	writeFile(t, filepath.Join(dir, "gone.yaml"), named("gone")+"    tty: true\n")
+	writeFile(t, p, basePod+"    stdin: true\n")
+	writeFile(t, filepath.Join(dir, "gone.yaml"), named("gone")+"    stdin: true\n")
 	rescan(sc)
 	fixed := `level=INFO msg="manifest fixed" file=` + p + "\n"
 	if out := logs.String(); !strings.Contains(out, `msg="manifest error" file=`+p) || strings.Contains(out, "manifest fixed") {
