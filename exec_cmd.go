@@ -18,12 +18,12 @@ import (
 const noTTYWarning = "Unable to use a TTY - input is not a terminal or the right kind of file"
 
 func streamFlags(socketFlag cli.Flag) []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		socketFlag,
 		&cli.StringFlag{Name: "container", Aliases: []string{"c"}, Usage: "container name; default: the pod's kubectl.kubernetes.io/default-container or first container"},
 		&cli.BoolFlag{Name: "stdin", Aliases: []string{"i"}, Usage: "pass stdin to the container"},
 		&cli.BoolFlag{Name: "tty", Aliases: []string{"t"}, Usage: "stdin is a TTY"},
-	}
+	}, clientFlags()...)
 }
 
 func execCommand(socketFlag cli.Flag) *cli.Command {
@@ -174,7 +174,11 @@ func runStream(c *cli.Context, run func(context.Context, *api.Client, api.Stream
 			// Raw mode needs \r\n from the remote terminal, which it gives.
 		}
 	}
-	err := run(ctx, api.NewClient(c.String("socket")), o)
+	client, err := newAPIClient(c)
+	if err != nil {
+		return err
+	}
+	err = run(ctx, client, o)
 	return sessionExit(err)
 }
 
