@@ -19,11 +19,19 @@ CONTROLPLANE_LOG := $(CURDIR)/.cache/controlplane-build.log
 CONTROLPLANE_LDFLAGS := -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
 	-X $(p).gitVersion=$(CONTROLPLANE_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=37 -X $(p).gitTreeState=clean)
 DEBS := containerd runc containernetworking-plugins busybox-static iptables iproute2
+# make install: PREFIX/bin gets the binaries, UNITDIR the unit, all under
+# DESTDIR when set (for packaging).
+PREFIX ?= /usr/local
+UNITDIR ?= /etc/systemd/system
+DESTDIR ?=
 DEMO_DIR ?= /var/lib/podvisor-demo
 DEMO_RUN ?= /run/podvisor-demo
+# The built-in network's bridge (cni.BuiltinBridge).
+BUILTIN_BRIDGE := podvisor0
 export CGO_ENABLED := 0
 comma := ,
 
+.PHONY: install
 .PHONY: all build deps image lint test test-unit test-e2e test-containerd2 faults containerd2 controlplane demo demo-clean bench fuzz clean
 
 all: build
@@ -37,6 +45,17 @@ build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/podvisor .
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/podvisor-log-driver ./cmd/podvisor-log-driver
 	$(GO) build -trimpath -ldflags '-s -w' -o bin/probetarget ./internal/probetarget
+
+# podvisor, its log driver and the systemd unit (examples/podvisor.service,
+# its ExecStart pointed at $(PREFIX)/bin/podvisor); systemd is told only
+# when it runs and nothing is staged in DESTDIR.
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR)
+	install -m 0755 bin/podvisor bin/podvisor-log-driver $(DESTDIR)$(PREFIX)/bin/
+	sed 's|^ExecStart=/usr/local/bin/podvisor |ExecStart=$(PREFIX)/bin/podvisor |' examples/podvisor.service >$(DESTDIR)$(UNITDIR)/podvisor.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/podvisor.service
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; \
+	else echo "not running systemctl daemon-reload (DESTDIR set, or systemd not running)"; fi
 
 # Debian packages the tests and the demo use, installed only when missing.
 deps:
@@ -129,33 +148,108 @@ $(CONTROLPLANE_DIR)/images/kube-%.tar: $(CONTROLPLANE_DIR)/kube-%
 	@echo "image registry.k8s.io/kube-$*:$(CONTROLPLANE_VERSION) -> $@"
 	@nice -n 19 $(GO) run ./internal/mkimage -o $@ -ref registry.k8s.io/kube-$*:$(CONTROLPLANE_VERSION) -file /usr/local/bin/kube-$*=$<
 
-# Runs podvisor in the foreground on examples/ with a private containerd.
-# Ctrl-C stops podvisor, not the pods; `make demo-clean` removes them.
-demo: deps build image
-	@mkdir -p $(DEMO_DIR)/cni
-	@echo
-	@echo "podvisor is starting on examples/ (Ctrl-C stops podvisor; the pods keep running)."
-	@echo "In another terminal:"
-	@echo "  bin/podvisor get pods --socket $(DEMO_RUN)/podvisor.sock -o wide"
-	@echo "  curl http://<IP of web-$$(hostname | tr A-Z a-z)>/"
-	@echo "  tail -f $(DEMO_DIR)/logs/default_counter-*/counter/0.log"
-	@echo
-	bin/podvisor run --manifests examples --images-dir examples/images \
-		--embedded-containerd --state-dir $(DEMO_DIR)/state --run-dir $(DEMO_RUN) \
-		--log-dir $(DEMO_DIR)/logs --cni-conf-dir $(DEMO_DIR)/cni
+# The demo: podvisor in the foreground on examples/ with a private
+# containerd (DEMO_CONTAINERD, default the one in PATH), its own containerd
+# namespace and cgroup parent podvisor-demo, and the built-in network
+# (bridge podvisor0, 10.88.0.0/16). Ctrl-C stops podvisor, not the pods;
+# `make demo-clean` removes them and everything else of the demo.
+DEMO_NS := podvisor-demo
+DEMO_CONTAINERD ?= containerd
+DEMO_SOCK := $(DEMO_RUN)/podvisor.sock
+# Where podvisor and podvisor-log-driver are: bin/ (built by make build)
+# unless given, as the demo's end-to-end test gives its own build.
+DEMO_BIN ?= bin
+DEMO_ARGS = --images-dir examples/images --embedded-containerd --containerd-binary $(DEMO_CONTAINERD) \
+	--containerd-namespace $(DEMO_NS) --state-dir $(DEMO_DIR)/state --run-dir $(DEMO_RUN) \
+	--log-dir $(DEMO_DIR)/logs --cni-conf-dir $(DEMO_DIR)/cni
+# How long make demo waits for the web pod, and demo-clean for the removal.
+DEMO_WAIT := 180
 
-# Stops the demo's pods (podvisor on an empty manifests dir), then its
-# containerd.
-demo-clean: build
-	@mkdir -p $(DEMO_DIR)/empty
-	bin/podvisor run --manifests $(DEMO_DIR)/empty --images-dir examples/images \
-		--embedded-containerd --state-dir $(DEMO_DIR)/state --run-dir $(DEMO_RUN) \
-		--log-dir $(DEMO_DIR)/logs --cni-conf-dir $(DEMO_DIR)/cni & pid=$$!; \
-	for i in $$(seq 1 120); do \
-		sleep 1; out=$$(bin/podvisor get pods --socket $(DEMO_RUN)/podvisor.sock 2>&1); \
-		[ "$$out" = "No resources found" ] && break; \
-	done; kill $$pid; wait $$pid
-	-@[ -f $(DEMO_RUN)/containerd/containerd.pid ] && kill $$(cat $(DEMO_RUN)/containerd/containerd.pid)
+demo:
+	@echo "==> make demo 1/4: Debian packages $(DEBS) (only those missing)"
+	@$(MAKE) --no-print-directory deps
+ifeq ($(DEMO_BIN),bin)
+	@echo "==> make demo 2/4: building bin/podvisor and bin/podvisor-log-driver"
+	@echo "    (the first build compiles containerd's client and Kubernetes' API types: several minutes on 2 cores; later builds take seconds)"
+	@$(MAKE) --no-print-directory build
+else
+	@echo "==> make demo 2/4: using the podvisor in $(DEMO_BIN) (DEMO_BIN), not building one"
+endif
+	@echo "==> make demo 3/4: the example image examples/images/busybox.tar (from Debian's busybox-static, no registry)"
+	@$(MAKE) -s --no-print-directory image
+	@echo "==> make demo 4/4: podvisor on examples/ with a private containerd; waiting for the web pod"
+	@mkdir -p $(DEMO_DIR)/cni
+	@$(DEMO_BIN)/podvisor run --manifests examples $(DEMO_ARGS) & pv=$$!; \
+	trap 'kill -INT $$pv 2>/dev/null' INT TERM; \
+	ip=""; end=$$(( $$(date +%s) + $(DEMO_WAIT) )); \
+	while kill -0 $$pv 2>/dev/null && [ $$(date +%s) -lt $$end ]; do \
+		json=$$(timeout 10 $(DEMO_BIN)/podvisor get pods web -o json --socket $(DEMO_SOCK) 2>/dev/null); \
+		if printf '%s' "$$json" | grep -q '"phase": "Running"'; then \
+			ip=$$(printf '%s' "$$json" | sed -n 's/.*"podIP": "\([^"]*\)".*/\1/p' | head -n 1); \
+			[ -n "$$ip" ] && break; \
+		fi; \
+		sleep 0.5; \
+	done; \
+	if [ -n "$$ip" ]; then \
+		echo; \
+		echo "==> the web pod runs: curl http://$$ip/"; \
+		echo "    $(DEMO_BIN)/podvisor --socket $(DEMO_SOCK) get pods -o wide"; \
+		echo "    tail -f $(DEMO_DIR)/logs/default_counter-*/counter/0.log"; \
+		echo "    Ctrl-C stops podvisor (the pods keep running); make demo-clean then removes everything of the demo"; \
+		echo; \
+	elif kill -0 $$pv 2>/dev/null; then \
+		echo "==> the web pod is not running after $(DEMO_WAIT)s: $(DEMO_BIN)/podvisor --socket $(DEMO_SOCK) describe pod web says why"; \
+	fi; \
+	wait $$pv; rc=$$?; \
+	while kill -0 $$pv 2>/dev/null; do wait $$pv; rc=$$?; done; \
+	[ $$rc = 0 ] || [ $$rc = 130 ] || exit $$rc
+
+# Removes everything of the demo, and only the demo's: refuses while it
+# runs; stops and removes its pods (podvisor --exit-when-empty on an empty
+# manifests dir), then its containerd; then the podvisor0 bridge (with its
+# address and route) unless something else is attached to it, the demo's
+# cgroups, mounts and directories.
+demo-clean:
+	@lock=$(DEMO_DIR)/state/podvisor.lock; \
+	if [ -f $$lock ] && ! flock -n $$lock true; then \
+		pid=$$(cat $$lock); \
+		echo "make demo-clean: the demo is running (podvisor pid $$pid, state dir $(DEMO_DIR)/state)."; \
+		echo "Stop it first: Ctrl-C in the terminal of make demo, or kill -INT $$pid; then run make demo-clean again."; \
+		exit 1; \
+	fi
+ifeq ($(DEMO_BIN),bin)
+	@$(MAKE) --no-print-directory build >/dev/null
+endif
+	@if [ -d $(DEMO_DIR)/state ]; then \
+		echo "==> stopping and removing the demo's pods"; \
+		mkdir -p $(DEMO_DIR)/empty; \
+		timeout --signal=INT $(DEMO_WAIT) $(DEMO_BIN)/podvisor run --manifests $(DEMO_DIR)/empty --exit-when-empty $(DEMO_ARGS) --log-level warn \
+			|| { echo "make demo-clean: the demo's pods were not all removed (podvisor exited with status $$?); nothing else was touched"; exit 1; }; \
+	fi
+	@pidf=$(DEMO_RUN)/containerd/containerd.pid; \
+	if [ -f $$pidf ] && pid=$$(cat $$pidf) && grep -qa "$(DEMO_RUN)/containerd/config.toml" /proc/$$pid/cmdline 2>/dev/null; then \
+		echo "==> stopping the demo's containerd (pid $$pid)"; \
+		kill -TERM $$pid; \
+		for i in $$(seq 1 100); do [ -d /proc/$$pid ] || break; sleep 0.1; done; \
+		if [ -d /proc/$$pid ]; then kill -KILL $$pid; fi; \
+	fi
+	@# [/]: the pattern must not match this shell's own command line.
+	@left=$$(pgrep -f -- "[/]($(patsubst /%,%,$(DEMO_RUN))|$(patsubst /%,%,$(DEMO_DIR)))/" || true); \
+	if [ -n "$$left" ]; then echo "==> stopping processes of the demo still running: $$left"; kill -KILL $$left 2>/dev/null || true; fi
+	@for m in $$(findmnt -rn -o TARGET | grep -E '^($(DEMO_DIR)|$(DEMO_RUN))(/|$$)' | sort -r); do umount -l "$$m"; done
+	@if ip link show $(BUILTIN_BRIDGE) >/dev/null 2>&1; then \
+		if [ -n "$$(ip -o link show master $(BUILTIN_BRIDGE))" ]; then \
+			echo "==> leaving the bridge $(BUILTIN_BRIDGE): other interfaces are attached to it (not the demo's)"; \
+		else \
+			echo "==> removing the bridge $(BUILTIN_BRIDGE) with its address and route"; \
+			ip link del $(BUILTIN_BRIDGE); \
+		fi; \
+	fi
+	@for cg in /sys/fs/cgroup/$(DEMO_NS) /sys/fs/cgroup/*/$(DEMO_NS) /sys/fs/cgroup/$(DEMO_NS)-containerd /sys/fs/cgroup/*/$(DEMO_NS)-containerd; do \
+		[ -d $$cg ] && find $$cg -depth -type d -exec rmdir {} + ; \
+	done; true
+	@rm -rf $(DEMO_DIR) $(DEMO_RUN)
+	@echo "==> nothing of the demo is left: no pods, containerd, bridge, cgroups, mounts, $(DEMO_DIR) or $(DEMO_RUN)"
 
 # Start-up latency and footprint beside a direct-containerd baseline, run
 # twice: against a baseline that logs its containers' output through the

@@ -18,6 +18,15 @@ func reorderArgs(app *cli.App, args []string) []string {
 	}
 	out := []string{args[0]}
 	rest := args[1:]
+	// Global flags (`podvisor --socket S get pods web -o wide`) stay in
+	// front, with their values.
+	for len(rest) > 0 && strings.HasPrefix(rest[0], "-") && rest[0] != "--" {
+		a := rest[0]
+		out, rest = append(out, a), rest[1:]
+		if name := strings.TrimLeft(a, "-"); !strings.Contains(name, "=") && takesValue(app.Flags, name) && len(rest) > 0 {
+			out, rest = append(out, rest[0]), rest[1:]
+		}
+	}
 	// Walk down the command path.
 	cmds := app.Commands
 	var cmd *cli.Command
@@ -35,7 +44,7 @@ func reorderArgs(app *cli.App, args []string) []string {
 		}
 	}
 	if cmd == nil {
-		return args
+		return append(out, rest...)
 	}
 	var flags, positional []string
 	for i := 0; i < len(rest); i++ {

@@ -19,6 +19,9 @@ func TestReorderArgs(t *testing.T) {
 		{[]string{"podvisor", "run", "--embedded-containerd", "--manifests", "/m"}, []string{"podvisor", "run", "--embedded-containerd", "--manifests", "/m"}},
 		{[]string{"podvisor", "get", "pods", "--", "-o"}, []string{"podvisor", "get", "pods", "--", "-o"}},
 		{[]string{"podvisor", "--help"}, []string{"podvisor", "--help"}},
+		{[]string{"podvisor", "--socket", "/s", "get", "pods", "web", "-o", "wide"}, []string{"podvisor", "--socket", "/s", "get", "pods", "-o", "wide", "web"}},
+		{[]string{"podvisor", "--socket=/s", "describe", "pod", "web"}, []string{"podvisor", "--socket=/s", "describe", "pod", "web"}},
+		{[]string{"podvisor", "--socket", "/s"}, []string{"podvisor", "--socket", "/s"}},
 		{[]string{"podvisor"}, []string{"podvisor"}},
 	} {
 		if got := reorderArgs(app, tc.in); !reflect.DeepEqual(got, tc.want) {
@@ -82,5 +85,43 @@ func TestNodeNameRemembered(t *testing.T) {
 	h, _ := os.Hostname()
 	if got, _ := nodeName(fresh, ""); got != strings.ToLower(h) {
 		t.Fatalf("default = %q, want the lowercased hostname %q", got, strings.ToLower(h))
+	}
+}
+
+// TestSocketBeforeOrAfterCommand runs the real CLI parser: --socket works
+// before the command and after it, the one after it wins, and either wins
+// over $PODVISOR_SOCKET.
+func TestSocketBeforeOrAfterCommand(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		args []string
+		want string
+	}{
+		{"", []string{"get", "pods"}, "/run/podvisor/podvisor.sock"},
+		{"", []string{"--socket", "/g", "get", "pods", "web", "-o", "wide"}, "/g"},
+		{"", []string{"--socket=/g", "get", "pods"}, "/g"},
+		{"", []string{"get", "pods", "web", "--socket", "/c"}, "/c"},
+		{"", []string{"--socket", "/g", "get", "pods", "--socket", "/c"}, "/c"},
+		{"/e", []string{"get", "pods"}, "/e"},
+		{"/e", []string{"--socket", "/g", "get", "pods"}, "/g"},
+		{"/e", []string{"get", "pods", "--socket", "/c"}, "/c"},
+		{"", []string{"--socket", "/g", "describe", "pod", "web"}, "/g"},
+		{"", []string{"describe", "pod", "web", "--socket", "/c"}, "/c"},
+	} {
+		t.Setenv("PODVISOR_SOCKET", tc.env) // restored when the test ends
+		if tc.env == "" {
+			os.Unsetenv("PODVISOR_SOCKET")
+		}
+		app := newApp()
+		var got string
+		record := func(c *cli.Context) error { got = socketPath(c); return nil }
+		findCommand(findCommand(app.Commands, "get").Subcommands, "pods").Action = record
+		findCommand(findCommand(app.Commands, "describe").Subcommands, "pod").Action = record
+		if err := app.Run(reorderArgs(app, append([]string{"podvisor"}, tc.args...))); err != nil {
+			t.Fatalf("%q: %v", tc.args, err)
+		}
+		if got != tc.want {
+			t.Errorf("PODVISOR_SOCKET=%q podvisor %s: socket %q, want %q", tc.env, strings.Join(tc.args, " "), got, tc.want)
+		}
 	}
 }

@@ -15,7 +15,8 @@ const module = "github.com/podvisor/podvisor/"
 // import nothing of podvisor but internal leaves (status the manifest
 // types); nothing below main imports the API server; supervise reaches
 // containerd only through the Runtime that supervise/containerd implements;
-// mirror reads the status Store and never reaches into supervise.
+// mirror reads the status Store and never reaches into supervise; metrics
+// reads the Store, the hooks' types and cgroups, never the API or supervise.
 func TestPackageDependencies(t *testing.T) {
 	tooling := map[string]bool{"internal/testenv": true, "internal/e2e": true, "internal/bench": true, "internal/mkimage": true, "internal/image": true, "internal/probetarget": true}
 	leaves := map[string]bool{"cni": true, "mounts": true, "probes": true, "manifest": true, "status": true}
@@ -30,6 +31,8 @@ func TestPackageDependencies(t *testing.T) {
 			return internalLeaf || dep == "status"
 		case pkg == "mirror":
 			return internalLeaf || dep == "status"
+		case pkg == "metrics":
+			return dep != "api" && dep != "supervise" && !strings.HasPrefix(dep, "supervise/") && !tooling[dep]
 		case pkg == "supervise":
 			return dep != "api" && dep != "supervise/containerd" && !tooling[dep]
 		case pkg == "supervise/containerd":

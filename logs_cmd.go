@@ -37,7 +37,7 @@ func logsCommand(socketFlag cli.Flag) *cli.Command {
 		Name:      "logs",
 		Usage:     "print a container's logs, as kubectl logs does",
 		ArgsUsage: "POD",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			socketFlag,
 			&cli.StringFlag{Name: "container", Aliases: []string{"c"}, Usage: "the container (default: the only one, or the kubectl.kubernetes.io/default-container annotation's)"},
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "go on printing new output, across rotations, restarts of the container and of podvisor, until the pod is gone"},
@@ -48,7 +48,7 @@ func logsCommand(socketFlag cli.Flag) *cli.Command {
 			&cli.BoolFlag{Name: "timestamps", Usage: "begin each line with the time it was written (RFC3339Nano)"},
 			&cli.BoolFlag{Name: "all-containers", Usage: "every container of the pod, init containers first"},
 			&cli.BoolFlag{Name: "prefix", Usage: "begin each line with [pod/NAME/CONTAINER]"},
-		},
+		}, clientFlags()...),
 		Action: logsAction,
 	}
 }
@@ -143,7 +143,10 @@ func logsAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	client := api.NewClient(c.String("socket"))
+	client, err := newAPIClient(c)
+	if err != nil {
+		return err
+	}
 	lctx, cancel := context.WithTimeout(c.Context, podLookupTimeout)
 	pod, err := client.Pod(lctx, a.pod)
 	cancel()

@@ -44,27 +44,26 @@ func newApp() *cli.App {
 		Version:              version.Version,
 		HideHelpCommand:      true,
 		EnableBashCompletion: false,
+		Flags:                append([]cli.Flag{globalSocketFlag()}, clientFlags()...),
 		Commands: []*cli.Command{
 			{
 				Name:   "run",
 				Usage:  "run the supervisor daemon",
-				Flags:  runFlags(),
+				Flags:  append(runFlags(), configFlag()),
+				Before: loadConfig,
 				Action: runAction,
 			},
 			{
 				Name:  "get",
-				Usage: "show pods (podvisor get pods [-o wide|json|yaml])",
+				Usage: "show pods or events (podvisor get pods|events [-o wide|json|yaml] [-w])",
 				Subcommands: []*cli.Command{{
-					Name:    "pods",
-					Aliases: []string{"pod", "po"},
-					Usage:   "list pods with their status",
-					Flags: []cli.Flag{
-						socketFlag,
-						&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output format: wide, json or yaml"},
-					},
+					Name:      "pods",
+					Aliases:   []string{"pod", "po"},
+					Usage:     "list pods with their status",
+					Flags:     append(getPodsFlags(socketFlag), clientFlags()...),
 					ArgsUsage: "[NAME...]",
 					Action:    getPodsAction,
-				}},
+				}, getEventsCommand(socketFlag)},
 			},
 			{
 				Name:  "describe",
@@ -74,10 +73,14 @@ func newApp() *cli.App {
 					Aliases:   []string{"pods", "po"},
 					Usage:     "show a pod in detail, as kubectl describe pod does",
 					ArgsUsage: "NAME",
-					Flags:     []cli.Flag{socketFlag},
+					Flags:     append([]cli.Flag{socketFlag}, clientFlags()...),
 					Action:    describePodAction,
 				}},
 			},
+			configCommand(),
+			restartCommand(socketFlag),
+			execCommand(socketFlag),
+			attachCommand(socketFlag),
 			logsCommand(socketFlag),
 			{
 				Name:      "validate",
@@ -97,6 +100,7 @@ func newApp() *cli.App {
 					return manifest.WriteFieldTableMarkdown(c.App.Writer)
 				},
 			},
+			topCommand(socketFlag),
 			{
 				Name:  "version",
 				Usage: "print podvisor's version",

@@ -48,13 +48,13 @@ func TestReadmeFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	app := newApp()
-	var walk func(cmds []*cli.Command)
-	walk = func(cmds []*cli.Command) {
+	var walk func(parent string, cmds []*cli.Command)
+	walk = func(parent string, cmds []*cli.Command) {
 		for _, c := range cmds {
 			if c.Hidden {
 				continue
 			}
-			if !strings.Contains(string(b), "podvisor "+c.Name) && !strings.Contains(string(b), "`podvisor get "+c.Name) {
+			if !strings.Contains(string(b), "podvisor "+c.Name) && !strings.Contains(string(b), "`podvisor get "+c.Name) && !strings.Contains(string(b), "`podvisor "+parent+c.Name) {
 				t.Errorf("README.md does not mention command %q", c.Name)
 			}
 			for _, f := range c.Flags {
@@ -62,8 +62,8 @@ func TestReadmeFlags(t *testing.T) {
 					t.Errorf("README.md does not document --%s of %s", f.Names()[0], c.Name)
 				}
 			}
-			walk(c.Subcommands)
+			walk(parent+c.Name+" ", c.Subcommands)
 		}
 	}
-	walk(app.Commands)
+	walk("", app.Commands)
 }

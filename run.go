@@ -24,6 +24,7 @@ import (
 	"github.com/podvisor/podvisor/internal/images"
 	"github.com/podvisor/podvisor/internal/layout"
 	"github.com/podvisor/podvisor/manifest"
+	"github.com/podvisor/podvisor/metrics"
 	"github.com/podvisor/podvisor/mirror"
 	"github.com/podvisor/podvisor/status"
 	"github.com/podvisor/podvisor/supervise"
@@ -31,7 +32,6 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 func runFlags() []cli.Flag {
@@ -60,6 +60,11 @@ func runFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "manifest-relist-period", Value: manifest.DefaultRelistPeriod, Usage: "how often the manifests directory is re-read in full (a safety net: changes arrive through inotify)"},
 		&cli.StringFlag{Name: "kubeconfig", Usage: "kubeconfig of an apiserver to register the node and mirror the pods in, as kubelet does for static pods (e.g. /etc/kubernetes/kubelet.conf); it need not answer, nor exist, yet (default: none)"},
 		&cli.StringFlag{Name: "healthz-bind-address", Usage: "serve kubelet's health endpoint /healthz on this address (kubelet's is 127.0.0.1:10248; default: off)"},
+		&cli.StringFlag{Name: "tls-bind-address", Usage: "serve the API over HTTPS on HOST:PORT too, to clients with a certificate from --client-ca-file only (default: off)"},
+		&cli.StringFlag{Name: "tls-cert-file", Usage: "server certificate (PEM) for --tls-bind-address, re-read when it changes"},
+		&cli.StringFlag{Name: "tls-private-key-file", Usage: "private key (PEM) of --tls-cert-file"},
+		&cli.StringFlag{Name: "client-ca-file", Usage: "CA certificates (PEM) a client certificate of --tls-bind-address must chain to"},
+		&cli.BoolFlag{Name: "exit-when-empty", Usage: "with a manifests dir holding no manifest: stop and remove every pod, then exit (make demo-clean uses it)"},
 	}
 }
 
@@ -81,6 +86,14 @@ func runAction(c *cli.Context) error {
 		debug.SetGCPercent(50)
 	}
 	log, err := newLogger(c.String("log-level"))
+	if err != nil {
+		return err
+	}
+	sd, err := newServiceNotifier(log)
+	if err != nil {
+		return err
+	}
+	remote, err := remoteAPI(c)
 	if err != nil {
 		return err
 	}
@@ -119,6 +132,11 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.Bool("exit-when-empty") {
+		if err := checkDrainable(c.String("manifests"), node); err != nil {
+			return err
+		}
+	}
 	nodeIP := c.String("node-ip")
 	if nodeIP == "" {
 		nodeIP = defaultNodeIP()
@@ -134,7 +152,10 @@ func runAction(c *cli.Context) error {
 	address := c.String("containerd-address")
 	embeddedErr := make(chan error, 1)
 	if c.Bool("embedded-containerd") {
-		e := embedded.New(embedded.Options{Binary: c.String("containerd-binary"), RunDir: runDir, StateDir: stateDir, Log: log})
+		// Its cgroup is named for the namespace ("podvisor-containerd" by
+		// default), so a second podvisor (the demo's) has its own.
+		e := embedded.New(embedded.Options{Binary: c.String("containerd-binary"), RunDir: runDir, StateDir: stateDir, Log: log,
+			Cgroup: c.String("containerd-namespace") + "-containerd"})
 		address = e.Address()
 		go func() { embeddedErr <- e.Run(ctx) }()
 		select {
@@ -145,6 +166,7 @@ func runAction(c *cli.Context) error {
 			return nil
 		}
 	}
+	sd.status("waiting for containerd")
 	client, err := waitContainerd(ctx, address, c.String("containerd-namespace"), log)
 	if err != nil {
 		return err
@@ -169,10 +191,19 @@ func runAction(c *cli.Context) error {
 		log.Warn("events will not survive a restart", "err", err)
 	}
 	defer store.CloseJournal()
-	apiErr := make(chan error, 1)
+	mets := metrics.New(metrics.Options{Store: store, CgroupParent: c.String("containerd-namespace")})
 	go func() {
-		apiErr <- api.Serve(ctx, api.Options{Socket: paths.Socket(), Store: store, Log: log, LogDir: logDir})
+		if err := mets.WatchStarts(ctx); err != nil {
+			log.Warn("pod start latency metric is off", "err", err)
+		}
 	}()
+	rt := ctrd.New(client, ctrd.Options{
+		Namespace:   c.String("containerd-namespace"),
+		LogDriver:   logDriver,
+		LogMaxSize:  logRot.MaxSize,
+		LogMaxFiles: logRot.MaxFiles,
+		StdinDir:    filepath.Join(paths.RunDir, "stdin"),
+	})
 
 	snapshots := make(chan manifest.Snapshot, 1)
 	src := manifest.NewSource(manifest.SourceOptions{
@@ -182,16 +213,11 @@ func runAction(c *cli.Context) error {
 		RelistPeriod:  c.Duration("manifest-relist-period"),
 		StateDir:      stateDir,
 		UnknownFields: unknown,
+		Observer:      mets,
 	})
 	srcErr := make(chan error, 1)
 	go func() { srcErr <- src.Run(ctx, snapshots) }()
 
-	rt := ctrd.New(client, ctrd.Options{
-		Namespace:   c.String("containerd-namespace"),
-		LogDriver:   logDriver,
-		LogMaxSize:  logRot.MaxSize,
-		LogMaxFiles: logRot.MaxFiles,
-	})
 	var sup *supervise.Supervisor
 	// Events go to the store and, with --kubeconfig, to the apiserver.
 	var sink supervise.StatusSink = store
@@ -216,7 +242,7 @@ func runAction(c *cli.Context) error {
 	}
 	imgs := images.New(images.Options{
 		Dir:      c.String("images-dir"),
-		Importer: supervise.Bounded(rt, c.Duration("runtime-request-timeout")),
+		Importer: mets.Importer(supervise.Bounded(rt, c.Duration("runtime-request-timeout"))),
 		Log:      log,
 		OnImport: func() { sup.ImagesImported() },
 		OnWarning: func(msg string) {
@@ -235,9 +261,24 @@ func runAction(c *cli.Context) error {
 		RelistPeriod: c.Duration("relist-period"),
 		ImagesReady:  imgs.Ready(),
 		// 0 would mean the default; a bound of 0 means none.
-		RequestTimeout: cmp.Or(c.Duration("runtime-request-timeout"), -1),
-		LogLinks:       logLinks,
+		RequestTimeout:  cmp.Or(c.Duration("runtime-request-timeout"), -1),
+		Heartbeat:       sd.heartbeat(),
+		HeartbeatPeriod: sd.watchdogInterval(),
+		ProbeRuns:       mets.ProbeRun,
+		LogLinks:        logLinks,
 	})
+	apiErr := make(chan error, 1)
+	go func() {
+		apiErr <- api.Serve(ctx, api.Options{Socket: paths.Socket(), Store: store, Log: log,
+			LogDir:    logDir,
+			Remote:    remote,
+			Restarter: restarter{sup},
+			Watcher:   store,
+			Gatherer:  mets.Registry(),
+			Stats:     mets,
+			Streamer:  runtimeStreamer{rt: rt, paths: paths},
+		})
+	}()
 	if mir != nil {
 		mirDone := make(chan struct{})
 		go func() { defer close(mirDone); mir.Run(ctx) }()
@@ -253,8 +294,12 @@ func runAction(c *cli.Context) error {
 	imgsDone := make(chan struct{})
 	go func() { defer close(imgsDone); imgs.Run(ctx) }()
 	defer func() { cancel(); <-imgsDone }()
+	defer sd.start(ctx, sup.Synced, store.Pods)()
 	supErr := make(chan error, 1)
 	go func() { supErr <- sup.Run(ctx, snapshots) }()
+	if c.Bool("exit-when-empty") {
+		go exitWhenDrained(ctx, sup.Synced, func() int { return len(store.Pods()) }, log, cancel)
+	}
 	select {
 	case err := <-apiErr:
 		if err != nil {
@@ -275,6 +320,7 @@ func runAction(c *cli.Context) error {
 		return nil
 	case <-ctx.Done():
 		<-supErr
+		<-apiErr // its exec sessions are over before the containerd client closes
 		log.Info("podvisor stopped; pods keep running")
 		return nil
 	}
@@ -414,52 +460,14 @@ func defaultNodeIP() string {
 	return ""
 }
 
-func getPodsAction(c *cli.Context) error {
-	client := api.NewClient(c.String("socket"))
-	list, err := client.Pods(c.Context)
-	if err != nil {
-		return err
-	}
-	if names := c.Args().Slice(); len(names) > 0 {
-		// The API's lookup, name by name: "namespace/name" narrows it, and
-		// an ambiguous name shows every pod it matches.
-		want := map[types.UID]bool{}
-		for _, arg := range names {
-			namespace, name, ok := strings.Cut(arg, "/")
-			if !ok {
-				namespace, name = "", arg
-			}
-			for _, p := range status.FindPods(list.Items, name, namespace) {
-				want[p.UID] = true
-			}
-		}
-		var keep []v1.Pod
-		for _, p := range list.Items {
-			if want[p.UID] {
-				keep = append(keep, p)
-			}
-		}
-		if len(keep) == 0 {
-			return cli.Exit(fmt.Sprintf("pod %q not found", strings.Join(names, ", ")), 1)
-		}
-		list.Items = keep
-	}
-	format := c.String("output")
-	if len(list.Items) == 0 && (format == "" || format == "wide") {
-		fmt.Fprintln(c.App.ErrWriter, "No resources found")
-		return nil
-	}
-	if err := status.PrintPods(c.App.Writer, list, format, time.Now()); err != nil {
-		return cli.Exit(err.Error(), 2)
-	}
-	return nil
-}
-
 func describePodAction(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return cli.Exit("usage: podvisor describe pod NAME", 2)
 	}
-	client := api.NewClient(c.String("socket"))
+	client, err := newAPIClient(c)
+	if err != nil {
+		return err
+	}
 	pod, err := client.Pod(c.Context, c.Args().First())
 	if err != nil {
 		return err

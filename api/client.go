@@ -31,6 +31,9 @@ var (
 type Client struct {
 	socketPath string
 	http       *http.Client
+	// scheme and host of the requests' URLs: http://podvisor on the
+	// socket, https://HOST:PORT for NewTLSClient.
+	scheme, host string
 }
 
 // NewClient returns a Client for the API served on socketPath. It does not
@@ -47,7 +50,7 @@ func NewClient(socketPath string) *Client {
 		},
 		MaxIdleConns: 2,
 	}
-	return &Client{socketPath: socketPath, http: &http.Client{Transport: tr}}
+	return &Client{socketPath: socketPath, http: &http.Client{Transport: tr}, scheme: "http", host: "podvisor"}
 }
 
 // unreachableError says plainly that the daemon is not there.
@@ -143,7 +146,7 @@ func (c *Client) Healthz(ctx context.Context) error {
 }
 
 func (c *Client) get(ctx context.Context, path string, q url.Values) (*http.Response, error) {
-	u := url.URL{Scheme: "http", Host: "podvisor", Path: path, RawQuery: q.Encode()}
+	u := url.URL{Scheme: c.scheme, Host: c.host, Path: path, RawQuery: q.Encode()}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("build request: %w", err)

@@ -11,9 +11,31 @@
 //     live server on the same path is never displaced (ErrSocketInUse), a
 //     dead one's socket is replaced, a file that is not a socket is left
 //     alone.
-//   - The API is read-only and speaks the Kubernetes wire shapes (v1.PodList,
-//     v1.Pod, v1.EventList, metav1.Status errors); a pod is found by name
-//     with status.FindPods, the lookup the CLI shares.
+//   - The API only reads, but for POST /pods/{name}/restart (with a
+//     Restarter) and exec/attach (below), and speaks the Kubernetes wire shapes (v1.PodList,
+//     v1.Pod, v1.EventList, metav1.Status errors, metav1.WatchEvent
+//     streams for ?watch=true); a pod is found by name with
+//     status.FindPods, the lookup the CLI shares.
+//   - Watches resume from a list's or an event's resourceVersion; versions
+//     are per podvisor process (InstanceHeader), so a client that sees
+//     another instance, or a 410 Expired, lists again (Client.WatchPods,
+//     Client.WatchEvents do).
+//   - Over TCP only when asked (Options.Remote, ListenTLS): the same handler
+//     over HTTPS, TLS 1.2 or later, to clients whose certificate verifies
+//     against the client CA (tls.RequireAndVerifyClientCert); there is no
+//     anonymous or read-only port. The certificate, key and CA files are
+//     re-read at the first handshake after one of them changes.
+//     NewTLSClient is its client.
+//   - Besides reading, it serves exec and attach sessions through
+//     Options.Streamer: POST /pods/{name}/exec and /attach upgrade to the
+//     podvisor-stream.v1 protocol, one frame per write (a channel byte, a
+//     4-byte big-endian length up to 64 KiB, the payload) on channels 0
+//     stdin, 1 stdout, 2 stderr, 3 resize (JSON TermSize), 4 stdin-close
+//     and 5 status (JSON exit code and error, the last frame). A client
+//     that goes away cancels its session; Serve ends the sessions when its
+//     context ends and waits (within ShutdownTimeout) for their clean-up.
+//     Client.Exec and Client.Attach return nil for exit code 0, else an
+//     *ExitError with the remote exit code.
 //   - Client errors are checked with errors.Is: ErrUnreachable (nothing
 //     answers, with a message saying to start podvisor), ErrNotFound,
 //     ErrAmbiguous, ErrUnhealthy.

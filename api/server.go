@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/podvisor/podvisor/status"
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -58,6 +59,22 @@ type Options struct {
 	// LogDir is the container log directory (--log-dir) that
 	// GET /pods/{name}/log reads; empty: no logs are served.
 	LogDir string
+	// Remote, when set, serves the same API over HTTPS to clients with a
+	// certificate from its client CA (ListenTLS).
+	Remote *TLSConfig
+	// Restarter, when set, serves POST /pods/{name}/restart.
+	Restarter Restarter
+	// Watcher, when set, gives lists their resourceVersion and serves
+	// ?watch=true on /pods and /events (watch.go).
+	Watcher Watcher
+	// Gatherer, when set, is served at GET /metrics.
+	Gatherer prometheus.Gatherer
+	// Stats, when set, answers GET /stats.
+	Stats StatsSource
+	// Streamer serves exec and attach; without one they answer 501.
+	Streamer Streamer
+
+	streams *streams // the exec and attach sessions in flight
 }
 
 func (o Options) withDefaults() Options {
@@ -69,6 +86,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ShutdownTimeout <= 0 {
 		o.ShutdownTimeout = defaultShutdownTimeout
+	}
+	if o.streams == nil {
+		o.streams = new(streams)
 	}
 	return o
 }
@@ -84,18 +104,32 @@ func (o Options) withDefaults() Options {
 // on the socket, Serve refuses with ErrSocketInUse. A path that exists and is
 // not a socket is left alone and is an error.
 //
-// Endpoints (read only):
+// Endpoints (read only but for the writes below):
 //
-//	GET /pods          v1.PodList (apiVersion v1, kind PodList)
+//	GET /pods          v1.PodList (apiVersion v1, kind PodList); with
+//	                   ?watch=true&resourceVersion= the changes after it,
+//	                   one metav1.WatchEvent a line (see watch.go)
 //	GET /pods/{name}   v1.Pod, found by status.FindPods: name is the full
 //	                   name "<name>-<node>" or the manifest's own name when
 //	                   that is unambiguous; ?namespace= narrows the search.
 //	                   Not found: 404, more than one match: 409 naming the
 //	                   candidates; errors are metav1.Status bodies as the
 //	                   API server sends them.
-//	GET /events        v1.EventList, oldest first
+//	GET /events        v1.EventList, oldest first; ?watch=true as /pods
 //	GET /healthz       "ok" with 200, or 503 with the error text
 //	GET /pods/{name}/log  a container's log, text/plain (see registerLogs)
+//	GET /metrics       Prometheus text format, when Options.Gatherer is set
+//	GET /stats         Stats as JSON, when Options.Stats is set
+//
+// The writes: with Options.Restarter (see registerRestart)
+//
+//	POST /pods/{name}/restart?container=   restart now, back-off reset
+//
+// and, with Options.Streamer, the exec and attach sessions of
+// registerStreams (POST, upgraded).
+//
+// With o.Remote the same handler is also served over HTTPS (ListenTLS)
+// until Serve returns; an error listening there is Serve's error.
 func Serve(ctx context.Context, o Options) error {
 	if o.Store == nil {
 		return errors.New("serve local API: no Store")
@@ -106,6 +140,13 @@ func Serve(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	remoteDone, err := startRemote(ctx, o)
+	if err != nil {
+		ln.Close()
+		removeIfSame(socketPath, ours)
+		return err
+	}
+	defer remoteDone()
 	srv := &http.Server{
 		Handler:           newHandler(o),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -126,6 +167,8 @@ func Serve(ctx context.Context, o Options) error {
 	defer cancel()
 	err = srv.Shutdown(sctx)
 	<-errc // http.ErrServerClosed, returned as soon as Shutdown starts
+	// Shutdown does not wait for the hijacked exec and attach sessions.
+	o.streams.wait(sctx)
 	removeIfSame(socketPath, ours)
 	if err != nil {
 		return fmt.Errorf("shut down local API: %w", err)
@@ -221,12 +264,7 @@ func removeIfSame(path string, ours os.FileInfo) {
 func newHandler(o Options) http.Handler {
 	s := o.Store
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /pods", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, &v1.PodList{
-			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"},
-			Items:    s.Pods(),
-		})
-	})
+	mux.HandleFunc("GET /pods", func(w http.ResponseWriter, r *http.Request) { servePods(w, r, o) })
 	mux.HandleFunc("GET /pods/{name}", func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
 		found := status.FindPods(s.Pods(), name, r.URL.Query().Get("namespace"))
@@ -246,12 +284,7 @@ func newHandler(o Options) http.Handler {
 				fmt.Sprintf("pod name %q is ambiguous, it matches: %s", name, strings.Join(candidates, ", ")))
 		}
 	})
-	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, &v1.EventList{
-			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "EventList"},
-			Items:    s.Events(),
-		})
-	})
+	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) { serveEvents(w, r, o) })
 	registerLogs(mux, o)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -262,6 +295,9 @@ func newHandler(o Options) http.Handler {
 		}
 		fmt.Fprintln(w, "ok")
 	})
+	registerRestart(mux, o)
+	registerMetrics(mux, o)
+	registerStreams(mux, o)
 	// Go's profiler, for operators chasing CPU or memory use; the socket
 	// is root's only.
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
@@ -270,7 +306,7 @@ func newHandler(o Options) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			writeStatus(w, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, "",
-				fmt.Sprintf("method %s not allowed: the local API is read only", r.Method))
+				fmt.Sprintf("method %s not allowed: the local API is read only (its writes are POST /pods/{name}/restart, /exec and /attach)", r.Method))
 			return
 		}
 		writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, "",

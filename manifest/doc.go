@@ -8,7 +8,12 @@
 //     *.orig, *.tmp, *.dpkg-*, *.rpm*, digit-only names (vim's 4913 probe) or
 //     sub-directories; each ignored entry is logged once with the reason
 //     (at Info for a wrong extension, a directory, a FIFO, socket or
-//     device, at Debug for editor and package-manager litter).
+//     device, at Debug for editor and package-manager litter and for
+//     plain documentation: README, *.md, *.txt, source files). A *.json
+//     file that is valid JSON but no Kubernetes object (foreignJSON) holds
+//     no pod and is skipped at Debug too; one that does not parse is an
+//     error. A file whose errors are gone, still present, is logged as
+//     "manifest fixed" at Info.
 //     Files over MaxFileSize and empty files are invalid.
 //   - Decoding is bounded: a document over MaxDocumentSize is invalid; a
 //     file with more than 5000 documents and List items, or more than

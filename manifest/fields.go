@@ -141,9 +141,9 @@ var fieldTable = []FieldSupport{
 	{"Container", "terminationMessagePolicy", impl, ""},
 	{"Container", "imagePullPolicy", impl, ""},
 	{"Container", "securityContext", impl, "see the SecurityContext rows"},
-	{"Container", "stdin", reject, ""},
-	{"Container", "stdinOnce", reject, ""},
-	{"Container", "tty", reject, ""},
+	{"Container", "stdin", impl, "with tty: true only; `podvisor attach -i` writes to it"},
+	{"Container", "stdinOnce", impl, "stdin closes when the first attach that sent stdin ends"},
+	{"Container", "tty", impl, "a terminal (TERM=xterm unless set); its output is logged a line at a time"},
 
 	// PodSecurityContext
 	{"PodSecurityContext", "seLinuxOptions", reject, ""},

@@ -175,8 +175,10 @@ func TestParseFileBad(t *testing.T) {
 		{"bad quantity", basePod + "    resources:\n      limits: {cpu: lots}\n", []string{`spec.containers[0].resources.limits[cpu]: "lots" is not a quantity`}, 10},
 
 		// Field table: rejected fields and values.
-		{"rejected container field", basePod + "    stdin: true\n",
-			[]string{"spec.containers[0].stdin: not supported by podvisor " + ver}, 9},
+		{"rejected container field", basePod + "    volumeDevices: [{name: d, devicePath: /dev/xvda}]\n",
+			[]string{"spec.containers[0].volumeDevices: not supported by podvisor " + ver}, 9},
+		{"stdin without tty", basePod + "    stdin: true\n",
+			[]string{"spec.containers[0].stdin: stdin without tty: true is not supported"}, 0},
 		{"rejected probe field", basePod + "    livenessProbe:\n      grpc: {port: 9000, mode: TLS}\n", []string{"spec.containers[0].livenessProbe.grpc.mode: not supported"}, 10},
 		{"rejected pod field", basePod + "  serviceAccountName: x\n", []string{"spec.serviceAccountName: not supported by podvisor " + ver + " (static pods cannot use service account tokens)"}, 9},
 		{"rejected init container field", basePod + "  initContainers:\n  - name: init\n    image: busybox\n    restartPolicy: OnFailure\n", []string{"spec.initContainers[0].restartPolicy: not supported by podvisor " + ver + ` ("OnFailure"; Always (a sidecar container) only)`}, 12},
@@ -200,9 +202,8 @@ func TestParseFileBad(t *testing.T) {
 			[]string{"securityContext.appArmorProfile.localhostProfile: Required value: must be set when AppArmor type is Localhost"}, 10},
 		{"unmasked proc", basePod + "    securityContext: {procMount: Unmasked}\n", []string{"securityContext.procMount: not supported"}, 0},
 		{"pod fsGroup", basePod + "  securityContext: {fsGroup: 1000}\n", []string{"spec.securityContext.fsGroup: not supported"}, 9},
-		{"tty", basePod + "    tty: true\n", []string{"spec.containers[0].tty: not supported"}, 9},
-		{"one good one bad document", basePod + "---\n" + strings.Replace(basePod, "name: web", "name: db", 1) + "    tty: true\n",
-			[]string{"x.yaml:18: spec.containers[0].tty"}, 18},
+		{"one good one bad document", basePod + "---\n" + strings.Replace(basePod, "name: web", "name: db", 1) + "    volumeDevices: [{name: d, devicePath: /dev/xvda}]\n",
+			[]string{"x.yaml:18: spec.containers[0].volumeDevices"}, 18},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -507,7 +508,7 @@ func TestLoad(t *testing.T) {
 	}
 	write("web.yaml", basePod)
 	write("db.json", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"db"},"spec":{"containers":[{"name":"db","image":"busybox"}]}}`)
-	write("bad.yaml", basePod+"    tty: true\n")
+	write("bad.yaml", basePod+"    volumeDevices: [{name: d, devicePath: /dev/xvda}]\n")
 	write("empty.yml", "")
 	write(".web.yaml.swp", basePod)
 	write("notes.txt", "hello")
@@ -528,7 +529,7 @@ func TestLoad(t *testing.T) {
 		t.Errorf("pods %v, want %v", keys, want)
 	}
 	all := joinErrs(snap.Errors)
-	for _, w := range []string{"bad.yaml:9: spec.containers[0].tty: not supported", "empty.yml: empty file"} {
+	for _, w := range []string{"bad.yaml:9: spec.containers[0].volumeDevices: not supported", "empty.yml: empty file"} {
 		if !strings.Contains(all, w) {
 			t.Errorf("errors:\n%s\nwant %q", all, w)
 		}

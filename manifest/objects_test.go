@@ -77,7 +77,7 @@ func TestParseObjects(t *testing.T) {
 }
 
 func TestParseFilePerDocument(t *testing.T) {
-	data := basePod + "---\n" + named("db") + "    tty: true\n---\n" + named("api")
+	data := basePod + "---\n" + named("db") + "    volumeDevices: [{name: d, devicePath: /dev/xvda}]\n---\n" + named("api")
 	pods, errs := ParseFile("/m/x.yaml", []byte(data), node)
 	var got []string
 	for _, p := range pods {
@@ -95,7 +95,7 @@ func TestParseFilePerDocument(t *testing.T) {
 
 	// A List is one document: one bad item makes it invalid as a whole.
 	list := "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: a}\n  spec: {containers: [{name: app, image: busybox}]}\n" +
-		"- apiVersion: v1\n  kind: Pod\n  metadata: {name: b}\n  spec: {containers: [{name: app, image: busybox, tty: true}]}\n"
+		"- apiVersion: v1\n  kind: Pod\n  metadata: {name: b}\n  spec: {containers: [{name: app, image: busybox, volumeDevices: [{name: d, devicePath: /dev/xvda}]}]}\n"
 	if pods, errs := ParseFile("/m/x.yaml", []byte(list), node); len(pods) != 0 || len(errs) != 1 {
 		t.Errorf("List: pods %v errors %v", pods, errs)
 	}

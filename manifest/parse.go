@@ -68,6 +68,9 @@ type docResult struct {
 type fileResult struct {
 	errs []*FileError // problems of the whole file: size, empty, I/O
 	docs []docResult
+	// foreign: a JSON file that is no Kubernetes object (foreignJSON);
+	// it has no documents and no errors.
+	foreign bool
 }
 
 // parseFile is ParseFile with the default options and a fixed clock.

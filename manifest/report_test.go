@@ -110,7 +110,7 @@ func TestValidate(t *testing.T) {
 func TestValidateReportJSON(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "web.yaml"), basePod)
-	writeFile(t, filepath.Join(dir, "bad.yaml"), basePod+"    tty: true\n")
+	writeFile(t, filepath.Join(dir, "bad.yaml"), basePod+"    volumeDevices: [{name: d, devicePath: /dev/xvda}]\n")
 	b, err := json.Marshal(Validate([]string{dir}, node, ParseOptions{}))
 	if err != nil {
 		t.Fatal(err)
@@ -137,8 +137,8 @@ func TestValidateReportJSON(t *testing.T) {
 	}
 	e := got.Errors[0]
 	want := map[string]any{
-		"path": filepath.Join(dir, "bad.yaml"), "line": float64(9), "field": "spec.containers[0].tty",
-		"message": filepath.Join(dir, "bad.yaml") + ":9: spec.containers[0].tty: " + e["reason"].(string),
+		"path": filepath.Join(dir, "bad.yaml"), "line": float64(9), "field": "spec.containers[0].volumeDevices",
+		"message": filepath.Join(dir, "bad.yaml") + ":9: spec.containers[0].volumeDevices: " + e["reason"].(string),
 	}
 	for k, v := range want {
 		if e[k] != v {

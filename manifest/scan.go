@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -56,6 +57,7 @@ type fileState struct {
 type entry struct {
 	name, path string
 	link       bool // a symlink (followed)
+	dir        bool // a directory (not through a symlink)
 }
 
 // scanner reads the directory and builds snapshots; it remembers the last
@@ -82,6 +84,7 @@ type scanner struct {
 
 	skipped     map[string]string // entry name -> reason already logged
 	loggedErrs  map[string]bool   // FileError texts logged and still present
+	errFiles    map[string]bool   // paths with errors in the last snapshot
 	loggedWarns map[string]bool   // warning texts logged and still present
 	loggedState string            // last state file error logged
 
@@ -123,7 +126,7 @@ func (s *scanner) list() ([]entry, error) {
 	}
 	out := make([]entry, 0, len(des))
 	for _, d := range des {
-		out = append(out, entry{name: d.Name(), path: filepath.Join(s.dir, d.Name()), link: d.Type()&fs.ModeSymlink != 0})
+		out = append(out, entry{name: d.Name(), path: filepath.Join(s.dir, d.Name()), link: d.Type()&fs.ModeSymlink != 0, dir: d.IsDir()})
 	}
 	return out, nil
 }
@@ -184,6 +187,9 @@ func (s *scanner) scan(mode scanMode) (Snapshot, bool) {
 // whether it is a manifest that is present.
 func (s *scanner) visit(e entry, mode scanMode) bool {
 	if reason := skipReason(e.name); reason != "" {
+		if e.dir && strings.HasPrefix(reason, "not a manifest extension") {
+			reason = dirReason // what it is, not what its name lacks
+		}
 		s.logSkip(e, reason)
 		return false
 	}
@@ -199,7 +205,7 @@ func (s *scanner) visit(e entry, mode scanMode) bool {
 		st.ioErr = &FileError{Path: e.path, Reason: "stat: " + err.Error(), Err: err}
 		return true
 	case info.IsDir():
-		s.logSkip(e, "directory (subdirectories are not read)")
+		s.logSkip(e, dirReason)
 		return false
 	case !info.Mode().IsRegular():
 		s.logSkip(e, specialReason(info.Mode(), e.link))
@@ -241,6 +247,9 @@ func (s *scanner) visit(e entry, mode scanMode) bool {
 	case ioErr != nil:
 		st.ioErr = ioErr // needRead stays set: try again at the next scan
 		return true
+	}
+	if res.foreign {
+		s.logSkip(e, foreignReason)
 	}
 	s.apply(e.path, st, res)
 	st.read, st.sig, st.needRead, st.created, st.pending = true, rsig, false, false, nil
@@ -294,6 +303,9 @@ func (s *scanner) readFile(path string) (res fileResult, sig fileSig, ioErr *Fil
 		return res, sig, &FileError{Path: path, Reason: "read: " + err.Error(), Err: err}, false
 	}
 	s.parsed += len(data)
+	if s.files == nil && foreignJSON(path, data) {
+		return fileResult{foreign: true}, sig, nil, false
+	}
 	return parseDocs(path, data, s.nodeName, s.now(), s.opts), sig, nil, false
 }
 

@@ -227,7 +227,7 @@ func TestScanPerDocumentLastKnownGood(t *testing.T) {
 
 	// Document 0 changes validly, document 1 breaks: the first takes effect,
 	// the second keeps its last good pod.
-	writeFile(t, path, strings.Replace(basePod, "1.36", "1.37", 1)+"---\n"+db+"    tty: true\n")
+	writeFile(t, path, strings.Replace(basePod, "1.36", "1.37", 1)+"---\n"+db+"    volumeDevices: [{name: d, devicePath: /dev/xvda}]\n")
 	s, changed := rescan(sc)
 	if !changed {
 		t.Fatal("no change reported")
@@ -239,7 +239,7 @@ func TestScanPerDocumentLastKnownGood(t *testing.T) {
 	if dbp == nil || dbp.Hash != uid["default/db-node-1"] || dbp.Err == nil || dbp.Doc != 1 {
 		t.Errorf("document 1: %+v, want the last good pod with Err", dbp)
 	}
-	if len(s.Errors) != 1 || s.Errors[0].Line != 18 || !strings.Contains(s.Errors[0].Error(), "tty") {
+	if len(s.Errors) != 1 || s.Errors[0].Line != 18 || !strings.Contains(s.Errors[0].Error(), "volumeDevices") {
 		t.Errorf("errors %v, want one at line 18", s.Errors)
 	}
 	if dbp != nil && dbp.Err != nil && dbp.Err.Error() != s.Errors[0].Error() {
@@ -309,7 +309,7 @@ func TestScanPersistedLastKnownGood(t *testing.T) {
 	writeFile(t, path, basePod+"---\n"+named("db"))
 	sc := newSc(node)
 	good, _ := sc.scan(scanRelist)
-	writeFile(t, path, basePod+"---\n"+named("db")+"    tty: true\n")
+	writeFile(t, path, basePod+"---\n"+named("db")+"    volumeDevices: [{name: d, devicePath: /dev/xvda}]\n")
 	rescan(sc)
 
 	ps := readState(t, stateDir)

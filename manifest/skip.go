@@ -25,10 +25,44 @@ func skipReason(name string) string {
 		return "package manager file"
 	case strings.Trim(name, "0123456789") == "":
 		return "digit-only name (editor temporary file)"
+	case !hasAnySuffix(name, manifestExts...) && docFile(name):
+		return docReason
 	case !hasAnySuffix(name, manifestExts...):
 		return "not a manifest extension (.yaml, .yml, .json, .manifest)"
 	}
 	return ""
+}
+
+// dirReason is the skip reason of a sub-directory.
+const dirReason = "directory (subdirectories are not read)"
+
+// docReason is the skip reason of documentation beside the manifests.
+const docReason = "documentation, text or source file"
+
+// docExts and docNames are documentation (and source code) a manifest
+// directory may hold beside its manifests, as examples/ does: plainly not
+// manifests, so skipped at Debug. Any other name without a manifest extension is skipped at
+// Info: it may be a manifest with the wrong name.
+var (
+	docExts  = []string{".md", ".markdown", ".txt", ".rst", ".adoc", ".asciidoc", ".org", ".html", ".htm", ".pdf", ".go", ".sh", ".py"}
+	docNames = []string{"README", "LICENSE", "LICENCE", "COPYING", "NOTICE", "AUTHORS", "CHANGELOG", "CHANGES", "MAINTAINERS", "OWNERS", "MAKEFILE"}
+)
+
+// docFile reports whether name is plainly documentation: a documentation
+// extension, or a conventional name such as README or LICENSE, with or
+// without an extension.
+func docFile(name string) bool {
+	lower := strings.ToLower(name)
+	if hasAnySuffix(lower, docExts...) {
+		return true
+	}
+	base, _, _ := strings.Cut(strings.ToUpper(name), ".")
+	for _, n := range docNames {
+		if base == n {
+			return true
+		}
+	}
+	return false
 }
 
 func hasAnySuffix(s string, suffixes ...string) bool {

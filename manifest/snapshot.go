@@ -125,14 +125,25 @@ func objectsSig(snap Snapshot) string {
 // relist does not repeat them.
 func (s *scanner) logNew(snap Snapshot) {
 	errsNow := make(map[string]bool, len(snap.Errors))
+	filesNow := map[string]bool{}
 	for _, e := range snap.Errors {
 		msg := e.Error()
 		errsNow[msg] = true
+		filesNow[e.Path] = true
 		if !s.loggedErrs[msg] {
 			s.log.Warn("manifest error", "file", e.Path, "error", msg)
 		}
 	}
 	s.loggedErrs = errsNow
+	// A file whose errors are gone and that is still there was fixed (a
+	// removed one was not): say so, or its last word in the log would be
+	// the error.
+	for _, path := range slices.Sorted(maps.Keys(s.errFiles)) {
+		if _, present := s.state[path]; present && !filesNow[path] {
+			s.log.Info("manifest fixed", "file", path)
+		}
+	}
+	s.errFiles = filesNow
 
 	warnsNow := map[string]bool{}
 	logWarn := func(key string, args ...any) {

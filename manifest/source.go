@@ -54,6 +54,15 @@ type SourceOptions struct {
 	// parents and the manifests; files of other users get a permission
 	// warning. Zero trusts root only.
 	TrustedUID int
+	// Observer, when set, sees every snapshot before it is sent (for
+	// metrics).
+	Observer Observer
+}
+
+// Observer is told of every snapshot a Source sends; ObserveSnapshot must
+// be quick and must not keep or change the snapshot.
+type Observer interface {
+	ObserveSnapshot(Snapshot)
 }
 
 // Source watches a directory and sends a full Snapshot on out after every
@@ -194,6 +203,9 @@ func (s *Source) Run(ctx context.Context, out chan<- Snapshot) error {
 			return nil
 		}
 		s.log.Debug("manifest snapshot", "pods", len(snap.Pods), "errors", len(snap.Errors), "warnings", len(snap.Warnings), "first", first)
+		if s.opts.Observer != nil {
+			s.opts.Observer.ObserveSnapshot(snap)
+		}
 		select {
 		case out <- snap:
 			return nil

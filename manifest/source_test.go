@@ -67,7 +67,7 @@ func TestScanLastKnownGood(t *testing.T) {
 		t.Errorf("rescan of an unchanged directory reported a change")
 	}
 
-	writeFile(t, path, basePod+"    tty: true\n")
+	writeFile(t, path, basePod+"    volumeDevices: [{name: d, devicePath: /dev/xvda}]\n")
 	bad, changed := rescan(sc)
 	if !changed || len(bad.Pods) != 1 || len(bad.Errors) != 1 {
 		t.Fatalf("invalid edit: changed=%v pods=%v errors=%v", changed, keys(bad), bad.Errors)
@@ -172,15 +172,15 @@ func TestScanLogsOnce(t *testing.T) {
 	dir := t.TempDir()
 	var logs logBuffer
 	sc := newScanner(dir, node, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	writeFile(t, filepath.Join(dir, "bad.yaml"), basePod+"    tty: true\n")
+	writeFile(t, filepath.Join(dir, "bad.yaml"), basePod+"    volumeDevices: [{name: d, devicePath: /dev/xvda}]\n")
 	writeFile(t, filepath.Join(dir, "warn.yaml"), named("w")+"  tolerations: [{operator: Exists}]\n")
 	writeFile(t, filepath.Join(dir, "web.yaml.swp"), "junk")
-	writeFile(t, filepath.Join(dir, "notes.txt"), "junk")
+	writeFile(t, filepath.Join(dir, "notes.conf"), "junk")
 	for range 3 {
 		rescan(sc)
 	}
 	out := logs.String()
-	for _, want := range []string{"spec.containers[0].tty", "spec.tolerations", "web.yaml.swp", "notes.txt"} {
+	for _, want := range []string{"spec.containers[0].volumeDevices", "spec.tolerations", "web.yaml.swp", "notes.conf"} {
 		if n := strings.Count(out, want); n != 1 {
 			t.Errorf("%q logged %d times, want once:\n%s", want, n, out)
 		}

@@ -130,6 +130,12 @@ func validateContainer(cp string, c *v1.Container, p *problems) {
 	if c.WorkingDir != "" && !path.IsAbs(c.WorkingDir) {
 		p.invalidf(cp+".workingDir", "must be an absolute path, got %q", c.WorkingDir)
 	}
+	if c.Stdin && !c.TTY {
+		// containerd's shim gives a process no stdin pipe when its output
+		// goes to a log binary, as podvisor's does; a terminal reads the
+		// stdin fifo itself.
+		p.invalid(cp+".stdin", "stdin without tty: true is not supported: podvisor's log driver leaves a container without a terminal no stdin; set tty: true as well")
+	}
 
 	// Negative quantities and requests over limits are Kubernetes' errors;
 	// quantities too large for int64 cgroup values are podvisor's.

@@ -351,7 +351,7 @@ func TestSourcePersistsLastKnownGood(t *testing.T) {
 	}
 	out, stop := startSource(t, newSrc())
 	good := waitFor(t, out, "first snapshot", hasPods("default/web-node-1"))
-	writeFile(t, path, basePod+"    tty: true\n")
+	writeFile(t, path, basePod+"    volumeDevices: [{name: d, devicePath: /dev/xvda}]\n")
 	waitFor(t, out, "invalid edit", func(s Snapshot) bool { return len(s.Errors) == 1 })
 	_ = stop()
 
@@ -361,7 +361,7 @@ func TestSourcePersistsLastKnownGood(t *testing.T) {
 	if len(s.Pods) != 1 || s.Pods[0].Hash != good.Pods[0].Hash || s.Pods[0].Err == nil {
 		t.Fatalf("after restart: pods %+v, want the last good pod %s marked with the error", s.Pods, good.Pods[0].Hash)
 	}
-	if len(s.Errors) != 1 || !strings.Contains(s.Errors[0].Error(), "web.yaml:9: spec.containers[0].tty") {
+	if len(s.Errors) != 1 || !strings.Contains(s.Errors[0].Error(), "web.yaml:9: spec.containers[0].volumeDevices") {
 		t.Errorf("errors %v", s.Errors)
 	}
 }

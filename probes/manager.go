@@ -25,6 +25,10 @@ type Options struct {
 	// OnChange receives each result change, in order, from the same
 	// goroutine as OnEvent. Callbacks may call the Manager.
 	OnChange func(Change)
+	// OnRun, when set, hears every run of a probe with its result and how
+	// long it took (for metrics). It is called with the Manager's lock held:
+	// it must be quick and must not call the Manager.
+	OnRun func(Run)
 	// Transport carries HTTP probes; a shared transport like kubelet's
 	// (no certificate verification, no keep-alives, no proxy) by default.
 	Transport http.RoundTripper
@@ -42,6 +46,7 @@ type Manager struct {
 	on     struct {
 		event  func(Event)
 		change func(Change)
+		run    func(Run)
 	}
 
 	// ctx is the parent of every worker's context: workers outlive any
@@ -120,7 +125,7 @@ func newManager(o Options, r runner) *Manager {
 		quit:        make(chan struct{}),
 		done:        make(chan struct{}),
 	}
-	m.on.event, m.on.change = o.OnEvent, o.OnChange
+	m.on.event, m.on.change, m.on.run = o.OnEvent, o.OnChange, o.OnRun
 	if m.clock == nil {
 		m.clock = realClock{}
 	}
@@ -348,6 +353,9 @@ func (m *Manager) record(w *worker, o outcome, out string, err error) bool {
 	}
 	ps := w.inst.probes[w.kind]
 	r, counts, ev := w.notice(o, out, err)
+	if m.on.run != nil {
+		m.on.run(Run{Target: w.inst.t, Kind: w.kind, Result: r, Duration: w.took})
+	}
 	ps.last, ps.message, ps.at = r, out, m.clock.Now()
 	if err != nil {
 		ps.message = err.Error()

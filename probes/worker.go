@@ -36,6 +36,10 @@ type worker struct {
 	// run's result and how many runs in a row returned it. Guarded by m.mu.
 	lastResult Result
 	resultRun  int
+
+	// took is how long the last run took, retries included; only the
+	// worker's goroutine writes it, before record reads it.
+	took time.Duration
 }
 
 // run probes until the worker is done.
@@ -83,12 +87,14 @@ func (w *worker) doProbe() bool {
 		out string
 		err error
 	)
+	start := time.Now()
 	for range maxProbeRetries {
 		o, out, err = w.m.runner.run(w.ctx, w.kind, w.spec, t)
 		if err == nil || w.ctx.Err() != nil {
 			break
 		}
 	}
+	w.took = time.Since(start)
 	if w.ctx.Err() != nil {
 		// Stopped while probing: whatever the run said is about a
 		// container nobody asks about any more.

@@ -20,13 +20,18 @@
 //     MaxEventsPerObject per object and MaxEvents in all, so that one object
 //     never evicts another's events, and journals them to survive restarts:
 //     rewritten atomically, and a torn or corrupt line loses only itself.
+//     Events are versioned too (EventList, WatchEvents): each new or updated
+//     event is one change, delivered in order, coalesced per event and
+//     bounded by MaxEvents for a reader that lags.
 //   - Phase, Conditions and QOSClass are pure functions that follow kubelet's
 //     rules (pkg/kubelet/kubelet_pods.go getPhase, pkg/kubelet/status/generate.go,
 //     pkg/apis/core/v1/helper/qos/qos.go), so tools that read kubelet's pod
 //     status read podvisor's the same way.
 //   - FindPods is the one rule for what a user's pod name means: full name
 //     first, then manifest name, optionally within one namespace.
-//   - PrintPods prints what kubectl get pods prints for the same objects.
+//   - PrintPods prints what kubectl get pods prints for the same objects,
+//     PrintEvents what kubectl get events prints; Table keeps a table's
+//     column widths for the rows a watch prints later.
 //
 // The package imports nothing from podvisor except internal/atomicfile.
 package status

@@ -199,6 +199,7 @@ func (s *Store) record(ref v1.ObjectReference, host, eventType, reason, message 
 		// a recurring event is not the first to age out.
 		s.events = append(slices.Delete(s.events, i, i+1), old)
 		s.journalLocked(&old)
+		s.eventChangedLocked(&old)
 		return
 	}
 
@@ -215,6 +216,7 @@ func (s *Store) record(ref v1.ObjectReference, host, eventType, reason, message 
 		s.events = trim(s.events, MaxEventsPerObject, MaxEvents)
 	}
 	s.journalLocked(&ev)
+	s.eventChangedLocked(&ev)
 }
 
 // countLocked returns how many events are about object k.

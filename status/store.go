@@ -35,6 +35,7 @@ type Store struct {
 	similar   aggregator // groups of similar events, for aggregation
 	lastNano  int64      // last timestamp used in an event name, for uniqueness
 	healthErr error
+	evfeed    eventFeed // event versions and watchers (eventwatch.go)
 
 	journal      io.WriteCloser // nil: events are not journaled
 	journalPath  string

@@ -109,6 +109,12 @@ func (b boundedRuntime) ReleaseShims(ctx context.Context, ids []string) error {
 	return b.rt.ReleaseShims(ctx, ids)
 }
 
+func (b boundedRuntime) CollectShims(ctx context.Context) ([]string, error) {
+	ctx, cancel := b.ctx(ctx, 0)
+	defer cancel()
+	return b.rt.CollectShims(ctx)
+}
+
 func (b boundedRuntime) Exec(ctx context.Context, id string, p ExecProcess) (int, error) {
 	return b.rt.Exec(ctx, id, p)
 }

@@ -6,7 +6,7 @@
 // A Supervisor receives full desired-set snapshots from manifest.Source and
 // owns one pod worker per pod UID. Each worker runs in its own goroutine: a
 // loop that takes messages from a typed inbox (the desired spec, a stop
-// request, OOM kills, wake-ups), observes its containers, and then plans
+// request, OOM kills, restart requests, wake-ups), observes its containers, and then plans
 // and executes until a plan has nothing to do:
 //
 //	          first step

@@ -228,6 +228,9 @@ func (w *podWorker) kill(ctx context.Context, pod *v1.Pod, a killContainers) err
 				msg := a.Message
 				if msg == "" {
 					msg = "Stopping container " + c.Name
+					if a.Note != "" {
+						msg += ": " + a.Note
+					}
 				}
 				w.event(pod, t.Ref.fieldPath(), v1.EventTypeNormal, a.Reason, "%s", msg)
 				if a.PreStop {

@@ -253,6 +253,10 @@ func (r *fakeRuntime) Collect(context.Context) ([]string, error) {
 	return nil, r.call("Collect", "")
 }
 
+func (r *fakeRuntime) CollectShims(context.Context) ([]string, error) {
+	return nil, r.call("CollectShims", "")
+}
+
 func (r *fakeRuntime) ReleaseShims(_ context.Context, ids []string) error {
 	return r.call("ReleaseShims", strings.Join(ids, ","))
 }

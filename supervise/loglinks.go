@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -139,24 +140,33 @@ func (s *Supervisor) unlinkPodLogs(podLogs string) error {
 // pruneLogLinks removes the links of containers podvisor no longer has:
 // left by a podvisor stopped before it removed them. The links are read
 // before the containers are listed, so a link made meanwhile, of a
-// container created before it, is never taken for stale.
+// container created before it, is never taken for stale. A container with
+// no link (made by a podvisor without links, or before they were turned
+// on) gets its own.
 func (s *Supervisor) pruneLogLinks(ctx context.Context) error {
 	if s.opts.LogLinks == "" {
 		return nil
 	}
 	links, err := ownLogLinks(s.opts.LogLinks, s.layout.LogDir)
-	if err != nil || len(links) == 0 {
+	if err != nil {
 		return err
 	}
 	all, err := s.rt.List(ctx)
 	if err != nil {
 		return err
 	}
+	linked := map[string]bool{}
+	for _, l := range links {
+		linked[l.id] = true
+	}
 	have := map[string]bool{}
+	var errs []error
 	for _, c := range all {
 		have[c.ID] = true
+		if !linked[c.ID] {
+			errs = append(errs, s.linkListed(c))
+		}
 	}
-	var errs []error
 	for _, l := range links {
 		stale := l.id != "" && !have[l.id]
 		if l.id == "" {
@@ -173,7 +183,31 @@ func (s *Supervisor) pruneLogLinks(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// pruneLogLinksLoop prunes at start and at each relist.
+// linkListed makes the link of a container found in the runtime, from its
+// labels, if its log is there. One made meanwhile by its worker is no
+// error.
+func (s *Supervisor) linkListed(c ContainerInfo) error {
+	l := c.Labels
+	n, err := strconv.Atoi(l[LabelRestartCount])
+	if err != nil || l[LabelContainer] == "" || l[LabelPodName] == "" || l[LabelPodUID] == "" {
+		return nil
+	}
+	logPath := s.layout.ContainerLog(l[LabelPodNamespace], l[LabelPodName], l[LabelPodUID], l[LabelContainer], int32(n))
+	if _, err := os.Stat(logPath); err != nil {
+		return nil
+	}
+	if err := os.MkdirAll(s.opts.LogLinks, 0o755); err != nil {
+		return err
+	}
+	link := filepath.Join(s.opts.LogLinks, LogLinkName(l[LabelPodName], l[LabelPodNamespace], l[LabelContainer], c.ID))
+	if err := os.Symlink(logPath, link); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return nil
+}
+
+// pruneLogLinksLoop prunes (and makes missing links) at start and at each
+// relist.
 func (s *Supervisor) pruneLogLinksLoop(ctx context.Context) {
 	if s.opts.LogLinks == "" {
 		return

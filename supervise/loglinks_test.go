@@ -37,6 +37,11 @@ func TestPruneLogLinks(t *testing.T) {
 	logFile := filepath.Join(logDir, "default_p_u", "c", "0.log")
 	os.MkdirAll(filepath.Dir(logFile), 0o755)
 	os.WriteFile(logFile, nil, 0o640)
+	// A container of a podvisor that made no links, and one whose log is
+	// not there: the first gets its link.
+	unlinked, nolog := strings.Repeat("c", 64), strings.Repeat("d", 64)
+	rt.addLabelled(unlinked, map[string]string{LabelContainer: "c", LabelPodName: "p", LabelPodNamespace: "default", LabelPodUID: "u", LabelRestartCount: "0"}, ContainerState{Exists: true})
+	rt.addLabelled(nolog, map[string]string{LabelContainer: "c", LabelPodName: "p", LabelPodNamespace: "default", LabelPodUID: "u", LabelRestartCount: "7"}, ContainerState{Exists: true})
 	cut := LogLinkName(strings.Repeat("p", 63), strings.Repeat("n", 63), strings.Repeat("c", 63), gone)
 	made := map[string]string{
 		"p_default_c-" + have + ".log":     logFile,                             // kept: its container is there
@@ -60,9 +65,13 @@ func TestPruneLogLinks(t *testing.T) {
 	for _, e := range ents {
 		left = append(left, e.Name())
 	}
-	want := []string{"k_kube-system_x-" + gone + ".log", "p_default_c-" + have + ".log", "p_default_c-" + gone + ".log.txt", "q_default_c-cut.log"}
+	want := []string{"k_kube-system_x-" + gone + ".log", "p_default_c-" + have + ".log", "p_default_c-" + gone + ".log.txt", "p_default_c-" + unlinked + ".log", "q_default_c-cut.log"}
 	if strings.Join(left, " ") != strings.Join(want, " ") {
 		t.Errorf("left %q, want %q", left, want)
+	}
+
+	if target, err := os.Readlink(filepath.Join(links, "p_default_c-"+unlinked+".log")); err != nil || target != logFile {
+		t.Errorf("made link → %q, %v; want → %s", target, err, logFile)
 	}
 
 	// A pod's clean-up removes its links, whatever their containers.

@@ -86,6 +86,8 @@ type planInput struct {
 	Probes    map[string]probeView   // by container ID, running containers
 	Sandbox   sandboxView
 	Waits     map[ctrRef]waits
+	// Restarts are the containers podvisor restart asked to restart now.
+	Restarts map[ctrRef]bool
 }
 
 // plan is what to do now, and when to look again.
@@ -144,6 +146,9 @@ type killContainers struct {
 	Grace   time.Duration
 	Reason  string
 	Message string
+	// Note, when set and Message is not, is added to each container's
+	// "Stopping container" message (why it is stopped).
+	Note string
 	// PreStop runs the containers' preStop hooks first: the grace period
 	// asked for is above 0 (kubelet's killContainer skips them at 0).
 	PreStop bool
@@ -203,7 +208,7 @@ func planPod(in planInput) plan {
 		planStop(&p, in)
 		return p
 	}
-	if finishedPod(in.Pod, in.Rec) {
+	if finishedPod(in.Pod, in.Rec) && !restartPending(in) {
 		// Its sidecars stop once the regular containers have ended, last
 		// first, as kubelet stops them.
 		if ts := lastSidecar(in); len(ts) > 0 {
@@ -216,7 +221,7 @@ func planPod(in planInput) plan {
 		}
 		return p
 	}
-	if planProbeKills(&p, in) {
+	if planProbeKills(&p, in) || planRestartKills(&p, in) {
 		return p
 	}
 	if !planSandbox(&p, in) {
@@ -520,10 +525,11 @@ func planStarts(p *plan, in planInput) {
 		if cr.ID != "" {
 			continue
 		}
-		if cr.Terminated != nil && !shouldRestart(policy, cr.Terminated.ExitCode) {
+		ref := ctrRef{Type: containerTypeApp, Name: c.Name}
+		if cr.Terminated != nil && !shouldRestart(policy, cr.Terminated.ExitCode) && !in.Restarts[ref] {
 			continue
 		}
-		startOrWait(p, in, ctrRef{Type: containerTypeApp, Name: c.Name}, cr)
+		startOrWait(p, in, ref, cr)
 	}
 }
 

@@ -191,6 +191,7 @@ func (w *podWorker) publish(pod *v1.Pod) {
 	out := projectStatus(in)
 	w.conds = out.Status.Conditions
 	w.s.status.SetPod(out)
+	w.last.Store(out)
 	w.published()
 }
 

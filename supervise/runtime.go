@@ -69,6 +69,10 @@ type Runtime interface {
 	// ReleaseShims ends what the runtime still runs for the given
 	// sandboxes once none of their containers has a task.
 	ReleaseShims(ctx context.Context, sandboxIDs []string) error
+	// CollectShims ends what the runtime still runs for groups no
+	// container belongs to any more, and says what it ended. The
+	// supervisor calls it on every relist.
+	CollectShims(ctx context.Context) ([]string, error)
 }
 
 // ErrContainerConfig marks a container the runtime refuses for its own

@@ -39,6 +39,7 @@ func (w *podWorker) start(ctx context.Context, pod *v1.Pod, a startContainer) er
 		return nil
 	}
 	delete(w.retry, a.Ref)
+	delete(w.restarts, a.Ref)
 	if a.Restart {
 		bo := w.crash[a.Ref]
 		if bo == nil {

@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -98,11 +99,19 @@ type Options struct {
 	// RequestTimeout bounds every runtime and network call (default
 	// DefaultRequestTimeout; negative: unbounded).
 	RequestTimeout time.Duration
+	// ProbeRuns, when set, hears every probe run of the default prober
+	// (probes.Options.OnRun), for metrics.
+	ProbeRuns func(probes.Run)
 	// Prober runs the containers' probes; by default a probes.Manager
 	// that runs exec probes through Runtime. Hooks, when set, runs
 	// lifecycle hooks (default probes.RunHook).
 	Prober Prober
 	Hooks  func(ctx context.Context, h *v1.LifecycleHandler, t probes.Target) (string, error)
+	// Heartbeat, when set, is called from the sync loop once it runs and
+	// then every HeartbeatPeriod (default 1s), so a wedged loop stops
+	// calling it (systemd's watchdog pings).
+	Heartbeat       func()
+	HeartbeatPeriod time.Duration
 	// LogLinks, when set, is the directory of kubelet's
 	// /var/log/containers links to the containers' live logs.
 	LogLinks string
@@ -195,6 +204,7 @@ func New(opts Options) *Supervisor {
 			Exec:     exec,
 			OnEvent:  s.probeEvent,
 			OnChange: s.probeChanged,
+			OnRun:    opts.ProbeRuns,
 		})
 		s.prober = s.ownProber
 	}
@@ -306,10 +316,26 @@ func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot
 	reported := s.reportManifestErrors(nil, last)
 	relist := time.NewTicker(s.opts.RelistPeriod)
 	defer relist.Stop()
+	var collecting chan struct{} // closed when the last collectShims is done
+	defer func() {
+		if collecting != nil {
+			<-collecting
+		}
+	}()
+	var heartbeat <-chan time.Time
+	if s.opts.Heartbeat != nil {
+		hb := time.NewTicker(cmp.Or(s.opts.HeartbeatPeriod, time.Second))
+		defer hb.Stop()
+		heartbeat = hb.C
+		s.opts.Heartbeat()
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-heartbeat:
+			s.opts.Heartbeat()
+			continue
 		case snap := <-snapshots:
 			last = snap
 			reported = s.reportManifestErrors(reported, snap)
@@ -326,10 +352,36 @@ func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot
 			s.mu.Unlock()
 		case <-relist.C:
 			s.wakeAll()
+			collecting = s.collectShims(ctx, collecting)
 			continue
 		}
 		s.reconcile(last, records, start)
 	}
+}
+
+// collectShims ends, in the background, the shims no container owns any
+// more (see Runtime.CollectShims), unless the previous round (done) is
+// still running; it returns the round's done channel.
+func (s *Supervisor) collectShims(ctx context.Context, done chan struct{}) chan struct{} {
+	if done != nil {
+		select {
+		case <-done:
+		default:
+			return done
+		}
+	}
+	done = make(chan struct{})
+	go func() {
+		defer close(done)
+		killed, err := s.rt.CollectShims(ctx)
+		if len(killed) > 0 {
+			s.log.Info("ended what no pod owned", "what", killed)
+		}
+		if err != nil && ctx.Err() == nil {
+			s.log.Debug("collect shims", "err", err)
+		}
+	}()
+	return done
 }
 
 // reconcile starts workers for new pods, updates existing ones and asks

@@ -388,3 +388,18 @@ func TestSupervisorSynced(t *testing.T) {
 		t.Error("synced before every pod of the first snapshot was published")
 	}
 }
+
+// TestRelistCollectsShims: every relist asks the runtime to end the shims
+// no container owns (a shim left holding a container whose creation was
+// cut short outlives its pod otherwise), and a failing round does not stop
+// the next.
+func TestRelistCollectsShims(t *testing.T) {
+	e := newEnv(t)
+	e.s.opts.RelistPeriod = 5 * time.Millisecond
+	e.rt.setFail("CollectShims", errTest)
+	snaps := make(chan manifest.Snapshot, 1)
+	snaps <- snapshot()
+	stop := e.run(snaps)
+	defer stop()
+	poll(t, "two rounds of CollectShims", func() bool { return e.rt.count("CollectShims") >= 2 })
+}

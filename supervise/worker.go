@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/podvisor/podvisor/internal/backoff"
@@ -55,6 +56,8 @@ type podWorker struct {
 	probeFailed map[string]string
 
 	crash        map[ctrRef]*backoff.Backoff // kubelet's restart back-off
+	restarts     map[ctrRef]bool             // asked by Restart, until started again
+	last         atomic.Pointer[v1.Pod]      // the pod as last published, for Restart's checks
 	retry        map[ctrRef]*retryClock      // failed starts
 	sandboxRetry retryClock
 	exitSeen     map[ctrRef]time.Time // when podvisor saw the last exit (monotonic)
@@ -100,6 +103,7 @@ func newPodWorker(s *Supervisor, uid types.UID, desired *manifest.Pod, rec *podR
 		probing:     map[string]bool{},
 		probeFailed: map[string]string{},
 		crash:       map[ctrRef]*backoff.Backoff{},
+		restarts:    map[ctrRef]bool{},
 		retry:       map[ctrRef]*retryClock{},
 		exitSeen:    map[ctrRef]time.Time{},
 		dropsSeen:   map[ctrRef]dropsSeen{},
@@ -192,6 +196,8 @@ func (w *podWorker) receive(msgs []message) {
 			w.oom[m.containerID] = true
 		case probeMsg:
 			w.receiveProbe(m.change)
+		case restartMsg:
+			w.receiveRestart(m)
 		}
 	}
 }
@@ -298,6 +304,7 @@ func (w *podWorker) planInput(pod *v1.Pod) planInput {
 		Obs:      w.obs,
 		Probes:   w.probeViews(pod),
 		Waits:    map[ctrRef]waits{},
+		Restarts: w.restarts,
 	}
 	if w.deleting != nil {
 		in.StopSince = w.deleting.Time

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"github.com/podvisor/podvisor/internal/cgroupfs"
 	v1 "k8s.io/api/core/v1"
 	"os"
 	"os/exec"
@@ -20,18 +21,29 @@ func TestEmbeddedContainerd(t *testing.T) {
 	requireEnv(t)
 	var readPID func() int
 	lastPID := 0
+	var cgroup string // the daemon's: <containerd-namespace>-containerd
 	// Registered before the daemon's own cleanup so it runs after it:
 	// podvisor removes the pod through the embedded daemon, then the test
-	// stops the daemon it caused to start.
+	// stops the daemon it caused to start, and removes its cgroup once it
+	// is gone.
 	t.Cleanup(func() {
 		if readPID != nil {
 			readPID()
 		}
 		if lastPID != 0 {
 			syscall.Kill(lastPID, syscall.SIGTERM)
+			for deadline := time.Now().Add(10 * time.Second); processAlive(lastPID) && time.Now().Before(deadline); {
+				time.Sleep(50 * time.Millisecond) // polling interval, not synchronisation
+			}
+		}
+		if cgroup != "" {
+			for _, dir := range cgroupfs.Dirs("/sys/fs/cgroup", cgroup) {
+				cgroupfs.RemoveTree(dir)
+			}
 		}
 	})
 	d := newDaemon(t, "--embedded-containerd", "--containerd-binary", env.Containerd)
+	cgroup = d.ns + "-containerd"
 	// The private daemon's socket lives under the run dir; keep the path
 	// short enough for a unix socket.
 	d.start()
@@ -55,8 +67,8 @@ func TestEmbeddedContainerd(t *testing.T) {
 	if pgid, _ := syscall.Getpgid(first); pgid == d.cmd.Process.Pid {
 		t.Error("embedded containerd shares podvisor's process group")
 	}
-	if cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", first)); !strings.Contains(string(cg), "/podvisor-containerd") {
-		t.Errorf("embedded containerd is not in its own cgroup:\n%s", cg)
+	if cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", first)); !strings.Contains(string(cg), "/"+cgroup+"\n") {
+		t.Errorf("embedded containerd is not in its own cgroup %s:\n%s", cgroup, cg)
 	}
 	d.writeManifest("app.yaml", sleeperManifest("app", 1, "sleep 3600"))
 	p := d.waitPod("app-"+node, 60*time.Second, "Running", running)
@@ -121,4 +133,15 @@ func TestWaitsForContainerd(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "r", "containerd")); err == nil {
 		t.Error("podvisor made an embedded containerd dir without --embedded-containerd")
 	}
+}
+
+// processAlive reports whether pid runs (a zombie counts as gone).
+func processAlive(pid int) bool {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(st)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }

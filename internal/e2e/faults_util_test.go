@@ -381,10 +381,29 @@ func shimPIDs(ns string) []string {
 		}
 		args := strings.Split(string(b), "\x00")
 		if strings.HasSuffix(args[0], "containerd-shim-runc-v2") && bytes.Contains(b, []byte("\x00-namespace\x00"+ns+"\x00")) {
-			pids = append(pids, p.Name())
+			pids = append(pids, p.Name()+shimDetail(p.Name(), args))
 		}
 	}
 	return pids
+}
+
+// shimDetail describes a shim for a report: the id it was started for and
+// its children (a runc container left inside it shows as "runc init").
+func shimDetail(pid string, args []string) string {
+	var id string
+	for i, a := range args {
+		if a == "-id" && i+1 < len(args) {
+			id = args[i+1]
+		}
+	}
+	var kids []string
+	if b, err := os.ReadFile(filepath.Join("/proc", pid, "task", pid, "children")); err == nil {
+		for _, k := range strings.Fields(string(b)) {
+			cmd, _ := os.ReadFile(filepath.Join("/proc", k, "cmdline"))
+			kids = append(kids, k+":"+strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " ")))
+		}
+	}
+	return fmt.Sprintf("(id %s, children %q)", id, kids)
 }
 
 // podCgroups lists the cgroups below podvisor's parent for ns in every

@@ -84,7 +84,26 @@ func TestLogRotate(t *testing.T) {
 	links := filepath.Join(os.TempDir(), "pv-e2e-links-"+randHex(4))
 	t.Cleanup(func() { os.RemoveAll(links) })
 	d := newDaemon(t, "--container-log-max-size", "16Ki", "--container-log-max-files", "4", "--container-log-links", links)
+	// A link a podvisor left for a container that is gone, and one that
+	// is not podvisor's (kubelet's, into its own log dir).
+	if err := os.MkdirAll(links, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(links, "old_default_main-"+strings.Repeat("ab", 32)+".log")
+	foreign := filepath.Join(links, "kube_kube-system_main-"+strings.Repeat("cd", 32)+".log")
+	for link, target := range map[string]string{stale: filepath.Join(d.logs, "default_old_u", "main", "0.log"), foreign: "/var/log/pods/kube-system_kube_u/main/0.log"} {
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+	}
 	d.start()
+	d.poll("the stale link to be removed at start", 10*time.Second, func() (bool, string) {
+		_, err := os.Lstat(stale)
+		return os.IsNotExist(err), fmt.Sprint(err)
+	})
+	if _, err := os.Lstat(foreign); err != nil {
+		t.Fatalf("a link into another log dir was touched: %v", err)
+	}
 	const n = 3000 // about 300 KB: some 18 rotations
 	d.writeManifest("rotating.yaml", rotatingManifest(n))
 	const name = "rotating-" + node
@@ -173,6 +192,9 @@ func TestLogRotate(t *testing.T) {
 		_, err := os.Lstat(link)
 		return os.IsNotExist(err), fmt.Sprint(err)
 	})
+	if _, err := os.Lstat(foreign); err != nil {
+		t.Fatalf("a link into another log dir was touched: %v", err)
+	}
 }
 
 // burstManifest prints 100 numbered lines of about 90 bytes every 50 ms,

@@ -14,10 +14,10 @@ import (
 	"strings"
 	"syscall"
 
-	tasks "github.com/containerd/containerd/api/services/tasks/v1"
 	client "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/leases"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/containerd/errdefs"
 	"github.com/podvisor/podvisor/internal/procfs"
 	"github.com/podvisor/podvisor/supervise"
 )
@@ -123,10 +123,23 @@ func (r *Runtime) ReleaseShims(ctx context.Context, groups []string) (err error)
 	return err
 }
 
-// killIdleShims kills the shims of this namespace that serve no task: a
-// shim serves the tasks of its group (a sandbox, or a container without
-// one), and listens on that group's socket. With only set, just the shims
-// of those groups are candidates. It says what it killed.
+// CollectShims kills the runc shims of this namespace that no container
+// owns any more and that serve no process: those ReleaseShims could not
+// end when their pod went (a process of theirs was still exiting), or
+// whose group was given up while podvisor was killed in the middle of a
+// task's creation (containerd's clean-up of a cut-short create is bounded
+// by 5 s and can leave the shim holding a container it never reported).
+// The supervisor calls it on every relist. It says what it killed.
+func (r *Runtime) CollectShims(ctx context.Context) (_ []string, err error) {
+	defer markUnavailable(&err)
+	return r.killIdleShims(ctx, nil)
+}
+
+// killIdleShims kills the shims of this namespace that serve no process
+// and whose group no container belongs to: a shim serves the tasks of its
+// group (a sandbox, or a container without one), and listens on that
+// group's socket. With only set, just the shims of those groups are
+// candidates. It says what it killed.
 func (r *Runtime) killIdleShims(ctx context.Context, only []string) ([]string, error) {
 	ns, _ := namespaces.Namespace(ctx)
 	if ns == "" {
@@ -136,26 +149,27 @@ func (r *Runtime) killIdleShims(ctx context.Context, only []string) ([]string, e
 	if len(shims) == 0 {
 		return nil, nil
 	}
-	ts, err := r.client.TaskService().List(ctx, &tasks.ListTasksRequest{})
-	if err != nil {
-		return nil, fmt.Errorf("list tasks: %w", err)
-	}
-	live := map[string]bool{}
-	for _, t := range ts.Tasks {
-		live[t.ID] = true
-	}
 	ctrs, err := r.client.Containers(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
-	var busy []string // groups with a task
+	// A group is kept while one of its containers exists, task or not:
+	// the shim of a container whose task is being created, or will be
+	// again, belongs to that container's pod. Shims are found before the
+	// containers are listed, and a container exists before its shim
+	// starts, so a shim started meanwhile always has its container here.
+	var owned []string
 	for _, c := range ctrs {
-		if !live[c.ID()] {
-			continue
+		owned = append(owned, c.ID())
+		info, err := c.Info(ctx, client.WithoutRefreshedMetadata)
+		if errdefs.IsNotFound(err) {
+			continue // deleted since the list
 		}
-		busy = append(busy, c.ID())
-		if info, err := c.Info(ctx, client.WithoutRefreshedMetadata); err == nil && info.Labels[supervise.LabelSandboxID] != "" {
-			busy = append(busy, info.Labels[supervise.LabelSandboxID])
+		if err != nil {
+			return nil, fmt.Errorf("container %s: %w", c.ID(), err)
+		}
+		if sb := info.Labels[supervise.LabelSandboxID]; sb != "" {
+			owned = append(owned, sb)
 		}
 	}
 	servesOneOf := func(sh shim, groups []string) bool {
@@ -169,7 +183,7 @@ func (r *Runtime) killIdleShims(ctx context.Context, only []string) ([]string, e
 	var done []string
 	var errs []error
 	for _, sh := range shims {
-		if sh.socket == "" || sh.children || servesOneOf(sh, busy) || (only != nil && !servesOneOf(sh, only)) {
+		if sh.socket == "" || sh.children || servesOneOf(sh, owned) || (only != nil && !servesOneOf(sh, only)) {
 			continue
 		}
 		if err := syscall.Kill(sh.pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {

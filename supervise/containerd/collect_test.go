@@ -263,3 +263,88 @@ func TestCollectKeepsOwnLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// fakeShim starts the test binary as a runc shim of group that serves
+// nothing, and returns a channel closed when it ends.
+func fakeShim(t *testing.T, address, ns, group string) (pid int, ended <-chan struct{}) {
+	t.Helper()
+	sock := shimSocket(address, ns, group)
+	cmd := exec.Command(os.Args[0])
+	cmd.Args = []string{"/fake/containerd-shim-runc-v2", "-namespace", ns, "-id", group, "-address", address}
+	cmd.Env = append(os.Environ(), fakeShimEnv+"="+sock)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	for deadline := time.Now().Add(30 * time.Second); listeningSocket(cmd.Process.Pid) != sock; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the fake shim of %s did not listen on %s", group, sock)
+		}
+	}
+	return cmd.Process.Pid, done
+}
+
+// CollectShims (every relist) ends a shim whose group no container
+// belongs to — the one containerd leaves holding a container whose task
+// creation podvisor's death cut short — and keeps the shim of a group
+// that still has a container, even one without a task (its task may be
+// being created).
+func TestCollectShims(t *testing.T) {
+	_, env, _, rt := startRuntime(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := rt.Import(ctx, env.ImageArchive); err != nil {
+		t.Fatal(err)
+	}
+	img, err := rt.EnsureImage(ctx, &v1.Container{Image: "busybox"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "u2"}, Spec: v1.PodSpec{HostNetwork: true, HostIPC: true}}
+	cfg := supervise.ContainerConfig{
+		ID: "owner", Image: img, Pod: pod, SandboxID: "sb-owned",
+		Labels:      map[string]string{supervise.LabelPodUID: "u2", supervise.LabelSandboxID: "sb-owned"},
+		Container:   &v1.Container{Name: "owner", Command: []string{"sleep", "1000"}},
+		CgroupsPath: filepath.Join("/", env.Namespace, "owner"), Resources: supervise.Resources{CPUShares: 2, CPUPeriod: 100000},
+	}
+	if err := rt.Create(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	ownedPID, ownedEnded := fakeShim(t, env.Address, env.Namespace, "sb-owned")
+	orphanPID, orphanEnded := fakeShim(t, env.Address, env.Namespace, "sb-given-up")
+
+	killed, err := rt.CollectShims(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-orphanEnded:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the shim of a group no container belongs to was not ended")
+	}
+	if want := fmt.Sprintf("shim %d", orphanPID); !slices.Equal(killed, []string{want}) {
+		t.Errorf("CollectShims said %v, want [%s]", killed, want)
+	}
+	select {
+	case <-ownedEnded:
+		t.Fatal("the shim of a group whose container exists (no task yet) was ended")
+	default:
+	}
+
+	if err := rt.Remove(ctx, "owner"); err != nil {
+		t.Fatal(err)
+	}
+	if killed, err = rt.CollectShims(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ownedEnded:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the shim stayed once its group's last container was removed (said %v)", killed)
+	}
+	if want := fmt.Sprintf("shim %d", ownedPID); !slices.Equal(killed, []string{want}) {
+		t.Errorf("CollectShims said %v, want [%s]", killed, want)
+	}
+}

@@ -2,7 +2,8 @@
 // (pull policy, unpack, archive import), containers built from a pod's
 // spec (OCI spec options in kubelet's and the CRI plugin's terms), their
 // tasks with CRI-format logs through podvisor's log driver, stop with a
-// deadline, exec, and the exit/OOM event stream.
+// deadline, exec (probes and hooks, and interactive sessions with a
+// terminal), attach, and the exit/OOM event stream.
 //
 // Contract:
 //
@@ -14,4 +15,12 @@
 //     failed start runs on a context that outlives the caller's.
 //   - Missing containers and tasks are not errors for Stop and Remove; a
 //     task whose status containerd cannot read is an error, never an exit.
+//   - An interactive exec (ExecStream) bounds each containerd call, keeps
+//     its fifos in a private directory removed on return, and kills its
+//     process when its context ends, awaiting the exit.
+//   - A container's output always goes to its log. tty: true gives its
+//     task a terminal; stdin: true (with tty only: without a terminal the
+//     shim gives a binary-logged process no stdin) a fifo in StdinDir,
+//     removed with the container. Attach writes to that fifo and follows
+//     the log; it never stops the container.
 package containerd

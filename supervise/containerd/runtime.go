@@ -12,12 +12,10 @@ import (
 	"time"
 
 	client "github.com/containerd/containerd/v2/client"
-	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
 	"github.com/moby/sys/signal"
-	"github.com/podvisor/podvisor/internal/crilog"
 	"github.com/podvisor/podvisor/supervise"
 	v1 "k8s.io/api/core/v1"
 )
@@ -40,6 +38,8 @@ type Options struct {
 	// PullTimeout bounds a registry pull (default 30 s), so an unreachable
 	// registry does not hold a pod on an air-gapped box for long.
 	PullTimeout time.Duration
+	// StdinDir holds the stdin fifos of containers with stdin: true.
+	StdinDir string
 }
 
 // Runtime implements supervise.Runtime on a containerd client.
@@ -200,6 +200,9 @@ func (r *Runtime) Create(ctx context.Context, cfg supervise.ContainerConfig) (er
 		labels[k] = v
 	}
 	labels[supervise.LabelStopSignal] = strconv.Itoa(int(containerStopSignal(cfg.Container, ic.Config.StopSignal)))
+	if cfg.Container.Stdin {
+		labels[labelStdin] = "true"
+	}
 	all := append([]oci.SpecOpts{oci.WithImageConfig(img)}, opts...)
 	err = r.withLease(ctx, "create", func(ctx context.Context) error {
 		_, err := r.client.NewContainer(ctx, cfg.ID,
@@ -230,7 +233,10 @@ func (r *Runtime) Start(ctx context.Context, id, logPath string) (err error) {
 	if err != nil {
 		return fmt.Errorf("load container %s: %w", id, err)
 	}
-	io := cio.BinaryIO(r.opts.LogDriver, map[string]string{"log-driver": crilog.DriverArg(logPath, crilog.Policy{MaxSize: r.opts.LogMaxSize, MaxFiles: r.opts.LogMaxFiles})})
+	io, err := r.taskIO(ctx, ctr, id, logPath)
+	if err != nil {
+		return err
+	}
 	task, err := ctr.NewTask(ctx, io)
 	if err != nil {
 		return fmt.Errorf("create task: %w", err)
@@ -393,6 +399,11 @@ func (r *Runtime) stopSignal(ctx context.Context, ctr client.Container) syscall.
 func (r *Runtime) Remove(ctx context.Context, id string) (err error) {
 	defer markUnavailable(&err)
 	r.forgetExec(id)
+	defer func() {
+		if err == nil {
+			r.removeStdin(id)
+		}
+	}()
 	ctr, err := r.client.LoadContainer(ctx, id)
 	if errdefs.IsNotFound(err) {
 		return nil

@@ -144,6 +144,12 @@ func (h host) specOpts(in supervise.ContainerConfig, imageEntrypoint, imageCmd [
 	if c.WorkingDir != "" {
 		opts = append(opts, oci.WithProcessCwd(c.WorkingDir))
 	}
+	if c.TTY {
+		// A terminal as the CRI plugin gives one, with TERM=xterm unless
+		// the image or the container sets TERM (containerd's oci.WithTTY
+		// would append a second TERM).
+		opts = append(opts, withTerminal, withDefaultEnv("TERM", "xterm"))
+	}
 
 	// Namespaces: the pod's network and IPC namespaces are shared files;
 	// UTS is per container with the pod's hostname (host UTS with
@@ -266,6 +272,11 @@ func withDefaultEnv(name, value string) oci.SpecOpts {
 		s.Process.Env = append(s.Process.Env, name+"="+value)
 		return nil
 	}
+}
+
+func withTerminal(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+	s.Process.Terminal = true
+	return nil
 }
 
 func withoutRlimits(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {

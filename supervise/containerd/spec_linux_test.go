@@ -283,3 +283,37 @@ func TestSpecExpandsOnlyManifestArgs(t *testing.T) {
 		t.Errorf("args = %q, want %q", s.Process.Args, want)
 	}
 }
+
+// tty: true gives the process a terminal and TERM=xterm unless the
+// container sets TERM, as the CRI plugin does.
+func TestSpecTTY(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		tty      bool
+		env      []v1.EnvVar
+		terminal bool
+		wantTERM string
+	}{
+		{name: "no tty", wantTERM: ""},
+		{name: "tty", tty: true, terminal: true, wantTERM: "TERM=xterm"},
+		{name: "tty, TERM set", tty: true, env: []v1.EnvVar{{Name: "TERM", Value: "vt100"}}, terminal: true, wantTERM: "TERM=vt100"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &v1.Container{Name: "c", Command: []string{"sh"}, TTY: tc.tty, Stdin: tc.tty, Env: tc.env}
+			opts, err := testHost(t).specOpts(supervise.ContainerConfig{Pod: &v1.Pod{}, Container: c, Hostname: "p-n"}, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := applyOpts(t, opts)
+			var term []string
+			for _, kv := range s.Process.Env {
+				if strings.HasPrefix(kv, "TERM=") {
+					term = append(term, kv)
+				}
+			}
+			if s.Process.Terminal != tc.terminal || strings.Join(term, ",") != tc.wantTERM {
+				t.Errorf("terminal %v, TERM %q; want %v, %q", s.Process.Terminal, term, tc.terminal, tc.wantTERM)
+			}
+		})
+	}
+}

@@ -1,0 +1,214 @@
+package api
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+)
+
+// TLSConfig is where ServeTLS listens and the files it authenticates with.
+// All four fields are required.
+type TLSConfig struct {
+	// Address is the TCP address to listen on, HOST:PORT.
+	Address string
+	// CertFile and KeyFile are the server's certificate (PEM, with any
+	// intermediates after it) and its private key.
+	CertFile, KeyFile string
+	// ClientCAFile holds the CA certificates (PEM) a client's certificate
+	// must chain to.
+	ClientCAFile string
+}
+
+// Validate reports which field is missing, by its flag's name.
+func (t TLSConfig) Validate() error {
+	var missing []string
+	for _, f := range []struct{ v, flag string }{
+		{t.CertFile, "--tls-cert-file"}, {t.KeyFile, "--tls-private-key-file"}, {t.ClientCAFile, "--client-ca-file"},
+	} {
+		if f.v == "" {
+			missing = append(missing, f.flag)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("--tls-bind-address %s needs %s: the remote API takes clients with a certificate only", t.Address, strings.Join(missing, " and "))
+	}
+	return nil
+}
+
+// ListenTLS checks the files and listens on t.Address; Serve on the result
+// serves the local API's handler there over HTTPS to clients with a
+// certificate from the client CA only (TLS 1.2 or later). The files are
+// read again when they change, at the next handshake.
+func ListenTLS(ctx context.Context, o Options, t TLSConfig) (*TLSServer, error) {
+	if o.Store == nil {
+		return nil, errors.New("serve remote API: no Store")
+	}
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	o = o.withDefaults()
+	files := &tlsFiles{cfg: t}
+	if _, err := files.config(); err != nil {
+		return nil, err
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", t.Address)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-bind-address: %w", err)
+	}
+	base := &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			c, err := files.config()
+			if err != nil {
+				o.Log.Error("remote API: refusing a handshake", "err", err)
+			}
+			return c, err
+		},
+	}
+	return &TLSServer{ln: tls.NewListener(ln, base), o: o}, nil
+}
+
+// TLSServer is the remote API's listener, made by ListenTLS.
+type TLSServer struct {
+	ln net.Listener
+	o  Options
+}
+
+// Addr is the address the server listens on (the port chosen when the
+// address gave 0).
+func (s *TLSServer) Addr() net.Addr { return s.ln.Addr() }
+
+// Serve serves until ctx is done, then shuts down as Serve does.
+func (s *TLSServer) Serve(ctx context.Context) error {
+	log := s.o.Log
+	srv := &http.Server{
+		Handler:           newHandler(s.o),
+		ReadHeaderTimeout: 10 * time.Second, // bounds the TLS handshake too
+		// A remote client's idle connection is not kept forever.
+		IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return ctx },
+		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(s.ln) }()
+	log.Info("serving remote API over TLS", "address", s.ln.Addr().String())
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve %s: %w", s.ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.ShutdownTimeout)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	<-errc
+	if err != nil {
+		return fmt.Errorf("shut down remote API: %w", err)
+	}
+	return nil
+}
+
+// tlsFiles is the server's tls.Config, rebuilt when a file changed: each
+// handshake costs three stats.
+type tlsFiles struct {
+	cfg TLSConfig
+
+	mu    sync.Mutex
+	stamp [3]fileStamp
+	tls   *tls.Config
+}
+
+type fileStamp struct {
+	size    int64
+	modTime time.Time
+	ino     uint64
+}
+
+func stampOf(path string) (fileStamp, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}, err
+	}
+	st := fileStamp{size: fi.Size(), modTime: fi.ModTime()}
+	if sys, ok := fi.Sys().(interface{ Ino() uint64 }); ok {
+		st.ino = sys.Ino()
+	}
+	return st, nil
+}
+
+func (f *tlsFiles) config() (*tls.Config, error) {
+	var stamp [3]fileStamp
+	paths := [3]string{f.cfg.CertFile, f.cfg.KeyFile, f.cfg.ClientCAFile}
+	for i, p := range paths {
+		st, err := stampOf(p)
+		if err != nil {
+			return nil, fmt.Errorf("remote API: %w", err)
+		}
+		stamp[i] = st
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.tls != nil && stamp == f.stamp {
+		return f.tls, nil
+	}
+	cert, err := tls.LoadX509KeyPair(f.cfg.CertFile, f.cfg.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert-file %s, --tls-private-key-file %s: %w", f.cfg.CertFile, f.cfg.KeyFile, err)
+	}
+	pool, err := loadCAs(f.cfg.ClientCAFile, "--client-ca-file")
+	if err != nil {
+		return nil, err
+	}
+	f.tls = &tls.Config{
+		MinVersion:   tls.VersionTLS12,
+		Certificates: []tls.Certificate{cert},
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		ClientCAs:    pool,
+	}
+	f.stamp = stamp
+	return f.tls, nil
+}
+
+// loadCAs reads a PEM bundle of CA certificates; flag names it in errors.
+func loadCAs(path, flag string) (*x509.CertPool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("%s %s: no PEM certificate in it", flag, path)
+	}
+	return pool, nil
+}
+
+// startRemote starts o.Remote's server, if any; done stops it and waits
+// for its end. An error serving it later is logged: the local socket keeps
+// working.
+func startRemote(ctx context.Context, o Options) (done func(), err error) {
+	if o.Remote == nil {
+		return func() {}, nil
+	}
+	srv, err := ListenTLS(ctx, o, *o.Remote)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ctx) }()
+	return func() {
+		cancel()
+		if err := <-errc; err != nil {
+			o.Log.Error("remote API", "err", err)
+		}
+	}, nil
+}

@@ -1,0 +1,194 @@
+package api
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/podvisor/podvisor/internal/testcerts"
+	"github.com/podvisor/podvisor/status"
+)
+
+type tlsFixture struct {
+	ca, otherCA   *testcerts.CA
+	server        *testcerts.Pair
+	client, rogue *testcerts.Pair
+	addr, dir     string
+	stop          func() error
+}
+
+func startTLS(t *testing.T) *tlsFixture {
+	t.Helper()
+	dir := t.TempDir()
+	f := &tlsFixture{dir: dir}
+	var err error
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.ca, err = testcerts.NewCA(dir, "podvisor")
+	must(err)
+	f.otherCA, err = testcerts.NewCA(dir, "other")
+	must(err)
+	f.server, err = f.ca.Server(dir, "server", net.IPv4(127, 0, 0, 1))
+	must(err)
+	f.client, err = f.ca.Client(dir, "admin")
+	must(err)
+	f.rogue, err = f.otherCA.Client(dir, "rogue")
+	must(err)
+
+	s := status.NewStore(slog.New(slog.DiscardHandler))
+	s.SetPod(staticPod("default", "web", "node1"))
+	ctx, cancel := context.WithCancel(t.Context())
+	srv, err := ListenTLS(ctx, Options{Store: s}, TLSConfig{
+		Address: "127.0.0.1:0", CertFile: f.server.CertFile, KeyFile: f.server.KeyFile, ClientCAFile: f.ca.CertFile,
+	})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	f.addr = srv.Addr().String()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ctx) }()
+	f.stop = func() error { cancel(); return <-errc }
+	t.Cleanup(func() { f.stop() })
+	return f
+}
+
+func TestTLSClientCertificates(t *testing.T) {
+	f := startTLS(t)
+	ctx := t.Context()
+
+	c, err := NewTLSClient("https://"+f.addr, f.client.CertFile, f.client.KeyFile, f.ca.CertFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := c.Pods(ctx)
+	if err != nil {
+		t.Fatalf("good client: %v", err)
+	}
+	if len(list.Items) != 1 || list.Items[0].Name != "web-node1" {
+		t.Fatalf("pods = %+v", list.Items)
+	}
+
+	roots := x509.NewCertPool()
+	b, _ := os.ReadFile(f.ca.CertFile)
+	roots.AppendCertsFromPEM(b)
+	rogue, err := tls.LoadX509KeyPair(f.rogue.CertFile, f.rogue.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		certs []tls.Certificate
+		max   uint16
+	}{
+		{"no certificate, TLS 1.3", nil, tls.VersionTLS13},
+		{"no certificate, TLS 1.2", nil, tls.VersionTLS12},
+		{"certificate from another CA", []tls.Certificate{rogue}, tls.VersionTLS13},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+				RootCAs: roots, Certificates: tc.certs, MaxVersion: tc.max,
+			}}}
+			resp, err := hc.Get("https://" + f.addr + "/pods")
+			if err == nil {
+				resp.Body.Close()
+				t.Fatalf("answered %s", resp.Status)
+			}
+			if !strings.Contains(err.Error(), "tls") {
+				t.Fatalf("err = %v, want a TLS failure", err)
+			}
+		})
+	}
+
+	t.Run("TLS 1.1 refused", func(t *testing.T) {
+		conn, err := tls.Dial("tcp", f.addr, &tls.Config{RootCAs: roots, MaxVersion: tls.VersionTLS11})
+		if err == nil {
+			conn.Close()
+			t.Fatal("TLS 1.1 handshake succeeded")
+		}
+	})
+}
+
+// A renewed server certificate is used from the next handshake on.
+func TestTLSReloadsCertificate(t *testing.T) {
+	f := startTLS(t)
+	roots := x509.NewCertPool()
+	b, _ := os.ReadFile(f.ca.CertFile)
+	roots.AppendCertsFromPEM(b)
+	client, err := tls.LoadX509KeyPair(f.client.CertFile, f.client.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serial := func() string {
+		t.Helper()
+		conn, err := tls.Dial("tcp", f.addr, &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{client}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].SerialNumber.String()
+	}
+	if got := serial(); got != f.server.Serial.String() {
+		t.Fatalf("serial %s, want %s", got, f.server.Serial)
+	}
+	renewed, err := f.ca.Server(f.dir, "server", net.IPv4(127, 0, 0, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := serial(); got != renewed.Serial.String() {
+		t.Fatalf("serial %s after renewal, want the new %s", got, renewed.Serial)
+	}
+}
+
+func TestTLSConfigErrors(t *testing.T) {
+	s := status.NewStore(slog.New(slog.DiscardHandler))
+	_, err := ListenTLS(t.Context(), Options{Store: s}, TLSConfig{Address: "127.0.0.1:0", CertFile: "/x"})
+	if err == nil || !strings.Contains(err.Error(), "--tls-private-key-file") || !strings.Contains(err.Error(), "--client-ca-file") {
+		t.Fatalf("err = %v, want the missing flags named", err)
+	}
+	dir := t.TempDir()
+	ca, err := testcerts.NewCA(dir, "ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := ca.Server(dir, "server", net.IPv4(127, 0, 0, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ListenTLS(t.Context(), Options{Store: s}, TLSConfig{Address: "127.0.0.1:0", CertFile: srv.CertFile, KeyFile: srv.KeyFile, ClientCAFile: srv.KeyFile})
+	if err == nil || !strings.Contains(err.Error(), "--client-ca-file") {
+		t.Fatalf("err = %v, want --client-ca-file named", err)
+	}
+	_, err = ListenTLS(t.Context(), Options{Store: s}, TLSConfig{Address: "127.0.0.1:0", CertFile: srv.CertFile, KeyFile: ca.CertFile, ClientCAFile: ca.CertFile})
+	if err == nil || !strings.Contains(err.Error(), "--tls-private-key-file") {
+		t.Fatalf("err = %v, want --tls-private-key-file named", err)
+	}
+
+	for _, server := range []string{"http://127.0.0.1:1", "127.0.0.1:1", "https://"} {
+		if _, err := NewTLSClient(server, srv.CertFile, srv.KeyFile, ""); err == nil || !strings.Contains(err.Error(), "https://HOST:PORT") {
+			t.Errorf("NewTLSClient(%q): err = %v", server, err)
+		}
+	}
+	if _, err := NewTLSClient("https://127.0.0.1:1", "", "", ""); err == nil || !strings.Contains(err.Error(), "--client-certificate") {
+		t.Errorf("no client certificate: err = %v", err)
+	}
+	c, err := NewTLSClient("https://127.0.0.1:1", srv.CertFile, srv.KeyFile, ca.CertFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Pods(t.Context()); !errors.Is(err, ErrUnreachable) {
+		t.Errorf("nothing listening: err = %v, want ErrUnreachable", err)
+	}
+}
