@@ -41,10 +41,10 @@ spec:
     imagePullPolicy: IfNotPresent
     command: ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]
 `
-	d.writeManifest("quiet.yaml", broken+"    tty: true\n")
+	d.writeManifest("quiet.yaml", broken+"    stdin: true\n")
 	d.start()
 	path := filepath.Join(d.manifests, "quiet.yaml")
-	d.waitLogLine("level=WARN", `msg="manifest error"`, "file="+path, "spec.containers[0].tty")
+	d.waitLogLine("level=WARN", `msg="manifest error"`, "file="+path, "spec.containers[0].stdin")
 	off := d.logSize()
 	d.writeManifest("quiet.yaml", broken)
 	d.waitPod("quiet-"+node, time.Minute, "Running", running)
