@@ -14,7 +14,6 @@ import (
 
 	"github.com/podvisor/podvisor/internal/layout"
 	"github.com/podvisor/podvisor/internal/logread"
-	"github.com/podvisor/podvisor/status"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -202,22 +201,10 @@ func logInstance(pod *v1.Pod, container string, previous bool) (int32, error) {
 
 func serveLog(w http.ResponseWriter, r *http.Request, o Options) {
 	name := r.PathValue("name")
-	found := status.FindPods(o.Store.Pods(), name, r.URL.Query().Get("namespace"))
-	switch {
-	case len(found) == 0:
-		writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, name, fmt.Sprintf("pods %q not found", name))
-		return
-	case len(found) > 1:
-		candidates := make([]string, 0, len(found))
-		for _, p := range found {
-			candidates = append(candidates, p.Namespace+"/"+p.Name)
-		}
-		slices.Sort(candidates)
-		writeStatus(w, http.StatusConflict, metav1.StatusReasonConflict, name,
-			fmt.Sprintf("pod name %q is ambiguous, it matches: %s", name, strings.Join(candidates, ", ")))
+	pod, ok := findPod(w, o.Store, name, r.URL.Query().Get("namespace"))
+	if !ok {
 		return
 	}
-	pod := found[0]
 	req, err := parseLogQuery(r.URL.Query(), time.Now())
 	if err == nil {
 		req.container, err = logContainer(pod, req.container)

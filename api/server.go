@@ -12,8 +12,6 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/podvisor/podvisor/status"
@@ -267,21 +265,8 @@ func newHandler(o Options) http.Handler {
 	mux.HandleFunc("GET /pods", func(w http.ResponseWriter, r *http.Request) { servePods(w, r, o) })
 	mux.HandleFunc("GET /pods/{name}", func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
-		found := status.FindPods(s.Pods(), name, r.URL.Query().Get("namespace"))
-		switch len(found) {
-		case 1:
-			writeJSON(w, http.StatusOK, found[0])
-		case 0:
-			writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, name,
-				fmt.Sprintf("pods %q not found", name))
-		default:
-			candidates := make([]string, 0, len(found))
-			for _, p := range found {
-				candidates = append(candidates, p.Namespace+"/"+p.Name)
-			}
-			slices.Sort(candidates)
-			writeStatus(w, http.StatusConflict, metav1.StatusReasonConflict, name,
-				fmt.Sprintf("pod name %q is ambiguous, it matches: %s", name, strings.Join(candidates, ", ")))
+		if pod, ok := findPod(w, s, name, r.URL.Query().Get("namespace")); ok {
+			writeJSON(w, http.StatusOK, pod)
 		}
 	})
 	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) { serveEvents(w, r, o) })

@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/podvisor/podvisor/status"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -242,22 +241,10 @@ func serveStream(w http.ResponseWriter, r *http.Request, o Options, exec bool) {
 		bad(err.Error())
 		return
 	}
-	found := status.FindPods(o.Store.Pods(), name, r.URL.Query().Get("namespace"))
-	switch {
-	case len(found) == 0:
-		writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, name, fmt.Sprintf("pods %q not found", name))
-		return
-	case len(found) > 1:
-		candidates := make([]string, 0, len(found))
-		for _, p := range found {
-			candidates = append(candidates, p.Namespace+"/"+p.Name)
-		}
-		slices.Sort(candidates)
-		writeStatus(w, http.StatusConflict, metav1.StatusReasonConflict, name,
-			fmt.Sprintf("pod name %q is ambiguous, it matches: %s", name, strings.Join(candidates, ", ")))
+	pod, ok := findPod(w, o.Store, name, r.URL.Query().Get("namespace"))
+	if !ok {
 		return
 	}
-	pod := found[0]
 	ctr, notice, err := pickContainer(pod, req.container)
 	if err != nil {
 		bad(err.Error())
