@@ -45,16 +45,24 @@ func configFlag() cli.Flag {
 }
 
 // configKey is a flag's key in the file: container-log-max-size is
-// containerLogMaxSize.
+// containerLogMaxSize; initialisms are upper case after the first word, as
+// KubeletConfiguration writes them (node-ip is nodeIP, pod-cidr podCIDR,
+// client-ca-file clientCAFile).
 func configKey(flag string) string {
 	parts := strings.Split(flag, "-")
 	for i := 1; i < len(parts); i++ {
-		if parts[i] != "" {
+		switch {
+		case configInitialisms[parts[i]]:
+			parts[i] = strings.ToUpper(parts[i])
+		case parts[i] != "":
 			parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
 		}
 	}
 	return strings.Join(parts, "")
 }
+
+// configInitialisms are the flag words configKey writes in upper case.
+var configInitialisms = map[string]bool{"ip": true, "cidr": true, "ca": true, "cni": true, "api": true, "tls": true, "dns": true}
 
 // valueKind is how a flag's value is written in the file.
 type valueKind int

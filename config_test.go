@@ -15,7 +15,10 @@ func TestConfigKey(t *testing.T) {
 	for flag, key := range map[string]string{
 		"manifests":              "manifests",
 		"container-log-max-size": "containerLogMaxSize",
-		"node-ip":                "nodeIp",
+		"node-ip":                "nodeIP",
+		"pod-cidr":               "podCIDR",
+		"client-ca-file":         "clientCAFile",
+		"cni-conf-dir":           "cniConfDir",
 		"tls-bind-address":       "tlsBindAddress",
 	} {
 		if got := configKey(flag); got != key {
@@ -133,5 +136,26 @@ relistPeriod: 1m30s
 	}
 	if _, err := configCLI(t, "config", "view", "stray"); err == nil {
 		t.Error("config view took a positional argument")
+	}
+}
+
+// TestReadmeConfigExample: the configuration file README.md shows is one
+// podvisor accepts.
+func TestReadmeConfigExample(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "\n## Configuration file\n")
+	if !ok {
+		t.Fatal("README.md has no Configuration file section")
+	}
+	_, rest, ok = strings.Cut(rest, "```yaml\n")
+	example, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("README.md's Configuration file section has no yaml example")
+	}
+	if _, err := parseConfig("README.md", []byte(example), runFlags()); err != nil {
+		t.Errorf("README.md's example configuration is refused: %v", err)
 	}
 }
