@@ -282,8 +282,10 @@ func serveLog(w http.ResponseWriter, r *http.Request, o Options) {
 
 // logEnded reports that a followed log will not grow: its pod is gone, or
 // the run whose live file is live is the container's last (its state is
-// terminated: it will not be restarted), as kubelet stops following a
-// container that is not running.
+// terminated and the pod's restart policy will not restart it), as kubelet
+// stops following a container that is not running. A container that
+// exited and is to be restarted (restartPolicy Always, a sidecar, a failed
+// one under OnFailure) is followed on into its next run.
 func logEnded(pods []v1.Pod, uid types.UID, container, live string) bool {
 	i := slices.IndexFunc(pods, func(p v1.Pod) bool { return p.UID == uid })
 	if i < 0 {
@@ -293,15 +295,51 @@ func logEnded(pods []v1.Pod, uid types.UID, container, live string) bool {
 	if _, err := fmt.Sscanf(filepath.Base(live), "%d.log", &n); err != nil {
 		return false
 	}
-	st := pods[i].Status
+	pod := &pods[i]
+	st := pod.Status
 	for _, cs := range slices.Concat(st.InitContainerStatuses, st.ContainerStatuses) {
-		if cs.Name == container {
-			// A count below n: the pod was removed and made again (a
-			// static pod keeps its UID), its logs with it.
-			return cs.State.Terminated != nil && cs.RestartCount <= n || cs.RestartCount < n
+		if cs.Name != container {
+			continue
 		}
+		// A count below n: the pod was removed and made again (a static
+		// pod keeps its UID), its logs with it.
+		if cs.RestartCount < n {
+			return true
+		}
+		t := cs.State.Terminated
+		return t != nil && cs.RestartCount <= n && !restarts(pod, container, t.ExitCode)
 	}
 	return false
+}
+
+// restarts reports whether container of pod, terminated with exitCode, is
+// to be started again: never once the pod has finished; a sidecar (an
+// init container with restartPolicy Always) always; a regular init
+// container that succeeded never; otherwise as the pod's restartPolicy
+// says (Always when unset, its default).
+func restarts(pod *v1.Pod, container string, exitCode int32) bool {
+	if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed || pod.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name != container {
+			continue
+		}
+		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+			return true
+		}
+		if exitCode == 0 {
+			return false
+		}
+	}
+	switch pod.Spec.RestartPolicy {
+	case v1.RestartPolicyNever:
+		return false
+	case v1.RestartPolicyOnFailure:
+		return exitCode != 0
+	default:
+		return true
+	}
 }
 
 // logWriteTimeout bounds each write of a log response.

@@ -251,8 +251,10 @@ func TestServeLogs(t *testing.T) {
 	}
 	body.Close()
 
-	// Followed: a container that has ended for good ends the stream.
+	// Followed: a container that has ended for good (restartPolicy
+	// Never) ends the stream.
 	ended := pod
+	ended.Spec.RestartPolicy = v1.RestartPolicyNever
 	ended.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "app", ContainerID: "containerd://b", RestartCount: 1,
 		State:                v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ContainerID: "containerd://b"}},
 		LastTerminationState: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ContainerID: "containerd://a"}}}}
@@ -280,10 +282,23 @@ func TestServeLogs(t *testing.T) {
 }
 
 func TestLogEnded(t *testing.T) {
-	pod := func(cs v1.ContainerStatus) []v1.Pod {
-		return []v1.Pod{{ObjectMeta: metav1.ObjectMeta{UID: "u"}, Status: v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{cs}}}}
+	policyPod := func(policy v1.RestartPolicy, cs v1.ContainerStatus) []v1.Pod {
+		return []v1.Pod{{ObjectMeta: metav1.ObjectMeta{UID: "u"}, Spec: v1.PodSpec{RestartPolicy: policy}, Status: v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{cs}}}}
 	}
+	pod := func(cs v1.ContainerStatus) []v1.Pod { return policyPod(v1.RestartPolicyNever, cs) }
 	terminated := v1.ContainerStatus{Name: "app", RestartCount: 2, State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{}}}
+	failed := v1.ContainerStatus{Name: "app", RestartCount: 2, State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 1}}}
+	always := v1.ContainerRestartPolicyAlways
+	initPod := func(sidecar bool, code int32) []v1.Pod {
+		p := v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u"}, Spec: v1.PodSpec{InitContainers: []v1.Container{{Name: "app"}}}}
+		if sidecar {
+			p.Spec.InitContainers[0].RestartPolicy = &always
+		}
+		p.Status.InitContainerStatuses = []v1.ContainerStatus{{Name: "app", RestartCount: 2, State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: code}}}}
+		return []v1.Pod{p}
+	}
+	finished := policyPod(v1.RestartPolicyAlways, terminated)
+	finished[0].Status.Phase = v1.PodSucceeded
 	waiting := v1.ContainerStatus{Name: "app", RestartCount: 2, State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}
 	fresh := v1.ContainerStatus{Name: "app", RestartCount: 0, State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}
 	for _, tt := range []struct {
@@ -295,6 +310,14 @@ func TestLogEnded(t *testing.T) {
 		{"pod gone", nil, "/l/app/2.log", true},
 		{"running", pod(running("c://x", 2, "c://w")), "/l/app/2.log", false},
 		{"terminated for good", pod(terminated), "/l/app/2.log", true},
+		{"exited under Always: a next run comes", policyPod(v1.RestartPolicyAlways, terminated), "/l/app/2.log", false},
+		{"exited under the default policy: a next run comes", policyPod("", terminated), "/l/app/2.log", false},
+		{"failed under OnFailure: a next run comes", policyPod(v1.RestartPolicyOnFailure, failed), "/l/app/2.log", false},
+		{"succeeded under OnFailure", policyPod(v1.RestartPolicyOnFailure, terminated), "/l/app/2.log", true},
+		{"the pod finished", finished, "/l/app/2.log", true},
+		{"an init container done", initPod(false, 0), "/l/app/2.log", true},
+		{"an init container failed: it runs again", initPod(false, 1), "/l/app/2.log", false},
+		{"a sidecar exited: it runs again", initPod(true, 0), "/l/app/2.log", false},
 		{"crash loop: a next run comes", pod(waiting), "/l/app/2.log", false},
 		{"the pod was made again", pod(fresh), "/l/app/2.log", true},
 	} {
