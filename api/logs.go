@@ -264,9 +264,16 @@ func serveLog(w http.ResponseWriter, r *http.Request, o Options) {
 		return
 	}
 	err = logread.Follow(r.Context(), live, opts, logread.Watch{
-		Poll:  logPoll,
-		Ended: func(live string) bool { return logEnded(o.Store.Pods(), pod.UID, req.container, live) },
-		Idle:  flush,
+		Poll: logPoll,
+		Ended: func(live string) bool {
+			pods := o.Store.Pods()
+			if !logEnded(pods, pod.UID, req.container, live) {
+				return false
+			}
+			o.Log.Debug("followed log ended", "pod", pod.Name, "container", req.container, "live", live, "status", logStatus(pods, pod.UID, req.container))
+			return true
+		},
+		Idle: flush,
 	}, emit)
 	if r.Context().Err() != nil {
 		// The client left, or the server is stopping: cut the response
@@ -301,13 +308,15 @@ func logEnded(pods []v1.Pod, uid types.UID, container, live string) bool {
 		if cs.Name != container {
 			continue
 		}
-		// A count below n: the pod was removed and made again (a static
-		// pod keeps its UID), its logs with it.
-		if cs.RestartCount < n {
+		// The next run's file (n = count+1) appears as its task starts,
+		// before the status counts the restart: that run is followed. A
+		// count further below n: the pod was removed and made again (a
+		// static pod keeps its UID), its logs with it.
+		if cs.RestartCount+1 < n {
 			return true
 		}
 		t := cs.State.Terminated
-		return t != nil && cs.RestartCount <= n && !restarts(pod, container, t.ExitCode)
+		return t != nil && cs.RestartCount == n && !restarts(pod, container, t.ExitCode)
 	}
 	return false
 }
@@ -340,6 +349,23 @@ func restarts(pod *v1.Pod, container string, exitCode int32) bool {
 	default:
 		return true
 	}
+}
+
+// logStatus is the container's status as a followed log's end saw it, for
+// the debug log.
+func logStatus(pods []v1.Pod, uid types.UID, container string) string {
+	for _, p := range pods {
+		if p.UID != uid {
+			continue
+		}
+		for _, cs := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
+			if cs.Name == container {
+				return fmt.Sprintf("restarts %d, state %+v", cs.RestartCount, cs.State)
+			}
+		}
+		return "no status"
+	}
+	return "pod gone"
 }
 
 // logWriteTimeout bounds each write of a log response.

@@ -320,6 +320,8 @@ func TestLogEnded(t *testing.T) {
 		{"a sidecar exited: it runs again", initPod(true, 0), "/l/app/2.log", false},
 		{"crash loop: a next run comes", pod(waiting), "/l/app/2.log", false},
 		{"the pod was made again", pod(fresh), "/l/app/2.log", true},
+		{"the next run's file before its status counts it", pod(waiting), "/l/app/3.log", false},
+		{"the next run's file, the last run shown terminated", pod(terminated), "/l/app/3.log", false},
 	} {
 		if got := logEnded(tt.pods, "u", "app", tt.live); got != tt.want {
 			t.Errorf("%s: logEnded = %v, want %v", tt.name, got, tt.want)
