@@ -194,21 +194,7 @@ func TestCollect(t *testing.T) {
 
 	// ReleaseShims ends the shim of a sandbox whose containers have no
 	// task, and keeps one whose container runs.
-	released := exec.Command(os.Args[0])
-	sock2 := shimSocket(env.Address, env.Namespace, "sb-released")
-	released.Args = []string{"/fake/containerd-shim-runc-v2", "-namespace", env.Namespace, "-id", "released", "-address", env.Address}
-	released.Env = append(os.Environ(), fakeShimEnv+"="+sock2)
-	if err := released.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer released.Process.Kill()
-	ended := make(chan struct{})
-	go func() { released.Wait(); close(ended) }()
-	for deadline := time.Now().Add(30 * time.Second); listeningSocket(released.Process.Pid) != sock2; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the second fake shim did not listen")
-		}
-	}
+	_, ended := fakeShim(t, env.Address, env.Namespace, "sb-released")
 	if err := rt.ReleaseShims(ctx, []string{"sb-released", "sb-keep"}); err != nil {
 		t.Fatal(err)
 	}
