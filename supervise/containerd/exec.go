@@ -59,7 +59,7 @@ func (r *Runtime) Exec(ctx context.Context, id string, p supervise.ExecProcess) 
 	if err != nil {
 		return 0, fmt.Errorf("wait exec in %s: %w", id, err)
 	}
-	if err := process.Start(ctx); err != nil {
+	if err := startProcess(ctx, process); err != nil {
 		return 0, fmt.Errorf("start exec in %s: %w", id, err)
 	}
 	if stdinDone != nil {
@@ -89,6 +89,18 @@ func (r *Runtime) Exec(ctx context.Context, id string, p supervise.ExecProcess) 
 		<-exited
 		return 0, ctx.Err()
 	}
+}
+
+// startProcess starts an exec'd process and returns once the shim has
+// answered, even when ctx ends meanwhile: a start we stop waiting for goes
+// on in the shim, and the process it starts would be left running with
+// nobody to kill it (Delete refuses a running process). The caller sees
+// ctx's end after the start, with a process it can kill. The start is
+// bounded by callTimeout instead.
+func startProcess(ctx context.Context, p interface{ Start(context.Context) error }) error {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
+	defer cancel()
+	return p.Start(sctx)
 }
 
 // execTarget returns the container and its process spec, the base of its

@@ -117,7 +117,7 @@ func (r *Runtime) ExecStream(ctx context.Context, id string, args []string, s St
 	if err != nil {
 		return 0, fmt.Errorf("wait exec in %s: %w", id, err)
 	}
-	if err := process.Start(rctx); err != nil {
+	if err := startProcess(ctx, process); err != nil {
 		if ctx.Err() == nil {
 			return 0, &StartError{Code: startErrorCode(err.Error()), Err: fmt.Errorf("exec in %s: %w", id, err)}
 		}
