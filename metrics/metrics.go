@@ -2,11 +2,11 @@ package metrics
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/podvisor/podvisor/internal/layout"
 	"github.com/podvisor/podvisor/internal/stats"
 	"github.com/podvisor/podvisor/manifest"
 	"github.com/podvisor/podvisor/probes"
@@ -281,7 +281,7 @@ func firstStart(statuses []v1.ContainerStatus, name string) (time.Time, bool) {
 
 // containerCgroup is container id's cgroup in pod uid, as supervise makes it.
 func (m *Metrics) containerCgroup(uid, id string) string {
-	return filepath.Join("/", m.parent, "pod"+uid, id)
+	return layout.ContainerCgroup(m.parent, uid, id)
 }
 
 // runningID returns the containerd ID of a running container, or "".

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/podvisor/podvisor/internal/crilog"
+	"github.com/podvisor/podvisor/internal/layout"
 	"github.com/podvisor/podvisor/mounts"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,7 +71,7 @@ func (w *podWorker) observeOne(ctx context.Context, ref ctrRef, id string) {
 		// The OOM event may have come before podvisor watched (or not at
 		// all): the container's cgroup, still there until the container
 		// is removed, counts the kills.
-		o.OOM = w.oom[id] || w.s.cg.oomKills(filepath.Join(w.podCgroup(), id)) > 0
+		o.OOM = w.oom[id] || w.s.cg.oomKills(w.containerCgroup(id)) > 0
 	}
 	w.obs[id] = o
 }
@@ -451,7 +451,11 @@ func containerSpec(pod *v1.Pod, ref ctrRef) *v1.Container {
 }
 
 func (w *podWorker) podCgroup() string {
-	return filepath.Join("/", w.s.opts.CgroupParent, "pod"+string(w.uid))
+	return layout.PodCgroup(w.s.opts.CgroupParent, string(w.uid))
+}
+
+func (w *podWorker) containerCgroup(id string) string {
+	return layout.ContainerCgroup(w.s.opts.CgroupParent, string(w.uid), id)
 }
 
 func (w *podWorker) mountsPod(pod *v1.Pod) mounts.Pod {

@@ -123,7 +123,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef,
 		Shm:         sb.Shm,
 		Hostname:    podHostname(pod),
 		Mounts:      ms,
-		CgroupsPath: filepath.Join(w.podCgroup(), id),
+		CgroupsPath: w.containerCgroup(id),
 		OOMScoreAdj: adj,
 		Resources:   containerResources(c),
 	}

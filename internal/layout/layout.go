@@ -16,6 +16,8 @@
 //     and config in <run>/containerd.
 //   - Logs: <logs>/<namespace>_<name>_<uid>/<container>/<restart>.log, as
 //     kubelet lays out /var/log/pods.
+//   - Cgroups, relative to each hierarchy's root: /<parent>/pod<uid> for a
+//     pod and /<parent>/pod<uid>/<container-id> for its containers.
 package layout
 
 import (
@@ -93,4 +95,12 @@ func (l Layout) PodLogs(namespace, name, uid string) string {
 // ContainerLog is one run's log file.
 func (l Layout) ContainerLog(namespace, name, uid, container string, restartCount int32) string {
 	return filepath.Join(l.PodLogs(namespace, name, uid), container, fmt.Sprintf("%d.log", restartCount))
+}
+
+// PodCgroup is pod uid's cgroup under parent, relative to a hierarchy's root.
+func PodCgroup(parent, uid string) string { return filepath.Join("/", parent, "pod"+uid) }
+
+// ContainerCgroup is container id's cgroup in pod uid's.
+func ContainerCgroup(parent, uid, id string) string {
+	return filepath.Join(PodCgroup(parent, uid), id)
 }

@@ -18,6 +18,8 @@ func TestPaths(t *testing.T) {
 		l.SandboxDir("sb"):           "/r/pods/sb",
 		l.Socket():                   "/r/podvisor.sock",
 		l.ContainerLog("ns", "web", "u1", "c", 2): "/l/ns_web_u1/c/2.log",
+		PodCgroup("podvisor", "u1"):               "/podvisor/podu1",
+		ContainerCgroup("/a/b", "u1", "c1"):       "/a/b/podu1/c1",
 	} {
 		if got != want {
 			t.Errorf("got %s, want %s", got, want)
