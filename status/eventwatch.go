@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -67,7 +66,7 @@ func (s *Store) eventChangedLocked(e *v1.Event) {
 	}
 	c := EventChange{Type: typ, Event: e.DeepCopy(), Version: f.version}
 	for w := range f.watchers {
-		w.add(c)
+		w.put(e.Name, c, foldEvent)
 	}
 }
 
@@ -103,7 +102,7 @@ func (s *Store) WatchEvents(ctx context.Context, since uint64) (<-chan EventChan
 		s.mu.Unlock()
 		return nil, fmt.Errorf("watch events from version %d: the store is at %d: %w", since, v, ErrExpired)
 	}
-	w := &eventWatcher{pending: make(map[string]EventChange), wake: make(chan struct{}, 1)}
+	w := newMailbox[string](nil, EventChange.version, MaxEvents)
 	for i := range s.events {
 		e := &s.events[i]
 		v := f.vers[e.Name]
@@ -122,80 +121,32 @@ func (s *Store) WatchEvents(ctx context.Context, since uint64) (<-chan EventChan
 	f.watchers[w] = struct{}{}
 	s.mu.Unlock()
 
-	out := make(chan EventChange)
-	go func() {
-		defer close(out)
-		defer func() {
-			s.mu.Lock()
-			delete(s.evfeed.watchers, w)
-			s.mu.Unlock()
-		}()
-		for ctx.Err() == nil {
-			c, ok := w.next()
-			if !ok {
-				select {
-				case <-w.wake:
-				case <-ctx.Done():
-				}
-				continue
-			}
-			select {
-			case out <- c:
-			case <-ctx.Done():
-			}
-		}
-	}()
-	return out, nil
+	return w.deliver(ctx, EventChange.own, func() {
+		s.mu.Lock()
+		delete(s.evfeed.watchers, w)
+		s.mu.Unlock()
+	}), nil
 }
 
 // eventWatcher is one WatchEvents: the changes its reader has not read
-// yet, one per event name, and a buffer-1 signal that there are some.
-type eventWatcher struct {
-	mu      sync.Mutex
-	pending map[string]EventChange
-	wake    chan struct{}
+// yet, one per event name, at most MaxEvents (the oldest dropped, as the
+// ring drops them).
+type eventWatcher = mailbox[string, EventChange]
+
+func (c EventChange) version() uint64 { return c.Version }
+
+// own returns the reader's own copy of c, its ResourceVersion set.
+func (c EventChange) own() EventChange {
+	c.Event = c.Event.DeepCopy()
+	c.Event.ResourceVersion = strconv.FormatUint(c.Version, 10)
+	return c
 }
 
-func (w *eventWatcher) add(c EventChange) {
-	w.mu.Lock()
-	if prev, ok := w.pending[c.Event.Name]; ok && prev.Type == watch.Added {
-		c.Type = watch.Added // the reader has not seen it yet
+// foldEvent folds change c into the unread change prev to the same event:
+// an event the reader has not seen yet stays ADDED.
+func foldEvent(prev EventChange, ok bool, c EventChange) (EventChange, bool) {
+	if ok && prev.Type == watch.Added {
+		c.Type = watch.Added
 	}
-	w.pending[c.Event.Name] = c
-	if len(w.pending) > MaxEvents {
-		oldest := c
-		for _, p := range w.pending {
-			if p.Version < oldest.Version {
-				oldest = p
-			}
-		}
-		delete(w.pending, oldest.Event.Name)
-	}
-	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
-}
-
-// next takes the unread change with the lowest version and returns the
-// reader's own copy, its ResourceVersion set.
-func (w *eventWatcher) next() (EventChange, bool) {
-	w.mu.Lock()
-	var first EventChange
-	for _, c := range w.pending {
-		if first.Event == nil || c.Version < first.Version {
-			first = c
-		}
-	}
-	if first.Event != nil {
-		delete(w.pending, first.Event.Name)
-	}
-	w.mu.Unlock()
-	if first.Event == nil {
-		return EventChange{}, false
-	}
-	first.Event = first.Event.DeepCopy()
-	first.Event.ResourceVersion = strconv.FormatUint(first.Version, 10)
-	return first, true
+	return c, true
 }

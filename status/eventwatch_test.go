@@ -146,17 +146,18 @@ func TestWatchEventsSlowReaderBounded(t *testing.T) {
 	}
 	// Coalescing: ADDED then MODIFIED before a read is one ADDED, with
 	// the later state.
-	w := &eventWatcher{pending: map[string]EventChange{}, wake: make(chan struct{}, 1)}
+	w := newMailbox[string](nil, EventChange.version, MaxEvents)
 	e := v1.Event{}
 	e.Name, e.Count = "x", 1
-	w.add(EventChange{Type: watch.Added, Event: e.DeepCopy(), Version: 1})
+	w.put("x", EventChange{Type: watch.Added, Event: e.DeepCopy(), Version: 1}, foldEvent)
 	e.Count = 2
-	w.add(EventChange{Type: watch.Modified, Event: e.DeepCopy(), Version: 2})
-	c, ok := w.next()
+	w.put("x", EventChange{Type: watch.Modified, Event: e.DeepCopy(), Version: 2}, foldEvent)
+	c, ok := w.take()
+	c = c.own()
 	if !ok || c.Type != watch.Added || c.Event.Count != 2 || c.Event.ResourceVersion != "2" {
 		t.Errorf("coalesced %+v, want ADDED count 2 at 2", c)
 	}
-	if _, ok := w.next(); ok {
+	if _, ok := w.take(); ok {
 		t.Error("two changes left for one event")
 	}
 }

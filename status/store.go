@@ -30,7 +30,7 @@ type Store struct {
 	pods      map[types.UID]*entry
 	deleted   []tombstone // oldest first, at most maxTombstones
 	expired   uint64      // the newest deletion forgotten: Watch cannot replay from before it
-	watchers  map[*watcher]struct{}
+	watchers  map[*podWatcher]struct{}
 	events    []v1.Event // oldest (by last occurrence) first, bounded by trim
 	similar   aggregator // groups of similar events, for aggregation
 	lastNano  int64      // last timestamp used in an event name, for uniqueness
@@ -61,7 +61,7 @@ func NewStore(log *slog.Logger) *Store {
 		log:      log,
 		now:      time.Now,
 		pods:     make(map[types.UID]*entry),
-		watchers: make(map[*watcher]struct{}),
+		watchers: make(map[*podWatcher]struct{}),
 	}
 }
 

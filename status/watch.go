@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -77,30 +76,10 @@ func (s *Store) Watch(ctx context.Context, since uint64) (<-chan PodChange, erro
 		s.mu.Unlock()
 		return nil, fmt.Errorf("watch from version %d: deletions up to version %d are forgotten: %w", since, expired, ErrExpired)
 	}
-	w := &watcher{pending: s.changesSinceLocked(since), wake: make(chan struct{}, 1)}
+	w := newMailbox(s.changesSinceLocked(since), PodChange.version, 0)
 	s.watchers[w] = struct{}{}
 	s.mu.Unlock()
-
-	out := make(chan PodChange)
-	go func() {
-		defer close(out)
-		defer s.unwatch(w)
-		for ctx.Err() == nil {
-			c, ok := w.next()
-			if !ok {
-				select {
-				case <-w.wake:
-				case <-ctx.Done():
-				}
-				continue
-			}
-			select {
-			case out <- c:
-			case <-ctx.Done():
-			}
-		}
-	}()
-	return out, nil
+	return w.deliver(ctx, PodChange.own, func() { s.unwatch(w) }), nil
 }
 
 // changesSinceLocked returns, by UID, what a watcher that has seen
@@ -144,62 +123,27 @@ func (s *Store) rememberDeletedLocked(t tombstone) {
 // notifyLocked gives c to every watcher without waiting for any.
 func (s *Store) notifyLocked(c PodChange) {
 	for w := range s.watchers {
-		w.add(c)
+		w.put(c.Pod.UID, c, coalesce)
 	}
 }
 
-func (s *Store) unwatch(w *watcher) {
+func (s *Store) unwatch(w *podWatcher) {
 	s.mu.Lock()
 	delete(s.watchers, w)
 	s.mu.Unlock()
 }
 
-// watcher is one Watch: the changes its reader has not read yet, one per
-// pod, and a buffer-1 signal that there are some (kubelet's pod workers'
-// shape). The Store adds under its own lock; the watch goroutine takes.
-type watcher struct {
-	mu      sync.Mutex
-	pending map[types.UID]PodChange
-	wake    chan struct{}
-}
+// podWatcher is one Watch: the changes its reader has not read yet, one
+// per pod.
+type podWatcher = mailbox[types.UID, PodChange]
 
-func (w *watcher) add(c PodChange) {
-	uid := c.Pod.UID
-	w.mu.Lock()
-	prev, ok := w.pending[uid]
-	if c, keep := coalesce(prev, ok, c); keep {
-		w.pending[uid] = c
-	} else {
-		delete(w.pending, uid)
-	}
-	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
-}
+func (c PodChange) version() uint64 { return c.Version }
 
-// next takes the unread change with the lowest version and returns the
-// reader's own copy of it. Taking the lowest keeps versions increasing: all
-// that is left, and all that comes later, is newer.
-func (w *watcher) next() (PodChange, bool) {
-	w.mu.Lock()
-	var first PodChange
-	for _, c := range w.pending {
-		if first.Pod == nil || c.Version < first.Version {
-			first = c
-		}
-	}
-	if first.Pod != nil {
-		delete(w.pending, first.Pod.UID)
-	}
-	w.mu.Unlock()
-	if first.Pod == nil {
-		return PodChange{}, false
-	}
-	first.Pod = first.Pod.DeepCopy()
-	first.Pod.ResourceVersion = strconv.FormatUint(first.Version, 10)
-	return first, true
+// own returns the reader's own copy of c, its ResourceVersion set.
+func (c PodChange) own() PodChange {
+	c.Pod = c.Pod.DeepCopy()
+	c.Pod.ResourceVersion = strconv.FormatUint(c.Version, 10)
+	return c
 }
 
 // coalesce folds change next into prev, the change to the same pod a watcher
