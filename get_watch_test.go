@@ -5,35 +5,17 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/podvisor/podvisor/api"
+	"github.com/podvisor/podvisor/internal/syncbuf"
 	"github.com/podvisor/podvisor/status"
 	"github.com/urfave/cli/v2"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
-
-// syncBuffer is a buffer a running command writes while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // serveWatched serves s with watches on a fresh socket.
 func serveWatched(t *testing.T, s *status.Store) string {
@@ -54,8 +36,8 @@ func serveWatched(t *testing.T, s *status.Store) string {
 }
 
 // runWatch runs a watching command until the test ends.
-func runWatch(t *testing.T, args ...string) *syncBuffer {
-	out, errOut := &syncBuffer{}, &syncBuffer{}
+func runWatch(t *testing.T, args ...string) *syncbuf.Buffer {
+	out, errOut := &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() {
@@ -78,7 +60,7 @@ func runWatch(t *testing.T, args ...string) *syncBuffer {
 }
 
 // waitLines polls out until it has n lines, and returns them.
-func waitLines(t *testing.T, out *syncBuffer, n int) []string {
+func waitLines(t *testing.T, out *syncbuf.Buffer, n int) []string {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {

@@ -11,11 +11,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/podvisor/podvisor/internal/syncbuf"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -244,24 +244,6 @@ func TestLogs(t *testing.T) {
 	})
 }
 
-// syncBuffer is a bytes.Buffer a process writes while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // The counter says "ready", waits for /beat/go, then counts, a line every
 // 50ms (some 20 lines, 1.5 KB a second: with twenty 4 KB files, whatever
 // podvisor and the client miss for less than some 50s is still on disk),
@@ -308,7 +290,7 @@ spec:
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	client := exec.CommandContext(ctx, podvisorBin, "logs", "--socket", d.sock, "-f", "counter")
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	client.Stdout, client.Stderr = &stdout, &stderr
 	if err := client.Start(); err != nil {
 		t.Fatal(err)

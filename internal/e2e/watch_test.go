@@ -1,40 +1,22 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/podvisor/podvisor/internal/syncbuf"
 )
-
-// lockedBuffer is a buffer a running command writes while the test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // follow runs a podvisor client command that keeps running (a watch)
 // until the test ends, and returns its stdout and stderr as they grow.
-func (d *daemon) follow(args ...string) (stdout, stderr *lockedBuffer) {
+func (d *daemon) follow(args ...string) (stdout, stderr *syncbuf.Buffer) {
 	d.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	stdout, stderr = &lockedBuffer{}, &lockedBuffer{}
+	stdout, stderr = &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	cmd := exec.CommandContext(ctx, podvisorBin, append(args, "--socket", d.sock)...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
@@ -46,7 +28,7 @@ func (d *daemon) follow(args ...string) (stdout, stderr *lockedBuffer) {
 }
 
 // linesOf returns out's lines that contain every one of words.
-func linesOf(out *lockedBuffer, words ...string) []string {
+func linesOf(out *syncbuf.Buffer, words ...string) []string {
 	var got []string
 	for _, l := range strings.Split(out.String(), "\n") {
 		if countLines([]string{l}, words...) == 1 {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -14,11 +13,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/podvisor/podvisor/internal/syncbuf"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -72,37 +71,19 @@ func TestParseState(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer the target writes while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // fixture is a target on loopback with free ports and its state file.
 type fixture struct {
 	t         *testing.T
 	tg        *target
 	statePath string
-	stdout    *syncBuffer
-	stderr    *syncBuffer
+	stdout    *syncbuf.Buffer
+	stderr    *syncbuf.Buffer
 	grpc      healthpb.HealthClient
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{t: t, statePath: filepath.Join(t.TempDir(), "state"), stdout: &syncBuffer{}, stderr: &syncBuffer{}}
+	f := &fixture{t: t, statePath: filepath.Join(t.TempDir(), "state"), stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}}
 	tg, err := start(config{addr: "127.0.0.1", statePath: f.statePath}, f.stdout, f.stderr)
 	if err != nil {
 		t.Fatal(err)

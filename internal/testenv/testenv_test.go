@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,25 +19,8 @@ import (
 	"github.com/containerd/containerd/v2/pkg/oci"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/podvisor/podvisor/internal/embedded"
+	"github.com/podvisor/podvisor/internal/syncbuf"
 )
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of task IO.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // newHostNetContainer creates a container running args from the env image
 // in the host network namespace.
@@ -149,7 +130,7 @@ func TestEnv(t *testing.T) {
 
 	// echo hi, with host networking, exits 0.
 	ctr := newHostNetContainer(ctx, t, c, img, "echo", "echo", "hi")
-	var out syncBuffer
+	var out syncbuf.Buffer
 	task, err := ctr.NewTask(ctx, cio.NewCreator(cio.WithStreams(nil, &out, &out)))
 	if err != nil {
 		t.Fatalf("new task: %v", err)
@@ -176,7 +157,7 @@ func TestEnv(t *testing.T) {
 	// exits 0 on SIGTERM as the container's pid 1.
 	target := newHostNetContainer(ctx, t, c, img, "probetarget", ProbeTargetPath,
 		"-addr", "127.0.0.1", "-http", "0", "-https", "-1", "-tcp", "-1", "-grpc", "-1")
-	var tout syncBuffer
+	var tout syncbuf.Buffer
 	ttask, err := target.NewTask(ctx, cio.NewCreator(cio.WithStreams(nil, &tout, &tout)))
 	if err != nil {
 		t.Fatalf("new task: %v", err)

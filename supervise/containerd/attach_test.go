@@ -1,15 +1,14 @@
 package containerd
 
 import (
-	"bytes"
 	"context"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/podvisor/podvisor/internal/crilog"
+	"github.com/podvisor/podvisor/internal/syncbuf"
 )
 
 func TestStartErrorCode(t *testing.T) {
@@ -26,24 +25,6 @@ func TestStartErrorCode(t *testing.T) {
 			t.Errorf("startErrorCode(%q) = %d, want %d", tt.msg, got, tt.want)
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer for one writer goroutine and a poller.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -70,7 +51,7 @@ func TestFollowLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var out, errOut syncBuffer
+	var out, errOut syncbuf.Buffer
 	drain := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
