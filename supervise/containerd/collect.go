@@ -32,22 +32,18 @@ const leaseLabel = "io.podvisor.lease"
 // defaults.DefaultStateDir + "/s", the same for 1.6 and 2.x).
 const shimSocketRoot = "/run/containerd/s"
 
+// leaseOwnerLabel names, on each lease podvisor takes, the Runtime that
+// took it (its instance): Collect leaves the leases of its own Runtime.
+const leaseOwnerLabel = "io.podvisor.lease.owner"
+
 // withLease runs f under a lease podvisor owns, deleted (synchronously, so
 // what it alone held is collected) once f returns.
 func (r *Runtime) withLease(ctx context.Context, what string, f func(context.Context) error) error {
 	ls := r.client.LeasesService()
-	l, err := ls.Create(ctx, leases.WithRandomID(), leases.WithLabels(map[string]string{leaseLabel: what}))
+	l, err := ls.Create(ctx, leases.WithRandomID(), leases.WithLabels(r.leaseLabels(what)))
 	if err != nil {
 		return fmt.Errorf("lease for %s: %w", what, err)
 	}
-	r.mu.Lock()
-	r.leases[l.ID] = true
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		delete(r.leases, l.ID)
-		r.mu.Unlock()
-	}()
 	ferr := f(leases.WithLease(ctx, l.ID))
 	cctx, cancel := cleanupContext(ctx)
 	defer cancel()
@@ -57,13 +53,19 @@ func (r *Runtime) withLease(ctx context.Context, what string, f func(context.Con
 	return ferr
 }
 
+// leaseLabels are the labels of a lease this Runtime takes for what.
+func (r *Runtime) leaseLabels(what string) map[string]string {
+	return map[string]string{leaseLabel: what, leaseOwnerLabel: r.instance}
+}
+
 // Collect removes what an interrupted podvisor (or one killed with -9)
 // left in its namespace with no owner: leases (and with them the
 // snapshots and content only they held: half-made containers' layers,
 // interrupted imports' extract-* snapshots), containers without
 // podvisor's labels, and runc shims that serve no task. It must run
 // before any pod is worked on: every lease then is a leftover, but those
-// this Runtime holds now (an image import runs beside the start-up).
+// this Runtime takes (an image import runs beside the start-up), known by
+// their owner label from the moment they exist.
 func (r *Runtime) Collect(ctx context.Context) (_ []string, err error) {
 	defer markUnavailable(&err)
 	var done []string
@@ -73,9 +75,7 @@ func (r *Runtime) Collect(ctx context.Context) (_ []string, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("list leases: %w", err)
 	}
-	r.mu.Lock()
-	all = slices.DeleteFunc(all, func(l leases.Lease) bool { return r.leases[l.ID] })
-	r.mu.Unlock()
+	all = slices.DeleteFunc(all, func(l leases.Lease) bool { return l.Labels[leaseOwnerLabel] == r.instance })
 	for i, l := range all {
 		opts := []leases.DeleteOpt{}
 		if i == len(all)-1 {

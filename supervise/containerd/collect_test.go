@@ -248,6 +248,21 @@ func TestCollectKeepsOwnLeases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A lease just created, before withLease has run anything under it
+	// (the import's, in the moment Collect lists leases at start-up), is
+	// this Runtime's too.
+	fresh, err := ls.Create(ctx, leases.WithRandomID(), leases.WithLabels(rt.leaseLabels("import")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ls.Delete(ctx, fresh)
+	removed, err := rt.Collect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(removed, "lease "+fresh.ID) {
+		t.Errorf("collected %v: the lease this Runtime just took, %s, among them", removed, fresh.ID)
+	}
 }
 
 // fakeShim starts the test binary as a runc shim of group that serves

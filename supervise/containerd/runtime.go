@@ -51,7 +51,10 @@ type Runtime struct {
 	unpacked map[string]bool         // image digests known to be unpacked
 	images   map[string]client.Image // by image ID (repo digest), as ensured
 	execs    map[string]execTarget   // by container ID, from its first exec
-	leases   map[string]bool         // the leases this Runtime holds now
+	// instance labels the leases this Runtime takes, so that Collect
+	// tells them from a killed podvisor's without a window between a
+	// lease's creation and its being known.
+	instance string
 }
 
 var _ supervise.Runtime = (*Runtime)(nil)
@@ -64,7 +67,7 @@ func New(c *client.Client, opts Options) *Runtime {
 	if opts.PullTimeout == 0 {
 		opts.PullTimeout = 30 * time.Second
 	}
-	return &Runtime{client: c, opts: opts, unpacked: map[string]bool{}, images: map[string]client.Image{}, execs: map[string]execTarget{}, leases: map[string]bool{}}
+	return &Runtime{client: c, opts: opts, unpacked: map[string]bool{}, images: map[string]client.Image{}, execs: map[string]execTarget{}, instance: randomID()}
 }
 
 // normalizeImage turns a pod's image into containerd's name as docker
