@@ -82,27 +82,30 @@ lint:
 # background while every test that needs it not runs: the first run, with
 # an empty Go build cache, spends most of its time building it.
 CONTROLPLANE_TESTS := ^(TestMirror|TestKubeadmControlPlane|TestControlPlane)$$
+# A test binary's bound: the e2e package takes 6-7 minutes here, close to go
+# test's default of 10 on a slower machine; a wedged test still ends.
+TEST_TIMEOUT := 20m
 test: deps lint
 	@echo "building the control plane in the background (log: $(CONTROLPLANE_LOG))"
 	@mkdir -p $(dir $(CONTROLPLANE_LOG)); $(MAKE) --no-print-directory controlplane >$(CONTROLPLANE_LOG) 2>&1 & cp=$$!; \
 	rc=0; $(MAKE) --no-print-directory test-containerd2 || rc=1; \
-	$(GO) test -count=1 -skip '$(CONTROLPLANE_TESTS)' ./... || rc=1; \
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -skip '$(CONTROLPLANE_TESTS)' ./... || rc=1; \
 	echo "waiting for the control plane build"; \
 	if ! wait $$cp; then cat $(CONTROLPLANE_LOG); exit 1; fi; \
-	PODVISOR_TEST_CONTROLPLANE=$(CONTROLPLANE_DIR) $(GO) test -count=1 -run '$(CONTROLPLANE_TESTS)' ./internal/controlplane ./internal/e2e || rc=1; \
+	PODVISOR_TEST_CONTROLPLANE=$(CONTROLPLANE_DIR) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '$(CONTROLPLANE_TESTS)' ./internal/controlplane ./internal/e2e || rc=1; \
 	exit $$rc
 
 test-unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /internal/e2e)
 
 test-e2e:
-	$(GO) test -count=1 -v ./internal/e2e
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./internal/e2e
 
 # The control-plane tests (TestMirror, TestKubeadmControlPlane) test the
 # link to an apiserver, not the runtime: they run once, against the Debian
 # containerd, which keeps `make test` well inside CI's time.
 test-containerd2: containerd2
-	PODVISOR_TEST_CONTAINERD=$(CONTAINERD2_DIR) $(GO) test -count=1 -skip '$(CONTROLPLANE_TESTS)' ./internal/e2e ./supervise/containerd
+	PODVISOR_TEST_CONTAINERD=$(CONTAINERD2_DIR) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -skip '$(CONTROLPLANE_TESTS)' ./internal/e2e ./supervise/containerd
 
 # The fault-injection tests (TestFault*: a hanging CNI plugin, podvisor
 # stopped in the middle of removals, starts and an import, containerd held
@@ -113,7 +116,7 @@ faults: deps containerd2
 	@rc=0; for ctrd in "" "$(CONTAINERD2_DIR)"; do \
 		log=$$(mktemp); st=0; \
 		echo "== fault tests against $${ctrd:-the Debian containerd}"; \
-		PODVISOR_TEST_CONTAINERD=$$ctrd $(GO) test -count=1 -run 'TestFault' -v ./internal/e2e >$$log 2>&1 || st=1; \
+		PODVISOR_TEST_CONTAINERD=$$ctrd $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'TestFault' -v ./internal/e2e >$$log 2>&1 || st=1; \
 		grep -E '^testenv: |^ +faults[a-z_]*_test\.go:[0-9]+: |^ *--- (PASS|FAIL|SKIP)|^(ok|FAIL)[[:space:]]' $$log \
 			| sed -E 's/^( +)faults[a-z_]*_test\.go:[0-9]+: /\1/'; \
 		if [ $$st = 0 ]; then rm -f $$log; else rc=1; echo "full output: $$log"; fi; \
