@@ -110,6 +110,16 @@ func TestWebPod(t *testing.T) {
 	if v := cgroupValue(t, d.ns, string(p.UID), httpdID, "cpu.cfs_quota_us", "cpu.max"); v != "25000" && v != "25000 100000" {
 		t.Errorf("cpu quota = %s, want 25000", v)
 	}
+	// Inside, the container sees its own limit at /sys/fs/cgroup, as a JVM
+	// or a GOMAXPROCS-aware program reads it, and cannot change it: the
+	// mount is read-only, as the CRI plugin makes it.
+	script := `d=/sys/fs/cgroup/memory; [ -d $d ] || d=/sys/fs/cgroup
+cat $d/memory.limit_in_bytes 2>/dev/null || cat $d/memory.max
+mkdir $d/podvisor-e2e 2>&1 || true`
+	inside, errOut, code := d.runCLI("", "exec", "web", "-c", "httpd", "--", "sh", "-c", script)
+	if code != 0 || !strings.HasPrefix(inside, "67108864\n") || !strings.Contains(inside, "Read-only file system") {
+		t.Errorf("the container's view of /sys/fs/cgroup: exit %d, stdout %q, stderr %q; want its 64Mi limit, read-only", code, inside, errOut)
+	}
 
 	// Both containers share the pod's network and IPC namespaces and
 	// /dev/shm, have the pod's hostname, and live in one shim.

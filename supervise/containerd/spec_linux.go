@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -14,10 +15,12 @@ import (
 	apparmorhost "github.com/containerd/containerd/v2/pkg/apparmor"
 	"github.com/containerd/containerd/v2/pkg/cap"
 	"github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/moby/sys/mountinfo"
 	"github.com/moby/sys/signal"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/podvisor/podvisor/internal/cgroupfs"
 	"github.com/podvisor/podvisor/internal/expand"
 	"github.com/podvisor/podvisor/supervise"
 )
@@ -80,6 +83,12 @@ func envLookup(env []string) func(string) (string, bool) {
 type host struct {
 	// cgroupRoot is where the cgroup hierarchies are mounted.
 	cgroupRoot string
+	// cgroupV2 says cgroupRoot is the unified hierarchy; cgroupSharedOpts
+	// are the options of its mount that a container sharing the host's
+	// cgroup namespace must repeat (nsdelegate, memory_recursiveprot): its
+	// cgroup2 mount is the host's superblock, and would drop them.
+	cgroupV2         bool
+	cgroupSharedOpts []string
 	// appArmor says AppArmor is enabled (containerd's HostSupports: the
 	// module enabled, securityfs mounted, apparmor_parser present).
 	appArmor bool
@@ -93,12 +102,15 @@ type host struct {
 
 // thisHost is the machine podvisor runs on.
 var thisHost = sync.OnceValue(func() host {
+	v2 := cgroupfs.IsV2("/sys/fs/cgroup")
 	return host{
-		cgroupRoot:     "/sys/fs/cgroup",
-		appArmor:       apparmorhost.HostSupports(),
-		appArmorLoaded: appArmorLoaded,
-		hostname:       os.Hostname,
-		imageUser:      imageUser,
+		cgroupRoot:       "/sys/fs/cgroup",
+		cgroupV2:         v2,
+		cgroupSharedOpts: cgroupSharedOpts(v2, "/sys/fs/cgroup"),
+		appArmor:         apparmorhost.HostSupports(),
+		appArmorLoaded:   appArmorLoaded,
+		hostname:         os.Hostname,
+		imageUser:        imageUser,
 	}
 })
 
@@ -176,8 +188,21 @@ func (h host) specOpts(in supervise.ContainerConfig, imageEntrypoint, imageCmd [
 	if pod.Spec.HostIPC {
 		shm.Source = "/dev/shm"
 	}
-	mounts := append([]specs.Mount{shm}, in.Mounts...)
-	opts = append(opts, withReplacedMounts(mounts))
+	// The container's own cgroups at /sys/fs/cgroup, read-only (read-write
+	// when privileged), as the CRI plugin mounts them: what a JVM or Go's
+	// GOMAXPROCS reads to size itself to its limits. On cgroup v2 a
+	// container that is not privileged has its own cgroup namespace, so the
+	// mount shows its cgroup as the root; on v1 runc binds the container's
+	// cgroup of each hierarchy.
+	privileged := isPrivileged(effectiveSecurityContext(pod, c))
+	cg := specs.Mount{Destination: "/sys/fs/cgroup", Type: "cgroup", Source: "cgroup", Options: []string{"nosuid", "noexec", "nodev", "relatime", "ro"}}
+	if h.cgroupV2 && !privileged {
+		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.CgroupNamespace}))
+	} else if h.cgroupV2 {
+		cg.Options = append(cg.Options, h.cgroupSharedOpts...)
+	}
+	mounts := withoutShadowed([]specs.Mount{shm, cg}, in.Mounts)
+	opts = append(opts, withReplacedMounts(append(mounts, in.Mounts...)))
 
 	// Resources.
 	r := in.Resources
@@ -204,7 +229,7 @@ func (h host) specOpts(in supervise.ContainerConfig, imageEntrypoint, imageCmd [
 // its identity. Fields that manifest validation rejects never reach here.
 func (h host) securityOpts(sc *v1.SecurityContext) ([]oci.SpecOpts, error) {
 	var opts []oci.SpecOpts
-	privileged := sc.Privileged != nil && *sc.Privileged
+	privileged := isPrivileged(sc)
 	if privileged {
 		opts = append(opts, oci.WithPrivileged, oci.WithAllDevicesAllowed, oci.WithHostDevices)
 	} else if sc.Capabilities != nil {
@@ -295,6 +320,35 @@ func withOOMScoreAdj(adj int) oci.SpecOpts {
 
 // withReplacedMounts adds mounts, dropping any existing mount with the same
 // destination first.
+// withoutShadowed returns defaults but those a mount of the container's own
+// replaces (the same destination).
+func withoutShadowed(defaults, own []specs.Mount) []specs.Mount {
+	return slices.DeleteFunc(defaults, func(d specs.Mount) bool {
+		return slices.ContainsFunc(own, func(m specs.Mount) bool { return filepath.Clean(m.Destination) == d.Destination })
+	})
+}
+
+// cgroupSharedOpts returns the nsdelegate and memory_recursiveprot options
+// of the cgroup2 mount at root (none on v1, or when it cannot be read).
+func cgroupSharedOpts(v2 bool, root string) []string {
+	if !v2 {
+		return nil
+	}
+	ms, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(root))
+	if err != nil || len(ms) == 0 {
+		return nil
+	}
+	var out []string
+	for _, o := range strings.Split(ms[len(ms)-1].VFSOptions, ",") {
+		if o == "nsdelegate" || o == "memory_recursiveprot" {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func isPrivileged(sc *v1.SecurityContext) bool { return sc.Privileged != nil && *sc.Privileged }
+
 func withReplacedMounts(ms []specs.Mount) oci.SpecOpts {
 	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
 		dests := map[string]bool{}

@@ -220,6 +220,70 @@ func TestSpecDefaultsAllowEscalation(t *testing.T) {
 	}
 }
 
+// Every container sees its cgroups at /sys/fs/cgroup as the CRI plugin
+// mounts them: read-only, read-write when privileged; on cgroup v2 in a
+// cgroup namespace of its own unless privileged, and a privileged one
+// repeats the host mount's nsdelegate; a volume at /sys/fs/cgroup wins.
+func TestSpecCgroupMount(t *testing.T) {
+	tr := true
+	for _, tc := range []struct {
+		name       string
+		v2         bool
+		privileged bool
+		volume     bool
+		wantMode   string // "" no cgroup mount of ours
+		wantOpt    string
+		wantNS     bool
+	}{
+		{name: "v1", wantMode: "ro"},
+		{name: "v1 privileged", privileged: true, wantMode: "rw"},
+		{name: "v2", v2: true, wantMode: "ro", wantNS: true},
+		{name: "v2 privileged", v2: true, privileged: true, wantMode: "rw", wantOpt: "nsdelegate"},
+		{name: "volume there", volume: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := testHost(t)
+			h.cgroupV2, h.cgroupSharedOpts = tc.v2, []string{"nsdelegate"}
+			c := &v1.Container{Name: "c", Command: []string{"true"}}
+			if tc.privileged {
+				c.SecurityContext = &v1.SecurityContext{Privileged: &tr}
+			}
+			in := supervise.ContainerConfig{Pod: &v1.Pod{}, Container: c, SandboxID: "sb", Shm: "/run/x/shm"}
+			if tc.volume {
+				in.Mounts = []specs.Mount{{Destination: "/sys/fs/cgroup/", Source: "/host", Type: "bind", Options: []string{"rbind"}}}
+			}
+			opts, err := h.specOpts(in, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := applyOpts(t, opts)
+			var ours []specs.Mount
+			for _, m := range s.Mounts {
+				if m.Type == "cgroup" {
+					ours = append(ours, m)
+				}
+			}
+			switch {
+			case tc.wantMode == "" && len(ours) != 0:
+				t.Fatalf("cgroup mounts %+v beside the container's own volume there", ours)
+			case tc.wantMode == "":
+			case len(ours) != 1 || ours[0].Destination != "/sys/fs/cgroup":
+				t.Fatalf("cgroup mounts %+v, want one at /sys/fs/cgroup", ours)
+			case !slices.Contains(ours[0].Options, tc.wantMode) || slices.Contains(ours[0].Options, map[string]string{"ro": "rw", "rw": "ro"}[tc.wantMode]):
+				t.Errorf("cgroup mount options %v, want %s", ours[0].Options, tc.wantMode)
+			case tc.wantOpt != "" && !slices.Contains(ours[0].Options, tc.wantOpt):
+				t.Errorf("cgroup mount options %v, want %s too", ours[0].Options, tc.wantOpt)
+			case tc.wantOpt == "" && slices.Contains(ours[0].Options, "nsdelegate"):
+				t.Errorf("cgroup mount options %v: nsdelegate is the host mount's, for a shared namespace only", ours[0].Options)
+			}
+			hasNS := slices.ContainsFunc(s.Linux.Namespaces, func(ns specs.LinuxNamespace) bool { return ns.Type == specs.CgroupNamespace })
+			if hasNS != tc.wantNS {
+				t.Errorf("cgroup namespace %v, want %v", hasNS, tc.wantNS)
+			}
+		})
+	}
+}
+
 func TestSpecNoCommand(t *testing.T) {
 	pod := &v1.Pod{}
 	_, err := testHost(t).specOpts(supervise.ContainerConfig{Pod: pod, Container: &v1.Container{Name: "c"}}, nil, nil)
