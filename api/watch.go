@@ -45,59 +45,71 @@ var _ Watcher = (*status.Store)(nil)
 // Watcher, or with ?watch=true the changes after ?resourceVersion=, as
 // the API server streams them: one metav1.WatchEvent JSON object a line.
 func servePods(w http.ResponseWriter, r *http.Request, o Options) {
-	if o.Watcher == nil {
-		if isWatch(r.URL.Query()) {
-			writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, "", "this podvisor does not serve watches")
-			return
-		}
-		writeJSON(w, http.StatusOK, &v1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}, Items: o.Store.Pods()})
-		return
+	lw := listWatch[v1.Pod, status.PodChange]{
+		list: func() ([]v1.Pod, uint64) { return o.Store.Pods(), 0 },
+		wrap: func(items []v1.Pod, version string) any {
+			return &v1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}, ListMeta: metav1.ListMeta{ResourceVersion: version}, Items: items}
+		},
+		conv: func(c status.PodChange) (watch.EventType, any) { return c.Type, c.Pod },
 	}
-	w.Header().Set(InstanceHeader, instance)
-	if q := r.URL.Query(); isWatch(q) {
-		since, ok := sinceVersion(w, q)
-		if !ok {
-			return
-		}
-		ch, err := o.Watcher.Watch(r.Context(), since)
-		stream(w, r, ch, err, func(c status.PodChange) (watch.EventType, any) { return c.Type, c.Pod })
-		return
+	if o.Watcher != nil {
+		lw.list, lw.watch = o.Watcher.List, o.Watcher.Watch
 	}
-	pods, version := o.Watcher.List()
-	writeJSON(w, http.StatusOK, &v1.PodList{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"},
-		ListMeta: metav1.ListMeta{ResourceVersion: strconv.FormatUint(version, 10)},
-		Items:    pods,
-	})
+	lw.serve(w, r)
 }
 
 // serveEvents is GET /events: the list, oldest first, or with ?watch=true
 // the events recorded or updated after ?resourceVersion=.
 func serveEvents(w http.ResponseWriter, r *http.Request, o Options) {
-	if o.Watcher == nil {
-		if isWatch(r.URL.Query()) {
+	lw := listWatch[v1.Event, status.EventChange]{
+		list: func() ([]v1.Event, uint64) { return o.Store.Events(), 0 },
+		wrap: func(items []v1.Event, version string) any {
+			return &v1.EventList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "EventList"}, ListMeta: metav1.ListMeta{ResourceVersion: version}, Items: items}
+		},
+		conv: func(c status.EventChange) (watch.EventType, any) { return c.Type, c.Event },
+	}
+	if o.Watcher != nil {
+		lw.list, lw.watch = o.Watcher.EventList, o.Watcher.WatchEvents
+	}
+	lw.serve(w, r)
+}
+
+// listWatch is one kind's list and watch: items T, changes C.
+type listWatch[T, C any] struct {
+	// list returns the items and the version they are at.
+	list func() ([]T, uint64)
+	// watch delivers the changes after a version; nil: this podvisor
+	// serves no watches, and its lists have no version.
+	watch func(ctx context.Context, since uint64) (<-chan C, error)
+	// wrap makes the list object of items at version ("" unversioned).
+	wrap func(items []T, version string) any
+	// conv is a change's watch event type and object.
+	conv func(C) (watch.EventType, any)
+}
+
+func (lw listWatch[T, C]) serve(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if lw.watch == nil {
+		if isWatch(q) {
 			writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, "", "this podvisor does not serve watches")
 			return
 		}
-		writeJSON(w, http.StatusOK, &v1.EventList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "EventList"}, Items: o.Store.Events()})
+		items, _ := lw.list()
+		writeJSON(w, http.StatusOK, lw.wrap(items, ""))
 		return
 	}
 	w.Header().Set(InstanceHeader, instance)
-	if q := r.URL.Query(); isWatch(q) {
+	if isWatch(q) {
 		since, ok := sinceVersion(w, q)
 		if !ok {
 			return
 		}
-		ch, err := o.Watcher.WatchEvents(r.Context(), since)
-		stream(w, r, ch, err, func(c status.EventChange) (watch.EventType, any) { return c.Type, c.Event })
+		ch, err := lw.watch(r.Context(), since)
+		stream(w, r, ch, err, lw.conv)
 		return
 	}
-	events, version := o.Watcher.EventList()
-	writeJSON(w, http.StatusOK, &v1.EventList{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "EventList"},
-		ListMeta: metav1.ListMeta{ResourceVersion: strconv.FormatUint(version, 10)},
-		Items:    events,
-	})
+	items, version := lw.list()
+	writeJSON(w, http.StatusOK, lw.wrap(items, strconv.FormatUint(version, 10)))
 }
 
 func isWatch(q url.Values) bool {

@@ -2,9 +2,11 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -213,6 +215,44 @@ func TestWatchEventsClient(t *testing.T) {
 			}
 		case <-time.After(5 * time.Second):
 			t.Fatalf("no %q within 5s", w)
+		}
+	}
+}
+
+// TestListWatchWithAndWithoutWatcher: with a Watcher, lists carry their
+// version and the instance header and watches are served; without one,
+// lists are unversioned and a watch is refused with 400.
+func TestListWatchWithAndWithoutWatcher(t *testing.T) {
+	st := status.NewStore(nil)
+	for _, tc := range []struct {
+		name    string
+		opts    Options
+		watches bool
+	}{
+		{"without a watcher", Options{Store: st}, false},
+		{"with a watcher", Options{Store: st, Watcher: st}, true},
+	} {
+		h := newHandler(tc.opts)
+		for path, kind := range map[string]string{"/pods": "PodList", "/events": "EventList"} {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+			var list struct {
+				Kind     string
+				Metadata struct{ ResourceVersion string }
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil || rec.Code != http.StatusOK || list.Kind != kind {
+				t.Fatalf("%s: GET %s: %d %s (%v)", tc.name, path, rec.Code, rec.Body, err)
+			}
+			if versioned := list.Metadata.ResourceVersion != "" && rec.Header().Get(InstanceHeader) != ""; versioned != tc.watches {
+				t.Errorf("%s: GET %s: resourceVersion %q, instance %q", tc.name, path, list.Metadata.ResourceVersion, rec.Header().Get(InstanceHeader))
+			}
+			if !tc.watches {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path+"?watch=true", nil))
+				if rec.Code != http.StatusBadRequest {
+					t.Errorf("%s: GET %s?watch=true: %d, want 400", tc.name, path, rec.Code)
+				}
+			}
 		}
 	}
 }
