@@ -259,7 +259,7 @@ func runAction(c *cli.Context) error {
 		NodeIP:       nodeIP,
 		CgroupParent: c.String("containerd-namespace"),
 		RelistPeriod: c.Duration("relist-period"),
-		ImagesReady:  imgs.Ready(),
+		Images:       imgs,
 		// 0 would mean the default; a bound of 0 means none.
 		RequestTimeout:  cmp.Or(c.Duration("runtime-request-timeout"), -1),
 		Heartbeat:       sd.heartbeat(),

@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -313,5 +315,47 @@ func TestWorkerTerminationMessage(t *testing.T) {
 	}
 	if _, err := os.Stat(e.s.layout.TerminationDir(string(p.UID), a)); !os.IsNotExist(err) {
 		t.Error("termination dir of a removed container left")
+	}
+}
+
+// imageGate records the images asked for and answers with err.
+type imageGate struct {
+	mu    sync.Mutex
+	asked []string
+	err   error
+}
+
+func (g *imageGate) Wait(_ context.Context, image string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.asked = append(g.asked, image)
+	return g.err
+}
+
+// A container's image is looked for only once the images gate lets that
+// image go: each container asks for its own image, and one not let go
+// (the start-up import still running when podvisor stops) creates nothing.
+func TestWorkerWaitsForItsImage(t *testing.T) {
+	e := newEnv(t)
+	gate := &imageGate{err: context.Canceled}
+	e.s.opts.Images = gate
+	p := testPod("web", v1.RestartPolicyAlways, nil, "a", "b")
+	p.Spec.Containers[1].Image = "registry.k8s.io/etcd:3.6.5-0"
+	w := e.worker(p)
+	e.step(w)
+	if len(e.rt.ctrs) != 0 || e.rt.count("EnsureImage") != 0 {
+		t.Fatalf("containers %v, %d image look-ups, while the gate holds the image", e.rt.ctrs, e.rt.count("EnsureImage"))
+	}
+	gate.mu.Lock()
+	gate.err, gate.asked = nil, nil
+	gate.mu.Unlock()
+	e.s.ImagesImported()
+	e.step(w)
+	if len(e.rt.running()) != 2 {
+		t.Fatalf("running %v once the gate let the images go", e.rt.running())
+	}
+	want := []string{p.Spec.Containers[0].Image, "registry.k8s.io/etcd:3.6.5-0"}
+	if !slices.Equal(gate.asked, want) {
+		t.Errorf("asked the gate for %q, want %q", gate.asked, want)
 	}
 }

@@ -89,9 +89,10 @@ type Options struct {
 	// RelistPeriod is how often every worker re-checks its containers as a
 	// safety net for missed events (default 10s).
 	RelistPeriod time.Duration
-	// ImagesReady, when set, is closed once the images dir's first import
-	// pass is done; pods wait for it before they look for an image.
-	ImagesReady <-chan struct{}
+	// Images, when set, holds a pod's look-up of an image until the images
+	// dir's start-up import has brought that image in or has ended
+	// (*images.Watcher is one).
+	Images ImageGate
 	// Sandboxes default to namespaces under Layout.RunDir.
 	Sandboxes Sandboxes
 	// Clock defaults to the real one.
@@ -459,14 +460,20 @@ func (s *Supervisor) owner(id string) *podWorker {
 	return s.byContainer[id]
 }
 
-// ensureImage waits for the start-up import of the images dir, then finds
-// the container's image.
+// ImageGate holds image look-ups while the images dir's start-up import
+// may still bring the image in.
+type ImageGate interface {
+	// Wait returns once image is as the images dir has it at start, or
+	// ctx's error.
+	Wait(ctx context.Context, image string) error
+}
+
+// ensureImage waits for the start-up import of the container's image from
+// the images dir, then finds the image.
 func (s *Supervisor) ensureImage(ctx context.Context, c *v1.Container) (Image, error) {
-	if s.opts.ImagesReady != nil {
-		select {
-		case <-s.opts.ImagesReady:
-		case <-ctx.Done():
-			return Image{}, ctx.Err()
+	if s.opts.Images != nil {
+		if err := s.opts.Images.Wait(ctx, c.Image); err != nil {
+			return Image{}, err
 		}
 	}
 	return s.rt.EnsureImage(ctx, c)

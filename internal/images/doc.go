@@ -7,10 +7,13 @@
 //
 // Contract:
 //
-//   - Run imports every archive in the directory first, with the directory
-//     already watched, and then closes Ready: callers that need the images
-//     wait for Ready, and an archive completed after it is never missed.
-//     Ready is closed even when the directory cannot be watched.
+//   - Run imports every archive in the directory first, in name order,
+//     with the directory already watched, and then closes Ready: an archive
+//     completed after it is never missed. Ready is closed even when the
+//     directory cannot be watched. Wait(image) returns as soon as that
+//     first pass has imported an archive naming the image (normalized as
+//     Normalize does), or at Ready: a caller waits for its own image, not
+//     for every archive.
 //   - After that an archive is imported when inotify reports it complete:
 //     closed after writing (IN_CLOSE_WRITE) or renamed in (IN_MOVED_TO).
 //     A file still being written is not imported because of another

@@ -1,11 +1,23 @@
 package images
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 
 	"github.com/distribution/reference"
 )
+
+// Normalize is an image reference as containerd names the image: docker's
+// normalization ("busybox" → "docker.io/library/busybox:latest"), the names
+// Import gives and pods' images are looked up by.
+func Normalize(image string) (string, error) {
+	named, err := reference.ParseDockerRef(image)
+	if err != nil {
+		return "", fmt.Errorf("invalid image name %q: %w", image, err)
+	}
+	return named.String(), nil
+}
 
 // RefTranslator returns the function naming the images of the archive at
 // archivePath from their org.opencontainers.image.ref.name as docker does:

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/podvisor/podvisor/internal/backoff"
@@ -65,6 +66,12 @@ type Watcher struct {
 	log   *slog.Logger
 	ready chan struct{}
 
+	// What the first pass has imported so far, for Wait: image names, and
+	// a channel closed (and replaced) at each of its imports.
+	mu       sync.Mutex
+	first    map[string]bool
+	progress chan struct{}
+
 	// Owned by Run's goroutine.
 	done    map[string]version  // by file name: imported
 	failed  map[string]version  // by file name: last import failed
@@ -84,15 +91,17 @@ func New(opts Options) *Watcher {
 		opts.Backoff = func() *backoff.Backoff { return backoff.Retry(time.Now, DefaultRetryMax) }
 	}
 	return &Watcher{
-		opts:    opts,
-		log:     opts.Log,
-		ready:   make(chan struct{}),
-		done:    map[string]version{},
-		failed:  map[string]version{},
-		pending: map[string]bool{},
-		warned:  map[string][]string{},
-		full:    true,
-		retry:   opts.Backoff(),
+		opts:     opts,
+		log:      opts.Log,
+		ready:    make(chan struct{}),
+		first:    map[string]bool{},
+		progress: make(chan struct{}),
+		done:     map[string]version{},
+		failed:   map[string]version{},
+		pending:  map[string]bool{},
+		warned:   map[string][]string{},
+		full:     true,
+		retry:    opts.Backoff(),
 	}
 }
 
@@ -100,6 +109,49 @@ func New(opts Options) *Watcher {
 // archive present at start has been imported or has failed to, and the
 // directory is watched, so an archive completed afterwards is seen.
 func (w *Watcher) Ready() <-chan struct{} { return w.ready }
+
+// Wait returns once image is known to be as the images directory has it
+// at start: the first pass has imported an archive naming it, or the pass
+// is over (Ready), or ctx's error when ctx ends first. A pod thus waits
+// for its own archive, not for every archive in the directory, and an
+// archive dropped in while podvisor was down still replaces the image
+// before the pod uses it. (Two archives naming one image: the first
+// imported releases its pods; which that is is not defined.)
+func (w *Watcher) Wait(ctx context.Context, image string) error {
+	name, err := Normalize(image)
+	for {
+		w.mu.Lock()
+		got, progress := err == nil && w.first[name], w.progress
+		w.mu.Unlock()
+		if got {
+			return nil
+		}
+		select {
+		case <-w.ready:
+			return nil
+		case <-progress:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// imported records the images the first pass has imported and wakes
+// their waiters; after the first pass it is a no-op.
+func (w *Watcher) imported(names []string) {
+	select {
+	case <-w.ready:
+		return
+	default:
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, n := range names {
+		w.first[n] = true
+	}
+	close(w.progress)
+	w.progress = make(chan struct{})
+}
 
 // Run imports the directory, closes Ready, and then imports archives as
 // they are completed until ctx ends (at once when there is no Dir). It is
@@ -204,6 +256,7 @@ func (w *Watcher) pass(ctx context.Context, now time.Time) {
 		w.done[name] = v
 		nImported++
 		w.log.Info("imported image archive", "file", p, "images", imgs)
+		w.imported(imgs)
 	}
 	switch {
 	case nFailed > 0:

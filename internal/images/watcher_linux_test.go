@@ -281,3 +281,76 @@ func TestWatcherNoDirectory(t *testing.T) {
 		}
 	}
 }
+
+// heldImporter imports each archive as the image names says, and holds an
+// archive's import while its hold channel is open.
+type heldImporter struct {
+	names map[string]string
+	hold  map[string]chan struct{}
+}
+
+func (h heldImporter) Import(ctx context.Context, path string) ([]string, error) {
+	name := filepath.Base(path)
+	if c, ok := h.hold[name]; ok {
+		select {
+		case <-c:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return []string{h.names[name]}, nil
+}
+
+// TestWatcherWaitPerImage: during the first pass a pod's image is let go
+// once its own archive is imported, while a later archive is still being
+// imported; an image no archive names waits for the pass's end.
+func TestWatcherWaitPerImage(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"a.tar", "b.tar"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(n), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	imp := heldImporter{
+		names: map[string]string{"a.tar": "docker.io/library/busybox:1.36", "b.tar": "registry.k8s.io/etcd:3.6.5-0"},
+		hold:  map[string]chan struct{}{"b.tar": make(chan struct{})},
+	}
+	w := New(Options{Dir: dir, Importer: imp})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	go w.Run(ctx)
+
+	waitB, waitOther := make(chan error, 1), make(chan error, 1)
+	go func() { waitB <- w.Wait(ctx, "registry.k8s.io/etcd:3.6.5-0") }()
+	go func() { waitOther <- w.Wait(ctx, "nginx") }()
+	// a.tar's image, named as a pod names it.
+	if err := w.Wait(ctx, "busybox:1.36"); err != nil {
+		t.Fatalf("the first archive's image was not let go: %v", err)
+	}
+	select {
+	case <-w.Ready():
+		t.Fatal("the first pass ended while b.tar's import is held")
+	case err := <-waitB:
+		t.Fatalf("b.tar's image let go before b.tar was imported (%v)", err)
+	case err := <-waitOther:
+		t.Fatalf("an image no archive names let go before the first pass ended (%v)", err)
+	default:
+	}
+	close(imp.hold["b.tar"])
+	if err := <-waitB; err != nil {
+		t.Errorf("b.tar's image: %v", err)
+	}
+	if err := <-waitOther; err != nil {
+		t.Errorf("an image no archive names, after the first pass: %v", err)
+	}
+	select {
+	case <-w.Ready():
+	default:
+		t.Error("an image no archive names was let go before Ready")
+	}
+	done, stop := context.WithCancel(context.Background())
+	stop()
+	if err := New(Options{Dir: dir, Importer: imp}).Wait(done, "nginx"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Wait on an ended context: %v, want context.Canceled", err)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
 	"github.com/moby/sys/signal"
+	"github.com/podvisor/podvisor/internal/images"
 	"github.com/podvisor/podvisor/supervise"
 	v1 "k8s.io/api/core/v1"
 )
@@ -71,14 +72,8 @@ func New(c *client.Client, opts Options) *Runtime {
 }
 
 // normalizeImage turns a pod's image into containerd's name as docker
-// does: "busybox" is "docker.io/library/busybox:latest".
-func normalizeImage(image string) (string, error) {
-	named, err := reference.ParseDockerRef(image)
-	if err != nil {
-		return "", fmt.Errorf("invalid image name %q: %w", image, err)
-	}
-	return named.String(), nil
-}
+// does (images.Normalize).
+func normalizeImage(image string) (string, error) { return images.Normalize(image) }
 
 // EnsureImage finds (or pulls) and unpacks the container's image according
 // to its pull policy. With Always and an unreachable registry, a local image
