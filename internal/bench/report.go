@@ -369,6 +369,6 @@ func (r *report) printMirror(w io.Writer) {
 		retries = append(retries, fmt.Sprint(kr.NodeRetries))
 		refusals = append(refusals, fmt.Sprint(kr.MirrorRefusals))
 	}
-	fmt.Fprintf(w, "\nThe archives are imported one after another, in name order; the pods look for their image only once that first import pass has ended. Per run: failed node-status tries before the node was registered (each followed by a back-off wait): %s; mirror creations the apiserver refused (each followed by a back-off): %s.\n",
+	fmt.Fprintf(w, "\nThe archives are imported one after another, in name order; a pod looks for its image once the archive naming it is imported. Per run: failed node-status tries before the node was registered (each followed by a back-off wait): %s; mirror creations the apiserver refused (each followed by a back-off): %s.\n",
 		strings.Join(retries, ", "), strings.Join(refusals, ", "))
 }
