@@ -243,8 +243,11 @@ func runAction(c *cli.Context) error {
 	imgs := images.New(images.Options{
 		Dir:      c.String("images-dir"),
 		Importer: mets.Importer(supervise.Bounded(rt, c.Duration("runtime-request-timeout"))),
-		Log:      log,
-		OnImport: func() { sup.ImagesImported() },
+		// A restart skips the archives unchanged since their import.
+		StateFile: paths.ImagesState(),
+		Digests:   rt.ImageDigests,
+		Log:       log,
+		OnImport:  func() { sup.ImagesImported() },
 		OnWarning: func(msg string) {
 			sink.Record(status.Event{Node: node, Type: v1.EventTypeWarning, Reason: "ImagesWarning", Message: msg})
 		},

@@ -22,8 +22,14 @@
 //     find one, and it is imported again once complete.
 //   - A missing directory is waited for (inotify.Watch watches its parent);
 //     dotfiles and names not ending in .tar are never archives.
-//   - An archive unchanged (size and modification time) since its last
-//     import is not imported again. A failed import is logged and retried
+//   - An archive unchanged (size, modification time and inode) since its
+//     last import is not imported again. With StateFile and Digests, that
+//     holds across restarts: the state file records each imported archive
+//     and its images' digests, and an unchanged archive whose images are
+//     all still there with those digests is skipped at start (its images
+//     are let go to Wait as an import's are). A missing, broken or
+//     other-version state file, or digests that cannot be looked up, mean
+//     the archive is imported. A failed import is logged and retried
 //     with back-off (internal/backoff: 1 s doubling to 30 s, with jitter),
 //     and at once when the archive is written again.
 //   - OnImport is called after every pass that imported at least one

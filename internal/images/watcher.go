@@ -47,16 +47,25 @@ type Options struct {
 	// TrustedUID is a user trusted besides root to own the directory, its
 	// parents and the archives; 0 trusts root only.
 	TrustedUID int
+	// StateFile and Digests, when both set, let a restarted podvisor skip
+	// the archives it imported before: StateFile records each imported
+	// archive's version and the digests of its images (Digests looks them
+	// up by name; a missing one is left out), and an archive unchanged
+	// since, whose images are all still there with those digests, is not
+	// imported again at start.
+	StateFile string
+	Digests   func(ctx context.Context, names []string) (map[string]string, error)
 	// Backoff returns a new back-off for each thing retried: failed
 	// imports, and a watch that cannot be set up. Nil means
 	// backoff.Retry(time.Now, DefaultRetryMax).
 	Backoff func() *backoff.Backoff
 }
 
-// version identifies a version of an archive.
+// version identifies a version of an archive (versionOf).
 type version struct {
 	size  int64
 	mtime time.Time
+	ino   uint64
 }
 
 // Watcher keeps an images directory imported; see the package
@@ -73,13 +82,14 @@ type Watcher struct {
 	progress chan struct{}
 
 	// Owned by Run's goroutine.
-	done    map[string]version  // by file name: imported
-	failed  map[string]version  // by file name: last import failed
-	pending map[string]bool     // announced complete since the last pass
-	full    bool                // every archive must be looked at
-	retry   *backoff.Backoff    // between passes retrying failures
-	retryAt time.Time           // when failures are tried again; zero: none
-	warned  map[string][]string // by file name ("" the directory): warnings told
+	known   map[string]archiveState // by file name: imported, as StateFile has it
+	done    map[string]version      // by file name: imported
+	failed  map[string]version      // by file name: last import failed
+	pending map[string]bool         // announced complete since the last pass
+	full    bool                    // every archive must be looked at
+	retry   *backoff.Backoff        // between passes retrying failures
+	retryAt time.Time               // when failures are tried again; zero: none
+	warned  map[string][]string     // by file name ("" the directory): warnings told
 }
 
 // New returns a Watcher configured by opts, with its defaults applied.
@@ -96,6 +106,7 @@ func New(opts Options) *Watcher {
 		ready:    make(chan struct{}),
 		first:    map[string]bool{},
 		progress: make(chan struct{}),
+		known:    map[string]archiveState{},
 		done:     map[string]version{},
 		failed:   map[string]version{},
 		pending:  map[string]bool{},
@@ -161,6 +172,7 @@ func (w *Watcher) Run(ctx context.Context) {
 		close(w.ready)
 		return
 	}
+	w.loadState()
 	readied := false
 	ready := func() {
 		if !readied {
@@ -217,7 +229,7 @@ func (w *Watcher) step(ctx context.Context, now time.Time) time.Time {
 // is due, is skipped.
 func (w *Watcher) pass(ctx context.Context, now time.Time) {
 	retryDue := !now.Before(w.retryAt)
-	nImported, nFailed := 0, 0
+	nImported, nFailed, nKnown := 0, 0, 0
 	w.checkDir()
 	names, err := w.candidates()
 	var errs []error
@@ -232,9 +244,10 @@ func (w *Watcher) pass(ctx context.Context, now time.Time) {
 			delete(w.done, name)
 			delete(w.failed, name)
 			delete(w.warned, name)
+			w.forget(name)
 			continue
 		}
-		v := version{size: fi.Size(), mtime: fi.ModTime()}
+		v := versionOf(fi)
 		if w.done[name] == v {
 			continue
 		}
@@ -242,12 +255,21 @@ func (w *Watcher) pass(ctx context.Context, now time.Time) {
 			continue
 		}
 		w.warn(name, problemsOf(p, fi, w.opts.TrustedUID))
+		if imgs, ok := w.unchanged(ctx, name, v); ok {
+			delete(w.failed, name)
+			w.done[name] = v
+			nKnown++
+			w.log.Info("image archive unchanged since its import", "file", p, "images", imgs)
+			w.imported(imgs)
+			continue
+		}
 		imgs, err := w.opts.Importer.Import(ctx, p)
 		if ctx.Err() != nil {
 			return // stopping: nothing more is due
 		}
 		if err != nil {
 			w.failed[name] = v
+			w.forget(name)
 			nFailed++
 			errs = append(errs, fmt.Errorf("%s: %w", p, err))
 			continue
@@ -256,6 +278,7 @@ func (w *Watcher) pass(ctx context.Context, now time.Time) {
 		w.done[name] = v
 		nImported++
 		w.log.Info("imported image archive", "file", p, "images", imgs)
+		w.remember(ctx, name, v, imgs)
 		w.imported(imgs)
 	}
 	switch {
@@ -268,7 +291,7 @@ func (w *Watcher) pass(ctx context.Context, now time.Time) {
 	if err := errors.Join(errs...); err != nil {
 		w.log.Error("import images", "dir", w.opts.Dir, "err", err)
 	}
-	if nImported > 0 && w.opts.OnImport != nil {
+	if nImported+nKnown > 0 && w.opts.OnImport != nil {
 		w.opts.OnImport()
 	}
 }
@@ -299,6 +322,11 @@ func (w *Watcher) candidates() ([]string, error) {
 	}
 	for _, m := range []map[string]version{w.done, w.failed} {
 		maps.DeleteFunc(m, func(name string, _ version) bool { return !slices.Contains(names, name) })
+	}
+	for name := range w.known {
+		if !slices.Contains(names, name) {
+			w.forget(name)
+		}
 	}
 	maps.DeleteFunc(w.warned, func(name string, _ []string) bool { return name != "" && !slices.Contains(names, name) })
 	return names, nil

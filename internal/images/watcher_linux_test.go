@@ -354,3 +354,149 @@ func TestWatcherWaitPerImage(t *testing.T) {
 		t.Errorf("Wait on an ended context: %v, want context.Canceled", err)
 	}
 }
+
+// fakeStore is what the fake importer's images resolve to: digests by
+// image name, as the runtime holds them.
+type fakeStore struct {
+	mu      sync.Mutex
+	digests map[string]string
+	fail    error
+}
+
+func (s *fakeStore) Digests(_ context.Context, names []string) (map[string]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil {
+		return nil, s.fail
+	}
+	out := map[string]string{}
+	for _, n := range names {
+		if d, ok := s.digests[n]; ok {
+			out[n] = d
+		}
+	}
+	return out, nil
+}
+
+func (s *fakeStore) set(name, digest string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if digest == "" {
+		delete(s.digests, name)
+	} else {
+		s.digests[name] = digest
+	}
+}
+
+// runOnce runs a Watcher with a state file over dir until its first pass
+// ends, and returns the imports it made.
+func runOnce(t *testing.T, dir, stateFile string, st *fakeStore) []string {
+	t.Helper()
+	f := newFake()
+	w := New(Options{Dir: dir, Importer: f, StateFile: stateFile, Digests: st.Digests, Backoff: fastRetry})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	select {
+	case <-w.Ready():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Ready not closed")
+	}
+	return f.names()
+}
+
+// TestWatcherSkipsUnchangedAtStart: a restarted podvisor does not import
+// again an archive it imported before when the archive is unchanged and
+// every image it named is still there with the digest it had; one
+// rewritten, replaced, or whose image is gone or changed, is imported.
+func TestWatcherSkipsUnchangedAtStart(t *testing.T) {
+	dir, stateFile := t.TempDir(), filepath.Join(t.TempDir(), "images", "state.json")
+	write(t, filepath.Join(dir, "a.tar"), "a")
+	write(t, filepath.Join(dir, "b.tar"), "b")
+	// The fake importer names a.tar's image docker.io/library/a.tar.
+	st := &fakeStore{digests: map[string]string{"docker.io/library/a.tar": "sha256:a", "docker.io/library/b.tar": "sha256:b"}}
+	if got := runOnce(t, dir, stateFile, st); !slices.Equal(got, []string{"a.tar", "b.tar"}) {
+		t.Fatalf("first start imported %v, want both", got)
+	}
+	if got := runOnce(t, dir, stateFile, st); len(got) != 0 {
+		t.Errorf("a restart imported %v again, all unchanged", got)
+	}
+	// b's image was changed in the runtime (re-tagged, say): b.tar again.
+	st.set("docker.io/library/b.tar", "sha256:other")
+	if got := runOnce(t, dir, stateFile, st); !slices.Equal(got, []string{"b.tar"}) {
+		t.Errorf("after b's image changed, imported %v, want b.tar", got)
+	}
+	// a's image is gone: a.tar again.
+	st.set("docker.io/library/a.tar", "")
+	if got := runOnce(t, dir, stateFile, st); !slices.Equal(got, []string{"a.tar"}) {
+		t.Errorf("after a's image was removed, imported %v, want a.tar", got)
+	}
+	st.set("docker.io/library/a.tar", "sha256:a")
+	// a.tar replaced by a copy with the same size and time (a new inode).
+	fi, err := os.Stat(filepath.Join(dir, "a.tar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, ".a.tar.new")
+	write(t, tmp, "A")
+	if err := os.Chtimes(tmp, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "a.tar")); err != nil {
+		t.Fatal(err)
+	}
+	if got := runOnce(t, dir, stateFile, st); !slices.Equal(got, []string{"a.tar"}) {
+		t.Errorf("after a.tar was replaced keeping its size and time, imported %v, want a.tar", got)
+	}
+	// The runtime cannot be asked: everything is imported.
+	st.mu.Lock()
+	st.fail = errors.New("containerd away")
+	st.mu.Unlock()
+	if got := runOnce(t, dir, stateFile, st); !slices.Equal(got, []string{"a.tar", "b.tar"}) {
+		t.Errorf("with the digests unknown, imported %v, want both", got)
+	}
+	// A state file that is not ours is ignored, not fatal.
+	st.mu.Lock()
+	st.fail = nil
+	st.mu.Unlock()
+	write(t, stateFile, "{not json")
+	if got := runOnce(t, dir, stateFile, st); !slices.Equal(got, []string{"a.tar", "b.tar"}) {
+		t.Errorf("with a broken state file, imported %v, want both", got)
+	}
+	if got := runOnce(t, dir, stateFile, st); len(got) != 0 {
+		t.Errorf("after the broken state file was rewritten, a restart imported %v", got)
+	}
+}
+
+// An archive skipped at start as unchanged lets its image go at once, as
+// an import does, while a later archive is still being imported.
+func TestWatcherUnchangedLetsImageGo(t *testing.T) {
+	dir, stateFile := t.TempDir(), filepath.Join(t.TempDir(), "state.json")
+	write(t, filepath.Join(dir, "a.tar"), "a")
+	names := map[string]string{"a.tar": "docker.io/library/busybox:1.36", "b.tar": "registry.k8s.io/etcd:3.6.5-0"}
+	st := &fakeStore{digests: map[string]string{names["a.tar"]: "sha256:a", names["b.tar"]: "sha256:b"}}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	first := New(Options{Dir: dir, Importer: heldImporter{names: names}, StateFile: stateFile, Digests: st.Digests})
+	fctx, fcancel := context.WithCancel(ctx)
+	go first.Run(fctx)
+	<-first.Ready()
+	fcancel()
+
+	write(t, filepath.Join(dir, "b.tar"), "b")
+	imp := heldImporter{names: names, hold: map[string]chan struct{}{"a.tar": make(chan struct{}), "b.tar": make(chan struct{})}}
+	w := New(Options{Dir: dir, Importer: imp, StateFile: stateFile, Digests: st.Digests})
+	go w.Run(ctx)
+	// a.tar's import would block: it is not imported, and its image goes.
+	if err := w.Wait(ctx, "busybox:1.36"); err != nil {
+		t.Fatalf("the unchanged archive's image was not let go: %v", err)
+	}
+	select {
+	case <-w.Ready():
+		t.Fatal("the first pass ended while b.tar's import is held")
+	default:
+	}
+	close(imp.hold["b.tar"])
+	<-w.Ready()
+}

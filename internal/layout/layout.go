@@ -8,7 +8,8 @@
 //     nothing here touches the filesystem.
 //   - State (survives reboots): <state>/pods/<uid>/{record.json,files,
 //     termination/<container-id>}, <state>/events.jsonl,
-//     <state>/manifests/state.json, <state>/cni/{cache,networks},
+//     <state>/manifests/state.json, <state>/images/state.json,
+//     <state>/cni/{cache,networks},
 //     <state>/node-name, <state>/podvisor.lock, and the embedded
 //     containerd's root <state>/containerd.
 //   - Run (gone at reboot): <run>/pods/<sandbox>/{net,ipc,shm},
@@ -57,6 +58,9 @@ func (l Layout) TerminationLog(uid, containerID string) string {
 
 // EventJournal is where events survive a restart.
 func (l Layout) EventJournal() string { return filepath.Join(l.StateDir, "events.jsonl") }
+
+// ImagesState records the image archives imported from the images dir.
+func (l Layout) ImagesState() string { return filepath.Join(l.StateDir, "images", "state.json") }
 
 // CNICache is libcni's result cache.
 func (l Layout) CNICache() string { return filepath.Join(l.StateDir, "cni", "cache") }

@@ -10,6 +10,7 @@ func TestPaths(t *testing.T) {
 		l.TerminationLog("u1", "c1"): "/s/pods/u1/termination/c1/termination-log",
 		l.EventJournal():             "/s/events.jsonl",
 		l.CNICache():                 "/s/cni/cache",
+		l.ImagesState():              "/s/images/state.json",
 		l.CNIData():                  "/s/cni/networks",
 		l.NodeNameFile():             "/s/node-name",
 		l.LockFile():                 "/s/podvisor.lock",

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	client "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/errdefs"
 	"github.com/podvisor/podvisor/internal/images"
 )
 
@@ -44,4 +45,25 @@ func (r *Runtime) Import(ctx context.Context, path string) (_ []string, err erro
 		return nil, fmt.Errorf("archive names no image (no io.containerd.image.name or org.opencontainers.image.ref.name annotation, no RepoTags)")
 	}
 	return names, nil
+}
+
+// ImageDigests returns the target digest of each of the named images that
+// exists, by name; a name with no image is left out. It is how the images
+// dir tells, at start, that an archive imported before is still what
+// containerd holds.
+func (r *Runtime) ImageDigests(ctx context.Context, names []string) (_ map[string]string, err error) {
+	defer markUnavailable(&err)
+	out := make(map[string]string, len(names))
+	is := r.client.ImageService()
+	for _, n := range names {
+		img, err := is.Get(ctx, n)
+		if errdefs.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("look up image %s: %w", n, err)
+		}
+		out[n] = img.Target.Digest.String()
+	}
+	return out, nil
 }

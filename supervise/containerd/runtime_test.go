@@ -82,6 +82,11 @@ func TestRuntime(t *testing.T) {
 	if names, err := rt.Import(ctx, stopper); err != nil || !slices.Contains(names, stopperRef) {
 		t.Fatalf("import stopper = %v, %v", names, err)
 	}
+	// The digests of images that exist, by name; a missing one is left out.
+	digests, err := rt.ImageDigests(ctx, []string{env.ImageRef, stopperRef, "docker.io/library/missing:1"})
+	if err != nil || len(digests) != 2 || !strings.HasPrefix(digests[env.ImageRef], "sha256:") || digests[stopperRef] == digests[env.ImageRef] {
+		t.Errorf("ImageDigests = %v, %v; want the two imported images' distinct digests", digests, err)
+	}
 	bad := filepath.Join(dir, "bad.tar")
 	os.WriteFile(bad, []byte("not an archive"), 0o644)
 	if _, err := rt.Import(ctx, bad); err == nil {
