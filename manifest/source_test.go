@@ -1,7 +1,6 @@
 package manifest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/podvisor/podvisor/internal/inotify"
+	"github.com/podvisor/podvisor/internal/syncbuf"
 )
 
 // named returns basePod with another metadata.name.
@@ -151,22 +151,7 @@ func TestScanDuplicates(t *testing.T) {
 }
 
 // logBuffer is a slog handler target safe for concurrent use.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type logBuffer = syncbuf.Buffer
 
 func TestScanLogsOnce(t *testing.T) {
 	dir := t.TempDir()
