@@ -89,8 +89,10 @@ func notifySocket(t *testing.T, d *daemon) (string, func() []string) {
 }
 
 // READY=1 comes only once the first sync is done: at that moment the
-// manifest's pod is listed by the API and its sandbox recorded. STATUS=
-// lines come before it, WATCHDOG=1 pings after, STOPPING=1 at the end.
+// manifest's pod is listed by the API (its worker has published it; its
+// sandbox may still be being made, since READY=1 must not wait for a slow
+// CNI plugin or image import past systemd's start timeout). STATUS= lines
+// come before it, WATCHDOG=1 pings after, STOPPING=1 at the end.
 func TestSystemdNotify(t *testing.T) {
 	t.Parallel()
 	d := newDaemon(t)
@@ -119,9 +121,6 @@ func TestSystemdNotify(t *testing.T) {
 	}
 	if len(list.Items) != 1 || list.Items[0].Name != "sleeper-"+node {
 		t.Fatalf("at READY=1 the API lists %d pods, want sleeper-%s", len(list.Items), node)
-	}
-	if len(d.sandboxIDs()) != 1 {
-		t.Fatalf("at READY=1 no sandbox is recorded for the pod")
 	}
 	t.Logf("statuses before READY=1: %q; READY=1 with %q", statuses, ready)
 	for _, want := range []string{"starting", "waiting for containerd", "syncing pods"} {
