@@ -194,7 +194,8 @@ func (h host) specOpts(in supervise.ContainerConfig, imageEntrypoint, imageCmd [
 	// container that is not privileged has its own cgroup namespace, so the
 	// mount shows its cgroup as the root; on v1 runc binds the container's
 	// cgroup of each hierarchy.
-	privileged := isPrivileged(effectiveSecurityContext(pod, c))
+	sc := effectiveSecurityContext(pod, c)
+	privileged := isPrivileged(sc)
 	cg := specs.Mount{Destination: "/sys/fs/cgroup", Type: "cgroup", Source: "cgroup", Options: []string{"nosuid", "noexec", "nodev", "relatime", "ro"}}
 	if h.cgroupV2 && !privileged {
 		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.CgroupNamespace}))
@@ -218,7 +219,7 @@ func (h host) specOpts(in supervise.ContainerConfig, imageEntrypoint, imageCmd [
 	}
 
 	opts = append(opts, withIdentity(pod, c, in.Image.ID, h.imageUser))
-	sec, err := h.securityOpts(effectiveSecurityContext(pod, c))
+	sec, err := h.securityOpts(sc)
 	if err != nil {
 		return nil, err
 	}
@@ -318,8 +319,6 @@ func withOOMScoreAdj(adj int) oci.SpecOpts {
 	}
 }
 
-// withReplacedMounts adds mounts, dropping any existing mount with the same
-// destination first.
 // withoutShadowed returns defaults but those a mount of the container's own
 // replaces (the same destination).
 func withoutShadowed(defaults, own []specs.Mount) []specs.Mount {
@@ -349,6 +348,8 @@ func cgroupSharedOpts(v2 bool, root string) []string {
 
 func isPrivileged(sc *v1.SecurityContext) bool { return sc.Privileged != nil && *sc.Privileged }
 
+// withReplacedMounts adds mounts, dropping any existing mount with the same
+// destination first.
 func withReplacedMounts(ms []specs.Mount) oci.SpecOpts {
 	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
 		dests := map[string]bool{}
