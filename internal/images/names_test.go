@@ -55,3 +55,20 @@ func TestIsArchive(t *testing.T) {
 		}
 	}
 }
+
+// A pod's image is named as docker names it, the name Import gives.
+func TestNormalize(t *testing.T) {
+	for in, want := range map[string]string{
+		"busybox":             "docker.io/library/busybox:latest",
+		"busybox:1.36":        "docker.io/library/busybox:1.36",
+		"k8s.gcr.io/etcd:3.5": "k8s.gcr.io/etcd:3.5",
+	} {
+		got, err := Normalize(in)
+		if err != nil || got != want {
+			t.Errorf("Normalize(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if _, err := Normalize("busybox:bad tag"); err == nil {
+		t.Error("Normalize accepted an invalid name")
+	}
+}

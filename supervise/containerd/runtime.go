@@ -71,16 +71,12 @@ func New(c *client.Client, opts Options) *Runtime {
 	return &Runtime{client: c, opts: opts, unpacked: map[string]bool{}, images: map[string]client.Image{}, execs: map[string]execTarget{}, instance: randomID()}
 }
 
-// normalizeImage turns a pod's image into containerd's name as docker
-// does (images.Normalize).
-func normalizeImage(image string) (string, error) { return images.Normalize(image) }
-
 // EnsureImage finds (or pulls) and unpacks the container's image according
 // to its pull policy. With Always and an unreachable registry, a local image
 // is used with a warning: an air-gapped box must boot.
 func (r *Runtime) EnsureImage(ctx context.Context, c *v1.Container) (_ supervise.Image, err error) {
 	defer markUnavailable(&err)
-	ref, err := normalizeImage(c.Image)
+	ref, err := images.Normalize(c.Image)
 	if err != nil {
 		return supervise.Image{}, err
 	}
