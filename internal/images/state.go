@@ -40,12 +40,14 @@ func (a archiveState) is(v version) bool {
 	return a.Size == v.size && a.MTime.Equal(v.mtime) && a.Ino == v.ino
 }
 
-// loadState reads the state file; a missing, unreadable or other-version
-// file is an empty state (every archive is imported again), logged unless
-// missing.
+// persists reports whether the Watcher keeps a state file.
+func (w *Watcher) persists() bool { return w.opts.StateFile != "" && w.opts.Digests != nil }
+
+// loadState reads the state file into w.known; a missing, unreadable or
+// other-version file is an empty state (every archive is imported again),
+// logged unless missing.
 func (w *Watcher) loadState() {
-	w.known = map[string]archiveState{}
-	if w.opts.StateFile == "" || w.opts.Digests == nil {
+	if !w.persists() {
 		return
 	}
 	data, err := os.ReadFile(w.opts.StateFile)
@@ -69,7 +71,7 @@ func (w *Watcher) loadState() {
 // saveState writes the state file; a failure is logged (the archives are
 // then imported again at the next start, nothing is lost).
 func (w *Watcher) saveState() {
-	if w.opts.StateFile == "" || w.opts.Digests == nil {
+	if !w.persists() {
 		return
 	}
 	data, err := json.Marshal(stateFile{Version: stateVersion, Archives: w.known})
@@ -115,7 +117,7 @@ func (w *Watcher) unchanged(ctx context.Context, name string, v version) ([]stri
 // remember records archive name, imported at version v with images names,
 // and saves the state.
 func (w *Watcher) remember(ctx context.Context, name string, v version, names []string) {
-	if w.opts.StateFile == "" || w.opts.Digests == nil {
+	if !w.persists() {
 		return
 	}
 	dctx, cancel := context.WithTimeout(ctx, digestTimeout)
