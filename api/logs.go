@@ -147,14 +147,7 @@ func containerNames(cs []v1.Container) string {
 // terminated one. The current run is RestartCount; a last terminated run
 // that is not it is the one before.
 func logInstance(pod *v1.Pod, container string, previous bool) (int32, error) {
-	var cs *v1.ContainerStatus
-	for _, list := range [][]v1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
-		for i := range list {
-			if list[i].Name == container {
-				cs = &list[i]
-			}
-		}
-	}
+	cs := containerStatusOf(pod, container)
 	if cs == nil {
 		return 0, badRequest(fmt.Sprintf("container %q in pod %q is not available", container, pod.Name))
 	}
@@ -294,31 +287,27 @@ func serveLog(w http.ResponseWriter, r *http.Request, o Options) {
 // exited and is to be restarted (restartPolicy Always, a sidecar, a failed
 // one under OnFailure) is followed on into its next run.
 func logEnded(pods []v1.Pod, uid types.UID, container, live string) bool {
-	i := slices.IndexFunc(pods, func(p v1.Pod) bool { return p.UID == uid })
-	if i < 0 {
+	pod := podByUID(pods, uid)
+	if pod == nil {
 		return true
 	}
 	var n int32
 	if _, err := fmt.Sscanf(filepath.Base(live), "%d.log", &n); err != nil {
 		return false
 	}
-	pod := &pods[i]
-	st := pod.Status
-	for _, cs := range slices.Concat(st.InitContainerStatuses, st.ContainerStatuses) {
-		if cs.Name != container {
-			continue
-		}
-		// The next run's file (n = count+1) appears as its task starts,
-		// before the status counts the restart: that run is followed. A
-		// count further below n: the pod was removed and made again (a
-		// static pod keeps its UID), its logs with it.
-		if cs.RestartCount+1 < n {
-			return true
-		}
-		t := cs.State.Terminated
-		return t != nil && cs.RestartCount == n && !restarts(pod, container, t.ExitCode)
+	cs := containerStatusOf(pod, container)
+	if cs == nil {
+		return false
 	}
-	return false
+	// The next run's file (n = count+1) appears as its task starts, before
+	// the status counts the restart: that run is followed. A count further
+	// below n: the pod was removed and made again (a static pod keeps its
+	// UID), its logs with it.
+	if cs.RestartCount+1 < n {
+		return true
+	}
+	t := cs.State.Terminated
+	return t != nil && cs.RestartCount == n && !restarts(pod, container, t.ExitCode)
 }
 
 // restarts reports whether container of pod, terminated with exitCode, is
@@ -354,18 +343,15 @@ func restarts(pod *v1.Pod, container string, exitCode int32) bool {
 // logStatus is the container's status as a followed log's end saw it, for
 // the debug log.
 func logStatus(pods []v1.Pod, uid types.UID, container string) string {
-	for _, p := range pods {
-		if p.UID != uid {
-			continue
-		}
-		for _, cs := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
-			if cs.Name == container {
-				return fmt.Sprintf("restarts %d, state %+v", cs.RestartCount, cs.State)
-			}
-		}
+	pod := podByUID(pods, uid)
+	if pod == nil {
+		return "pod gone"
+	}
+	cs := containerStatusOf(pod, container)
+	if cs == nil {
 		return "no status"
 	}
-	return "pod gone"
+	return fmt.Sprintf("restarts %d, state %+v", cs.RestartCount, cs.State)
 }
 
 // logWriteTimeout bounds each write of a log response.

@@ -75,6 +75,29 @@ func registerRestart(mux *http.ServeMux, o Options) {
 	})
 }
 
+// podByUID is the pod of pods with uid, or nil.
+func podByUID(pods []v1.Pod, uid types.UID) *v1.Pod {
+	for i := range pods {
+		if pods[i].UID == uid {
+			return &pods[i]
+		}
+	}
+	return nil
+}
+
+// containerStatusOf is the status of pod's container (init or app) called
+// name, or nil when it has none.
+func containerStatusOf(pod *v1.Pod, name string) *v1.ContainerStatus {
+	for _, list := range [][]v1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
+		}
+	}
+	return nil
+}
+
 // findPod finds one pod by name as GET /pods/{name} does, writing the
 // error answer when there is not exactly one.
 func findPod(w http.ResponseWriter, s Store, name, namespace string) (*v1.Pod, bool) {

@@ -202,21 +202,15 @@ func runningStatus(pod *v1.Pod, name string) (*v1.ContainerStatus, error) {
 	if p := pod.Status.Phase; p == v1.PodSucceeded || p == v1.PodFailed {
 		return nil, fmt.Errorf("cannot exec into or attach to a container in a completed pod; current phase is %s", p)
 	}
-	for _, list := range [][]v1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
-		for i := range list {
-			st := &list[i]
-			if st.Name != name {
-				continue
-			}
-			id, ok := strings.CutPrefix(st.ContainerID, "containerd://")
-			switch {
-			case st.State.Running != nil && ok && id != "":
-				return st, nil
-			case st.State.Waiting != nil && st.State.Waiting.Reason != "":
-				return nil, fmt.Errorf("container %s is not running: %s", name, st.State.Waiting.Reason)
-			case st.State.Terminated != nil:
-				return nil, fmt.Errorf("container %s is not running: it terminated (%s)", name, st.State.Terminated.Reason)
-			}
+	if st := containerStatusOf(pod, name); st != nil {
+		id, ok := strings.CutPrefix(st.ContainerID, "containerd://")
+		switch {
+		case st.State.Running != nil && ok && id != "":
+			return st, nil
+		case st.State.Waiting != nil && st.State.Waiting.Reason != "":
+			return nil, fmt.Errorf("container %s is not running: %s", name, st.State.Waiting.Reason)
+		case st.State.Terminated != nil:
+			return nil, fmt.Errorf("container %s is not running: it terminated (%s)", name, st.State.Terminated.Reason)
 		}
 	}
 	return nil, fmt.Errorf("container %s is not running", name)
