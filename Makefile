@@ -7,8 +7,8 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/podvisor/podvisor/internal/version.Version=$(VERSION)
 CONTAINERD2_VERSION ?= v2.4.2
 CONTAINERD2_DIR := $(CURDIR)/.cache/containerd-$(CONTAINERD2_VERSION)
-# The control plane the mirror tests run (internal/controlplane), built by
-# the test-only module test/controlplane; the product never depends on it.
+# The control plane the mirror tests run (test/controlplane), built by
+# the test-only module test/controlplane/build; the product never depends on it.
 CONTROLPLANE_VERSION := v1.37.2
 CONTROLPLANE_DIR := $(CURDIR)/.cache/controlplane-$(CONTROLPLANE_VERSION)
 CONTROLPLANE_BINS := kube-apiserver kube-controller-manager kube-scheduler kubeadm kubectl etcd
@@ -38,13 +38,13 @@ all: build
 
 # podvisor and its log driver (which the shims start once per container;
 # podvisor uses it when it sits beside podvisor), and probetarget, the probe
-# tests' target (internal/probetarget): internal/testenv puts it in the test
+# tests' target (test/probetarget): test/testenv puts it in the test
 # image at /bin/probetarget, building its own unless
 # PODVISOR_TEST_PROBETARGET names one (e.g. $(CURDIR)/bin/probetarget).
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/podvisor .
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/podvisor-log-driver ./cmd/podvisor-log-driver
-	$(GO) build -trimpath -ldflags '-s -w' -o bin/probetarget ./internal/probetarget
+	$(GO) build -trimpath -ldflags '-s -w' -o bin/probetarget ./test/probetarget
 
 # podvisor, its log driver and the systemd unit (examples/podvisor.service,
 # its ExecStart pointed at $(PREFIX)/bin/podvisor); systemd is told only
@@ -69,7 +69,7 @@ deps:
 # The example image: busybox-static in an OCI archive, no registry needed.
 image: examples/images/busybox.tar
 examples/images/busybox.tar:
-	$(GO) run ./internal/mkimage -o $@ -ref docker.io/library/busybox:latest
+	$(GO) run ./test/mkimage -o $@ -ref docker.io/library/busybox:latest
 
 lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -92,20 +92,20 @@ test: deps lint
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -skip '$(CONTROLPLANE_TESTS)' ./... || rc=1; \
 	echo "waiting for the control plane build"; \
 	if ! wait $$cp; then cat $(CONTROLPLANE_LOG); exit 1; fi; \
-	PODVISOR_TEST_CONTROLPLANE=$(CONTROLPLANE_DIR) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '$(CONTROLPLANE_TESTS)' ./internal/controlplane ./internal/e2e || rc=1; \
+	PODVISOR_TEST_CONTROLPLANE=$(CONTROLPLANE_DIR) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '$(CONTROLPLANE_TESTS)' ./test/controlplane ./test/e2e || rc=1; \
 	exit $$rc
 
 test-unit:
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v /internal/e2e)
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
 
 test-e2e:
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./internal/e2e
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/e2e
 
 # The control-plane tests (TestMirror, TestKubeadmControlPlane) test the
 # link to an apiserver, not the runtime: they run once, against the Debian
 # containerd, which keeps `make test` well inside CI's time.
 test-containerd2: containerd2
-	PODVISOR_TEST_CONTAINERD=$(CONTAINERD2_DIR) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -skip '$(CONTROLPLANE_TESTS)' ./internal/e2e ./supervise/containerd
+	PODVISOR_TEST_CONTAINERD=$(CONTAINERD2_DIR) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -skip '$(CONTROLPLANE_TESTS)' ./test/e2e ./supervise/containerd
 
 # The fault-injection tests (TestFault*: a hanging CNI plugin, podvisor
 # stopped in the middle of removals, starts and an import, containerd held
@@ -116,7 +116,7 @@ faults: deps containerd2
 	@rc=0; for ctrd in "" "$(CONTAINERD2_DIR)"; do \
 		log=$$(mktemp); st=0; \
 		echo "== fault tests against $${ctrd:-the Debian containerd}"; \
-		PODVISOR_TEST_CONTAINERD=$$ctrd $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'TestFault' -v ./internal/e2e >$$log 2>&1 || st=1; \
+		PODVISOR_TEST_CONTAINERD=$$ctrd $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'TestFault' -v ./test/e2e >$$log 2>&1 || st=1; \
 		grep -E '^testenv: |^ +faults[a-z_]*_test\.go:[0-9]+: |^ *--- (PASS|FAIL|SKIP)|^(ok|FAIL)[[:space:]]' $$log \
 			| sed -E 's/^( +)faults[a-z_]*_test\.go:[0-9]+: /\1/'; \
 		if [ $$st = 0 ]; then rm -f $$log; else rc=1; echo "full output: $$log"; fi; \
@@ -131,7 +131,7 @@ $(CONTAINERD2_DIR)/containerd:
 		github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$(CONTAINERD2_VERSION)
 
 # kube-apiserver, kube-controller-manager, kube-scheduler, kubeadm, kubectl
-# and etcd, static, from test/controlplane in one go build (one shared
+# and etcd, static, from test/controlplane/build in one go build (one shared
 # compilation), niced so that tests running beside it keep their timing;
 # then their images, named as kubeadm's manifests name them, in
 # $(CONTROLPLANE_DIR)/images. Each step runs only when its output is
@@ -141,15 +141,15 @@ $(addprefix $(CONTROLPLANE_DIR)/,$(CONTROLPLANE_BINS)) &:
 	@echo "building $(subst $(eval) ,$(comma) ,$(CONTROLPLANE_BINS)) $(CONTROLPLANE_VERSION) into $(CONTROLPLANE_DIR)"
 	@echo "(first run, with an empty Go build cache: about 20 CPU-minutes, some 12 minutes on 2 idle cores; later runs reuse the cache and take well under a minute)"
 	mkdir -p $(CONTROLPLANE_DIR)
-	cd test/controlplane && GOWORK=off GOFLAGS=-buildvcs=false nice -n 19 $(GO) build -trimpath \
+	cd test/controlplane/build && GOWORK=off GOFLAGS=-buildvcs=false nice -n 19 $(GO) build -trimpath \
 		-ldflags '$(CONTROLPLANE_LDFLAGS)' -o $(CONTROLPLANE_DIR)/ \
 		$(addprefix k8s.io/kubernetes/cmd/,$(filter-out etcd,$(CONTROLPLANE_BINS))) ./cmd/etcd
 $(CONTROLPLANE_DIR)/images/etcd.tar: $(CONTROLPLANE_DIR)/etcd
 	@echo "image registry.k8s.io/etcd:3.7.0-0 -> $@"
-	@nice -n 19 $(GO) run ./internal/mkimage -o $@ -ref registry.k8s.io/etcd:3.7.0-0 -file /usr/local/bin/etcd=$<
+	@nice -n 19 $(GO) run ./test/mkimage -o $@ -ref registry.k8s.io/etcd:3.7.0-0 -file /usr/local/bin/etcd=$<
 $(CONTROLPLANE_DIR)/images/kube-%.tar: $(CONTROLPLANE_DIR)/kube-%
 	@echo "image registry.k8s.io/kube-$*:$(CONTROLPLANE_VERSION) -> $@"
-	@nice -n 19 $(GO) run ./internal/mkimage -o $@ -ref registry.k8s.io/kube-$*:$(CONTROLPLANE_VERSION) -file /usr/local/bin/kube-$*=$<
+	@nice -n 19 $(GO) run ./test/mkimage -o $@ -ref registry.k8s.io/kube-$*:$(CONTROLPLANE_VERSION) -file /usr/local/bin/kube-$*=$<
 
 # The demo: podvisor in the foreground on examples/ with a private
 # containerd (DEMO_CONTAINERD, default the one in PATH), its own containerd
@@ -265,10 +265,10 @@ endif
 bench: export PODVISOR_TEST_PROBETARGET := $(CURDIR)/bin/probetarget
 bench: export PODVISOR_TEST_CONTROLPLANE := $(CONTROLPLANE_DIR)
 bench: deps build controlplane
-	$(GO) run ./internal/bench -podvisor bin/podvisor -baseline-log-driver
-	$(GO) run ./internal/bench -podvisor bin/podvisor -idle 0
-	$(GO) run ./internal/bench -podvisor bin/podvisor -start=false -probes 30s
-	$(GO) run ./internal/bench -podvisor bin/podvisor -start=false -mirror
+	$(GO) run ./test/bench -podvisor bin/podvisor -baseline-log-driver
+	$(GO) run ./test/bench -podvisor bin/podvisor -idle 0
+	$(GO) run ./test/bench -podvisor bin/podvisor -start=false -probes 30s
+	$(GO) run ./test/bench -podvisor bin/podvisor -start=false -mirror
 
 # Bounded fuzzing of the manifest decoder (make test runs the seeds).
 fuzz:

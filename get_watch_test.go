@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/podvisor/podvisor/api"
-	"github.com/podvisor/podvisor/internal/syncbuf"
 	"github.com/podvisor/podvisor/status"
+	"github.com/podvisor/podvisor/test/syncbuf"
 	"github.com/urfave/cli/v2"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

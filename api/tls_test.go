@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podvisor/podvisor/internal/testcerts"
 	"github.com/podvisor/podvisor/status"
+	"github.com/podvisor/podvisor/test/testcerts"
 )
 
 type tlsFixture struct {

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/podvisor/podvisor/internal/inotify"
-	"github.com/podvisor/podvisor/internal/syncbuf"
+	"github.com/podvisor/podvisor/test/syncbuf"
 )
 
 // named returns basePod with another metadata.name.

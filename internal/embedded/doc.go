@@ -18,6 +18,6 @@
 //   - Ready is closed once a daemon, started or found, is up; Address is
 //     its socket.
 //   - Config renders the daemon's config.toml; the test environment
-//     (internal/testenv) uses the same generator, with Version, Major and
+//     (test/testenv) uses the same generator, with Version, Major and
 //     PrependPath.
 package embedded

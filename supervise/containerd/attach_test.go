@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/podvisor/podvisor/internal/crilog"
-	"github.com/podvisor/podvisor/internal/syncbuf"
+	"github.com/podvisor/podvisor/test/syncbuf"
 )
 
 func TestStartErrorCode(t *testing.T) {

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	client "github.com/containerd/containerd/v2/client"
-	"github.com/podvisor/podvisor/internal/image"
-	"github.com/podvisor/podvisor/internal/testenv"
 	"github.com/podvisor/podvisor/supervise"
+	"github.com/podvisor/podvisor/test/testenv"
+	"github.com/podvisor/podvisor/test/testimage"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -76,7 +76,7 @@ func TestRuntime(t *testing.T) {
 		t.Fatalf("import busybox = %v, %v", names, err)
 	}
 	stopper := filepath.Join(dir, "stopper.tar")
-	if err := image.Build(stopper, image.Options{Ref: stopperRef, StopSignal: "SIGUSR1"}); err != nil {
+	if err := testimage.Build(stopper, testimage.Options{Ref: stopperRef, StopSignal: "SIGUSR1"}); err != nil {
 		t.Fatal(err)
 	}
 	if names, err := rt.Import(ctx, stopper); err != nil || !slices.Contains(names, stopperRef) {

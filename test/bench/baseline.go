@@ -1,0 +1,268 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/containerd/errdefs"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/podvisor/podvisor/cni"
+	"github.com/podvisor/podvisor/internal/crilog"
+	"github.com/podvisor/podvisor/test/testenv"
+)
+
+// baseCase starts pods straight through containerd: the least work that
+// gives a container the same image, command, hostPath and network.
+type baseCase struct {
+	env    *testenv.Env
+	dir    string
+	client *client.Client // default namespace baseNamespace
+	net    *cni.Manager
+	// logDriver, when set, is the podvisor binary the tasks log through
+	// (as podvisor's do) instead of having no IO: it isolates that cost.
+	logDriver string
+}
+
+// basePod is what one baseline pod owns.
+type basePod struct {
+	id, netns, hostDir string
+	netAttached        bool
+	ctr                client.Container
+	task               client.Task
+}
+
+func (b *baseCase) name() string      { return "baseline" }
+func (b *baseCase) namespace() string { return baseNamespace }
+
+// newBaseCase connects to containerd, imports the image into the baseline
+// namespace and prepares a CNI manager with its own cache.
+func newBaseCase(ctx context.Context, env *testenv.Env, dir, logDriver string) (*baseCase, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("baseline dir: %w", err)
+	}
+	c, err := client.New(env.Address, client.WithDefaultNamespace(baseNamespace))
+	if err != nil {
+		return nil, fmt.Errorf("containerd client: %w", err)
+	}
+	b := &baseCase{env: env, dir: dir, client: c, logDriver: logDriver}
+	if _, err := env.ImportImage(ctx, c); err != nil {
+		c.Close()
+		return nil, err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	b.net, err = cni.New(cni.Config{
+		ConfDir:  env.CNIConfDir,
+		BinDirs:  filepath.SplitList(env.CNIBinDir),
+		CacheDir: filepath.Join(dir, "cni-cache"),
+		DataDir:  filepath.Join(dir, "cni-data"),
+	}, log)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// measure starts n pods in parallel goroutines.
+func (b *baseCase) measure(ctx context.Context, tag string, n int, hook func(context.Context) error) (_ *runResult, err error) {
+	pods := make([]*basePod, n)
+	files := make([]string, n)
+	for i := range n {
+		id := fmt.Sprintf("%s-p%02d", tag, i)
+		pods[i] = &basePod{
+			id:      id,
+			netns:   filepath.Join(b.dir, "netns", id),
+			hostDir: filepath.Join(b.dir, "hostpath", id),
+		}
+		files[i] = filepath.Join(pods[i].hostDir, startedFile)
+	}
+	defer func() {
+		if cerr := b.remove(ctx, pods); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+	}()
+
+	var (
+		mu       sync.Mutex
+		startErr error
+		wg       sync.WaitGroup
+	)
+	t0 := time.Now()
+	for _, p := range pods {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := b.start(ctx, p); err != nil {
+				mu.Lock()
+				startErr = errors.Join(startErr, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	// Poll while the goroutines work, as for podvisor.
+	lat, err := waitStarted(ctx, files, t0, startTimeout(n), func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		return startErr
+	})
+	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	if startErr != nil {
+		return nil, startErr
+	}
+	if hook != nil {
+		if err := hook(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return newRunResult(b.name(), tag, n, t0, lat), nil
+}
+
+// start does for one pod what podvisor does at the least: host dir,
+// network namespace, CNI ADD, container, task.
+func (b *baseCase) start(ctx context.Context, p *basePod) error {
+	if err := os.MkdirAll(p.hostDir, 0o755); err != nil {
+		return fmt.Errorf("%s: host dir: %w", p.id, err)
+	}
+	img, err := b.client.GetImage(ctx, testenv.ImageRef)
+	if err != nil {
+		return fmt.Errorf("%s: image: %w", p.id, err)
+	}
+	if err := cni.NewNetNS(p.netns); err != nil {
+		return fmt.Errorf("%s: %w", p.id, err)
+	}
+	if _, err := b.net.Add(ctx, p.id, p.netns, b.podRef(p), nil); err != nil {
+		return fmt.Errorf("%s: %w", p.id, err)
+	}
+	p.netAttached = true
+	ctr, err := b.client.NewContainer(ctx, p.id,
+		client.WithImage(img),
+		client.WithSnapshotter("overlayfs"),
+		client.WithNewSnapshot(p.id, img),
+		client.WithRuntime("io.containerd.runc.v2", nil),
+		client.WithNewSpec(
+			oci.WithImageConfig(img),
+			oci.WithProcessArgs("sh", "-c", podCommand),
+			oci.WithMounts([]specs.Mount{{
+				Destination: "/out",
+				Type:        "bind",
+				Source:      p.hostDir,
+				Options:     []string{"rbind", "rprivate", "rw"},
+			}}),
+			oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: p.netns}),
+		),
+	)
+	if err != nil {
+		return fmt.Errorf("%s: create container: %w", p.id, err)
+	}
+	p.ctr = ctr
+	io := cio.NullIO
+	if b.logDriver != "" {
+		io = cio.BinaryIO(b.logDriver, map[string]string{"log-driver": crilog.DriverArg(b.logPath(p), crilog.Policy{})})
+	}
+	task, err := ctr.NewTask(ctx, io)
+	if err != nil {
+		return fmt.Errorf("%s: create task: %w", p.id, err)
+	}
+	p.task = task
+	if err := task.Start(ctx); err != nil {
+		return fmt.Errorf("%s: start task: %w", p.id, err)
+	}
+	return nil
+}
+
+func (b *baseCase) logPath(p *basePod) string {
+	return filepath.Join(b.dir, "logs", p.id, "0.log")
+}
+
+func (b *baseCase) podRef(p *basePod) cni.PodRef {
+	return cni.PodRef{Namespace: "default", Name: p.id, UID: p.id}
+}
+
+// remove kills and deletes the pods' tasks, containers and snapshots,
+// detaches and removes their network namespaces and host dirs, in
+// parallel.
+func (b *baseCase) remove(ctx context.Context, pods []*basePod) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
+	defer cancel()
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	for _, p := range pods {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := b.removePod(ctx, p); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (b *baseCase) removePod(ctx context.Context, p *basePod) error {
+	var errs []error
+	if p.task != nil {
+		if _, err := p.task.Delete(ctx, client.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete task %s: %w", p.id, err))
+		}
+	}
+	if p.ctr != nil {
+		if err := p.ctr.Delete(ctx, client.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete container %s: %w", p.id, err))
+		}
+	}
+	if p.netAttached {
+		if err := b.net.Del(ctx, p.id, p.netns, b.podRef(p), nil); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := cni.RemoveNetNS(p.netns); err != nil {
+		errs = append(errs, err)
+	}
+	for _, d := range []string{p.hostDir, filepath.Dir(b.logPath(p))} {
+		if err := os.RemoveAll(d); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// shims measures the memory of the baseline's shims (no CPU window).
+func (b *baseCase) shims(n int) *usage {
+	u, _ := snapshotGroup(shimOf(b.env.Address, baseNamespace))
+	u.Pods = n
+	return &u
+}
+
+// close checks that nothing of the baseline is left in containerd and
+// closes the client.
+func (b *baseCase) close() error {
+	defer b.client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ctrs, err := b.client.Containers(ctx)
+	if err != nil {
+		return fmt.Errorf("list baseline containers: %w", err)
+	}
+	if len(ctrs) > 0 {
+		return fmt.Errorf("%d baseline containers left behind", len(ctrs))
+	}
+	return nil
+}

@@ -1,0 +1,74 @@
+// Command bench measures how fast podvisor starts pods against a baseline
+// that does the same work straight through containerd, podvisor's
+// footprint with pods running, the probes' cost, and how fast pods show in
+// an apiserver, a kubeadm control plane's from cold (`make bench`).
+//
+//	go run ./test/bench [-podvisor bin/podvisor] [-runs 5] [-sizes 1,30] [-probes 30s] [-mirror] [-json out.json]
+//
+// Other flags: -idle (the footprint's CPU window, 0 skips it), -log-level
+// and -podvisor-log (podvisor's log, kept in that file), and
+// -baseline-log-driver (the baseline's tasks log through podvisor's log
+// driver, as podvisor's do, instead of having no IO: it isolates the cost
+// of the log driver).
+//
+// Everything runs against a private containerd (test/testenv) with its
+// CNI network (bridge + host-local, no masquerade). Start latency is the
+// time from t0 to the mtime of a file the container's first instruction
+// writes into a hostPath volume (`touch /out/started`; the kernel stamps
+// mtimes with its coarse clock, a few ms at worst):
+//
+//   - podvisor: N manifests are written into a staging dir, t0 is taken,
+//     and they are renamed into podvisor's manifests dir back to back.
+//   - baseline: t0 is taken just before N goroutines each create a network
+//     namespace, run CNI ADD (cni.Manager, same conflist), create a
+//     container with the same image, command and bind mount joined to that
+//     namespace, and start its task with no IO.
+//
+// Cases alternate run by run, each with a warm-up pod first (image import,
+// page cache) that is not measured, and everything is removed between runs.
+// containerd's own events (snapshot prepared, container created, task
+// created, task started) break each start down into phases.
+//
+// With the largest N running under podvisor, the footprint is taken:
+// podvisor's VmRSS and its CPU over an idle window, and separately its log
+// drivers, the shims of its namespace and containerd.
+//
+// -probes 30s adds the probe-cost phase (-start=false runs it alone): with
+// -probe-pods pods (30) whose container is probetarget answering HTTP on
+// its pod IP, once all are running and ready, podvisor's CPU time
+// (utime+stime) and RSS over the window, for the pods without probes, with
+// an httpGet readiness and liveness probe each, and with an exec liveness
+// probe (`true`) each, every probe at periodSeconds 1. Probe runs are
+// counted from the target's request log and containerd's exec-started
+// events; CPU per run is what a configuration adds over the one without
+// probes. containerd's and the shims' CPU (with the runc processes and
+// probe commands the shims reap) and podvisor's goroutines and open fds
+// (with the pods, and after they are removed) are reported beside it.
+//
+// -mirror adds the mirror phase (-start=false runs it alone), against the
+// control plane `make controlplane` builds (test/controlplane,
+// $PODVISOR_TEST_CONTROLPLANE), everything on 127.0.0.1:
+//
+//   - with etcd and kube-apiserver ready and podvisor (--kubeconfig
+//     kubelet.conf) registered as node bench, -mirror-runs times (5): a
+//     busybox manifest renamed into the manifests dir → the mirror pod
+//     first seen, and first seen Ready, by a watch on the apiserver (and
+//     the container's first instruction, locally);
+//   - -kubeadm-runs times (3), the kubeadm control plane from cold:
+//     `kubeadm --rootfs` writes the PKI, kubeconfigs and four manifests
+//     into a fresh root (controlplane.KubeadmRoot, not measured), the
+//     images of podvisor's containerd namespace are deleted, and podvisor
+//     starts with a fresh state dir, an images dir holding the four
+//     control-plane archives and kubelet.conf; from its start: each
+//     archive imported (podvisor's log), each task started (containerd's
+//     events), the apiserver's /readyz ok (polled every 20 ms, kubeadm's
+//     ports), each pod Ready in podvisor's API (polled every 20 ms), each
+//     mirror pod seen and seen Running 1/1 (a watch from the apiserver's
+//     first answer); and, from podvisor's log, the node's registration and
+//     the mirror creations the apiserver refused. The runs need kubeadm's
+//     ports (6443, 2379-2381, 10257, 10259) free. -mirror-log-dir keeps
+//     the phase's podvisor logs.
+//
+// It needs root, containerd, runc, the CNI plugins and /bin/busybox, like
+// the tests that use test/testenv.
+package main
