@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/podvisor/podvisor/test/prereq"
 	"time"
 
 	"github.com/podvisor/podvisor/status"
@@ -356,9 +358,7 @@ func TestServeNeedsStore(t *testing.T) {
 // nobody can connect while it is being set up, and it is 0600 when Listen
 // returns, without the umask having been touched.
 func TestSocketNeverWider(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipping: needs root to act as another user")
-	}
+	prereq.Root(t, "to act as another user")
 	old := syscall.Umask(0)
 	defer syscall.Umask(old)
 	dir := t.TempDir()

@@ -20,6 +20,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/podvisor/podvisor/test/prereq"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -43,10 +45,8 @@ type testNet struct {
 func requireCNI(t *testing.T) {
 	t.Helper()
 	requireRoot(t)
-	for _, p := range []string{"bridge", "host-local", "loopback"} {
-		if _, err := os.Stat(filepath.Join(pluginDir, p)); err != nil {
-			t.Skipf("CNI plugin %s not installed in %s", p, pluginDir)
-		}
+	if missing := prereq.CNIPlugins([]string{pluginDir}, "bridge", "host-local", "loopback"); len(missing) > 0 {
+		prereq.Missing(t, strings.Join(missing, ", "))
 	}
 }
 
@@ -368,8 +368,8 @@ func TestGC(t *testing.T) {
 
 func TestFailedAddCleansUp(t *testing.T) {
 	tn := newTestNet(t)
-	if _, err := os.Stat(filepath.Join(pluginDir, "tuning")); err != nil {
-		t.Skip("tuning plugin not installed")
+	if missing := prereq.CNIPlugins([]string{pluginDir}, "tuning"); len(missing) > 0 {
+		prereq.Missing(t, missing[0])
 	}
 	// bridge allocates an address, then tuning fails on a sysctl that does
 	// not exist: Add must release the address before returning.

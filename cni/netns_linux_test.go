@@ -4,13 +4,13 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/podvisor/podvisor/test/prereq"
 )
 
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (network namespaces, mounts)")
-	}
+	prereq.Root(t, "network namespaces, mounts")
 }
 
 func TestNetNSLifecycle(t *testing.T) {

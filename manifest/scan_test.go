@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/podvisor/podvisor/test/prereq"
 )
 
 // Scanner tests: the single step the Source loop runs, driven with the
@@ -427,9 +429,7 @@ func TestScanDuplicateWinnerPersisted(t *testing.T) {
 }
 
 func TestScanPermissions(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to chown files to another user")
-	}
+	prereq.Root(t, "to chown files to another user")
 	var logs logBuffer
 	root := t.TempDir()
 	dir := filepath.Join(root, "m")

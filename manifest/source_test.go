@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/podvisor/podvisor/test/prereq"
 	"time"
 
 	"github.com/podvisor/podvisor/internal/inotify"
@@ -195,7 +197,7 @@ func TestScanUnreadableDirectoryKeepsPods(t *testing.T) {
 		}
 		return
 	}
-	t.Skip("needs root to replace the directory deterministically")
+	prereq.Missing(t, "root (to replace the directory deterministically)")
 }
 
 // --- Source: real inotify ----------------------------------------------------

@@ -7,15 +7,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/podvisor/podvisor/test/prereq"
+
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 )
 
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (mounts, device nodes)")
-	}
+	prereq.Root(t, "mounts, device nodes")
 }
 
 // testPod returns a Pod with its own Dir and host files in a temp dir.
@@ -183,7 +183,7 @@ func TestHostPathTypes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.path == "" {
-				t.Skip("needs root to create a block device")
+				prereq.Missing(t, "root (to create a block device)")
 			}
 			p := testPod(t, v1.PodSpec{Volumes: []v1.Volume{{
 				Name:         "vol",

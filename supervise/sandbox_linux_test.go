@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/podvisor/podvisor/test/prereq"
+
 	"github.com/podvisor/podvisor/internal/layout"
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
@@ -73,9 +75,7 @@ func TestSaveRecordSkipsUnchanged(t *testing.T) {
 // hostSandboxes makes real namespaces and /dev/shm (as root), finds them
 // again by ID, and removes them, also from the ID alone.
 func TestHostSandboxes(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipping: needs root to make namespaces")
-	}
+	prereq.Root(t, "to make namespaces")
 	h := hostSandboxes{layout: layout.Layout{RunDir: t.TempDir()}}
 	pod := &v1.Pod{}
 	sb, err := h.Create(pod)
@@ -125,9 +125,7 @@ func TestHostSandboxes(t *testing.T) {
 // is 0700 (so is the pods directory Create makes), and a host user cannot
 // reach the shm even where the pods directory lets it in.
 func TestSandboxDirPrivate(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipping: needs root to make namespaces")
-	}
+	prereq.Root(t, "to make namespaces")
 	run := t.TempDir()
 	// The test's own temp dirs are 0700: open them so that only the modes
 	// podvisor chooses stand between another user and the shm.

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/podvisor/podvisor/test/prereq"
 	"time"
 )
 
@@ -26,8 +28,8 @@ func TestWatcherWarnsOfInsecurePermissions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.tarOwner >= 0 && os.Getuid() != 0 {
-				t.Skip("chown needs root")
+			if tt.tarOwner >= 0 {
+				prereq.Root(t, "to chown")
 			}
 			dir := t.TempDir()
 			tar := filepath.Join(dir, "a.tar")

@@ -5,13 +5,13 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/podvisor/podvisor/test/prereq"
+
 	"golang.org/x/sys/unix"
 )
 
 func TestNewRemove(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to create namespaces")
-	}
+	prereq.Root(t, "to create namespaces")
 	for _, kind := range []int{unix.CLONE_NEWNET, unix.CLONE_NEWIPC} {
 		p := filepath.Join(t.TempDir(), "ns")
 		if err := New(p, kind); err != nil {

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/podvisor/podvisor/test/prereq"
 )
 
 // EnvDir names the directory holding the built control plane; unset, it is
@@ -54,7 +56,7 @@ func Binaries(t testing.TB) *Artifacts {
 	if os.Getenv(EnvDir) != "" {
 		t.Fatalf("control plane: %v", err)
 	}
-	t.Skipf("skipping: control plane not built (%v); `make controlplane` builds it", err)
+	prereq.Missing(t, fmt.Sprintf("the built control plane (%v); `make controlplane` builds it", err))
 	return nil
 }
 

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/podvisor/podvisor/api"
+	"github.com/podvisor/podvisor/test/prereq"
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 )
@@ -48,7 +49,7 @@ func TestDemoMakeAndClean(t *testing.T) {
 	t.Parallel()
 	requireEnv(t)
 	if _, err := exec.LookPath("make"); err != nil {
-		t.Skip("skipping the demo test: no make in PATH")
+		prereq.Missing(t, "make in PATH (the demo test runs make demo)")
 	}
 	if reason := demoInUse(); reason != "" {
 		t.Skip("skipping the demo test: " + reason)

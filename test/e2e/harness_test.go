@@ -25,6 +25,7 @@ import (
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/podvisor/podvisor/api"
 	"github.com/podvisor/podvisor/internal/cgroupfs"
+	"github.com/podvisor/podvisor/test/prereq"
 	"github.com/podvisor/podvisor/test/testenv"
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
@@ -35,7 +36,7 @@ const node = "e2e"
 var (
 	env         *testenv.Env
 	podvisorBin string
-	skipReason  string
+	missingEnv  string // what the machine lacks for the tests, when it does
 )
 
 func TestMain(m *testing.M) {
@@ -44,8 +45,10 @@ func TestMain(m *testing.M) {
 
 func runMain(m *testing.M) int {
 	offline()
-	if err := testenv.Available(); err != nil {
-		skipReason = err.Error()
+	if missing := testenv.Missing(); len(missing) > 0 {
+		// make test: the list, and the binary fails; go test: every test skips.
+		prereq.Exit(os.Stderr, missing)
+		missingEnv = strings.Join(missing, ", ")
 		return m.Run()
 	}
 	dir, err := os.MkdirTemp("", "pv-e2e-bin-")
@@ -87,7 +90,7 @@ func runMain(m *testing.M) int {
 func requireEnv(t *testing.T) {
 	t.Helper()
 	if env == nil {
-		t.Skip("skipping end-to-end test: ", skipReason)
+		prereq.Missing(t, missingEnv)
 	}
 }
 

@@ -7,11 +7,13 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/podvisor/podvisor/test/prereq"
 )
 
 func TestRun(t *testing.T) {
 	if _, err := os.Stat("/bin/busybox"); err != nil {
-		t.Skip("skipping: /bin/busybox (busybox-static) not installed")
+		prereq.Missing(t, "/bin/busybox (busybox-static)")
 	}
 	dir := t.TempDir()
 	tests := []struct {

@@ -15,8 +15,11 @@
 // directory and the default cgroup path are keyed by namespace host-wide,
 // so environments of parallel test packages must not share one.
 //
-// Tests usually call Start once from TestMain (checking Available first) and
-// RequireRoot at the top of every test that needs the environment.
+// Tests usually call Start once from TestMain (checking Missing first, and
+// handing its list to prereq.Exit) and RequireRoot at the top of every test
+// that needs the environment: a plain go test skips where something is
+// missing (root, containerd, runc, a CNI plugin, busybox), one run with
+// $PODVISOR_E2E_REQUIRED set (make test) fails naming it (test/prereq).
 //
 // containerd comes from $PODVISOR_TEST_CONTAINERD (a binary, or a build
 // directory holding bin/containerd) or from PATH; 1.6 and 2.x both work.

@@ -1,20 +1,25 @@
 package testenv
 
 import (
-	"fmt"
+	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/podvisor/podvisor/test/prereq"
 	"github.com/podvisor/podvisor/test/testimage"
 )
 
-// Available reports why an Env cannot run here, or nil when it can: it
-// needs root, containerd, runc, the CNI bridge plugin and a static busybox.
-// TestMain uses it to decide whether to Start.
-func Available() error {
+// CNIPlugins are the CNI plugins an Env's network and podvisor use:
+// bridge, host-local and portmap in the Env's conflist, loopback for
+// every pod's lo.
+var CNIPlugins = []string{"bridge", "host-local", "loopback", "portmap"}
+
+// Missing lists what an Env needs and this machine lacks, each named as a
+// user would install it: root, containerd, runc, the CNIPlugins, a static
+// busybox. Empty, an Env can run here.
+func Missing() []string {
 	var missing []string
 	if os.Geteuid() != 0 {
 		missing = append(missing, "root")
@@ -25,29 +30,28 @@ func Available() error {
 	if _, err := exec.LookPath("runc"); err != nil {
 		missing = append(missing, "runc in PATH")
 	}
-	bridge := false
-	for _, d := range existingDirs(cniBinDirs) {
-		if _, err := os.Stat(filepath.Join(d, "bridge")); err == nil {
-			bridge = true
-		}
-	}
-	if !bridge {
-		missing = append(missing, "CNI bridge plugin in "+strings.Join(cniBinDirs, " or "))
-	}
+	missing = append(missing, prereq.CNIPlugins(cniBinDirs, CNIPlugins...)...)
 	if _, err := os.Stat(testimage.DefaultBusyboxPath); err != nil {
 		missing = append(missing, testimage.DefaultBusyboxPath+" (busybox-static)")
 	}
-	if len(missing) > 0 {
-		return fmt.Errorf("containerd test environment unavailable, missing: %s", strings.Join(missing, ", "))
+	return missing
+}
+
+// Available reports why an Env cannot run here, or nil when it can: the
+// list Missing makes. TestMain uses it to decide whether to Start.
+func Available() error {
+	if m := Missing(); len(m) > 0 {
+		return errors.New("containerd test environment unavailable, missing: " + strings.Join(m, ", "))
 	}
 	return nil
 }
 
-// RequireRoot skips the test with the reason when Available fails: not
-// root, or containerd, runc, the CNI bridge plugin or /bin/busybox missing.
+// RequireRoot stops the test through prereq.Missing when Missing lists
+// anything: a skip for a plain go test, a failure naming what is missing
+// when $PODVISOR_E2E_REQUIRED is set.
 func RequireRoot(t testing.TB) {
 	t.Helper()
-	if err := Available(); err != nil {
-		t.Skip("skipping: ", err)
+	if m := Missing(); len(m) > 0 {
+		prereq.Missing(t, strings.Join(m, ", "))
 	}
 }
