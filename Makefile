@@ -32,7 +32,7 @@ export CGO_ENABLED := 0
 comma := ,
 
 .PHONY: install
-.PHONY: all build deps image lint test test-unit test-e2e test-containerd2 faults containerd2 controlplane demo demo-clean bench fuzz clean
+.PHONY: all build deps image lint test test-unit test-e2e test-containerd2 testsum faults containerd2 controlplane demo demo-clean bench fuzz clean
 
 all: build
 
@@ -81,18 +81,47 @@ lint:
 # Kubernetes and etcd modules. The control plane builds (niced) in the
 # background while every test that needs it not runs: the first run, with
 # an empty Go build cache, spends most of its time building it.
+#
+# None of the end-to-end tests may pass by skipping: these targets set
+# PODVISOR_E2E_REQUIRED, and a missing root, containerd, runc, CNI plugin,
+# busybox or built control plane fails them, naming it (test/prereq; a
+# plain go test skips). Each run goes through test/testsum (go test -json):
+# go test's own lines, a failed package's full output, every package's
+# full output in $(TEST_RESULTS)/logs; at the end the end-to-end packages'
+# counts of top-level tests and, last, "N passed, N failed".
 CONTROLPLANE_TESTS := ^(TestMirror|TestKubeadmControlPlane|TestControlPlane)$$
 # A test binary's bound: the e2e package takes 6-7 minutes here, close to go
 # test's default of 10 on a slower machine; a wedged test still ends.
 TEST_TIMEOUT := 20m
-test: deps lint
+TEST_RESULTS := $(CURDIR)/.cache/test-results
+TESTSUM := $(CURDIR)/.cache/testsum
+E2E_PKGS := test/e2e,supervise/containerd,test/controlplane
+# test-containerd2 alone starts a fresh $(TEST_RESULTS) and prints its
+# summary; make test runs it with TEST_SUMMARY empty and prints one for all.
+TEST_SUMMARY := yes
+test test-e2e test-containerd2 faults: export PODVISOR_E2E_REQUIRED := 1
+# Built each time (go's cache makes it quick), run as a binary: go run
+# would add its own "exit status 1" after the summary's last line.
+testsum:
+	@mkdir -p $(dir $(TESTSUM)); $(GO) build -o $(TESTSUM) ./test/testsum
+test: deps lint testsum
+	@rm -rf $(TEST_RESULTS); mkdir -p $(TEST_RESULTS)
 	@echo "building the control plane in the background (log: $(CONTROLPLANE_LOG))"
 	@mkdir -p $(dir $(CONTROLPLANE_LOG)); $(MAKE) --no-print-directory controlplane >$(CONTROLPLANE_LOG) 2>&1 & cp=$$!; \
-	rc=0; $(MAKE) --no-print-directory test-containerd2 || rc=1; \
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -skip '$(CONTROLPLANE_TESTS)' ./... || rc=1; \
+	set -o pipefail; rc=0; $(MAKE) --no-print-directory test-containerd2 TEST_SUMMARY= || rc=1; \
+	echo "== all packages; end-to-end tests against the Debian containerd"; \
+	$(GO) test -json -count=1 -timeout $(TEST_TIMEOUT) -skip '$(CONTROLPLANE_TESTS)' ./... \
+		| $(TESTSUM) -label 'containerd 1.6' -results $(TEST_RESULTS) || rc=1; \
 	echo "waiting for the control plane build"; \
-	if ! wait $$cp; then cat $(CONTROLPLANE_LOG); exit 1; fi; \
-	PODVISOR_TEST_CONTROLPLANE=$(CONTROLPLANE_DIR) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '$(CONTROLPLANE_TESTS)' ./test/controlplane ./test/e2e || rc=1; \
+	if wait $$cp; then \
+		echo "== control-plane tests against the Debian containerd"; \
+		PODVISOR_TEST_CONTROLPLANE=$(CONTROLPLANE_DIR) $(GO) test -json -count=1 -timeout $(TEST_TIMEOUT) -run '$(CONTROLPLANE_TESTS)' ./test/controlplane ./test/e2e \
+			| $(TESTSUM) -label 'control plane' -results $(TEST_RESULTS) || rc=1; \
+	else \
+		cat $(CONTROLPLANE_LOG); rc=1; \
+		printf 'control plane (not built)\ttest/controlplane\t0\t1\t0\tFAIL\n' >>$(TEST_RESULTS)/counts.tsv; \
+	fi; \
+	$(TESTSUM) -summary -results $(TEST_RESULTS) -e2e $(E2E_PKGS) || rc=1; \
 	exit $$rc
 
 test-unit:
@@ -104,20 +133,27 @@ test-e2e:
 # The control-plane tests (TestMirror, TestKubeadmControlPlane) test the
 # link to an apiserver, not the runtime: they run once, against the Debian
 # containerd, which keeps `make test` well inside CI's time.
-test-containerd2: containerd2
-	PODVISOR_TEST_CONTAINERD=$(CONTAINERD2_DIR) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -skip '$(CONTROLPLANE_TESTS)' ./test/e2e ./supervise/containerd
+test-containerd2: containerd2 testsum
+	@$(if $(TEST_SUMMARY),rm -rf $(TEST_RESULTS);) mkdir -p $(TEST_RESULTS)
+	@echo "== end-to-end tests against containerd $(CONTAINERD2_VERSION) ($(CONTAINERD2_DIR))"
+	@set -o pipefail; rc=0; \
+	PODVISOR_TEST_CONTAINERD=$(CONTAINERD2_DIR) $(GO) test -json -count=1 -timeout $(TEST_TIMEOUT) -skip '$(CONTROLPLANE_TESTS)' ./test/e2e ./supervise/containerd \
+		| $(TESTSUM) -label 'containerd 2' -results $(TEST_RESULTS) || rc=1; \
+	$(if $(TEST_SUMMARY),$(TESTSUM) -summary -results $(TEST_RESULTS) -e2e $(E2E_PKGS) || rc=1;) \
+	exit $$rc
 
 # The fault-injection tests (TestFault*: a hanging CNI plugin, podvisor
 # stopped in the middle of removals, starts and an import, containerd held
 # down), against the Debian containerd 1.6 and then containerd 2.x. It
 # prints what each test checked (or why it failed) and its result; the full
-# output of a failed run stays in the file it names.
+# output of a failed run stays in the file it names. Like test-e2e, it fails
+# naming what is missing rather than skip (PODVISOR_E2E_REQUIRED).
 faults: deps containerd2
 	@rc=0; for ctrd in "" "$(CONTAINERD2_DIR)"; do \
 		log=$$(mktemp); st=0; \
 		echo "== fault tests against $${ctrd:-the Debian containerd}"; \
 		PODVISOR_TEST_CONTAINERD=$$ctrd $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'TestFault' -v ./test/e2e >$$log 2>&1 || st=1; \
-		grep -E '^testenv: |^ +faults[a-z_]*_test\.go:[0-9]+: |^ *--- (PASS|FAIL|SKIP)|^(ok|FAIL)[[:space:]]' $$log \
+		grep -E '^testenv: |^end-to-end test environment incomplete|^  - |^ +faults[a-z_]*_test\.go:[0-9]+: |^ *--- (PASS|FAIL|SKIP)|^(ok|FAIL)[[:space:]]' $$log \
 			| sed -E 's/^( +)faults[a-z_]*_test\.go:[0-9]+: /\1/'; \
 		if [ $$st = 0 ]; then rm -f $$log; else rc=1; echo "full output: $$log"; fi; \
 	done; exit $$rc
