@@ -280,6 +280,9 @@ func runAction(c *cli.Context) error {
 			Gatherer:  mets.Registry(),
 			Stats:     mets,
 			Streamer:  runtimeStreamer{rt: rt, paths: paths},
+
+			Images:            rt,
+			ContainerdVersion: func(ctx context.Context) (string, error) { v, err := client.Version(ctx); return v.Version, err },
 		})
 	}()
 	if mir != nil {

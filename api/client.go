@@ -37,7 +37,10 @@ type Client struct {
 }
 
 // NewClient returns a Client for the API served on socketPath. It does not
-// connect until a call is made.
+// connect until a call is made. Each connection is checked before anything
+// is sent on it: the process serving the socket must be root, or the
+// client's own user (SO_PEERCRED); else the call fails with an error
+// matching ErrUntrustedSocket that names the socket and that process's uid.
 func NewClient(socketPath string) *Client {
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -45,6 +48,10 @@ func NewClient(socketPath string) *Client {
 			conn, err := d.DialContext(ctx, "unix", socketPath)
 			if err != nil {
 				return nil, &unreachableError{path: socketPath, err: err}
+			}
+			// Before a byte is sent: the server must be root's (or ours).
+			if err := checkPeer(conn, socketPath); err != nil {
+				return nil, err
 			}
 			return conn, nil
 		},
@@ -153,9 +160,8 @@ func (c *Client) get(ctx context.Context, path string, q url.Values) (*http.Resp
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		var ue *unreachableError
-		if errors.As(err, &ue) {
-			return nil, ue
+		if de := dialFailure(err); de != nil {
+			return nil, de
 		}
 		return nil, fmt.Errorf("get %s: %w", path, err)
 	}

@@ -40,6 +40,9 @@ func LogQuery(o *v1.PodLogOptions) url.Values {
 	if o.SinceTime != nil {
 		q.Set("sinceTime", o.SinceTime.UTC().Format(time.RFC3339Nano))
 	}
+	if o.LimitBytes != nil {
+		q.Set("limitBytes", strconv.FormatInt(*o.LimitBytes, 10))
+	}
 	return q
 }
 

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -34,9 +33,8 @@ func (c *Client) Restart(ctx context.Context, name, container string) (string, e
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		var ue *unreachableError
-		if errors.As(err, &ue) {
-			return "", ue
+		if de := dialFailure(err); de != nil {
+			return "", de
 		}
 		return "", fmt.Errorf("post %s: %w", path, err)
 	}

@@ -96,9 +96,8 @@ func (c *Client) stream(ctx context.Context, verb, pod string, q url.Values, o S
 	req.Header.Set("Upgrade", StreamProtocol)
 	resp, err := c.http.Do(req)
 	if err != nil {
-		var ue *unreachableError
-		if errors.As(err, &ue) {
-			return ue
+		if de := dialFailure(err); de != nil {
+			return de
 		}
 		return fmt.Errorf("%s: %w", verb, err)
 	}

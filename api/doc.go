@@ -36,9 +36,18 @@
 //     context ends and waits (within ShutdownTimeout) for their clean-up.
 //     Client.Exec and Client.Attach return nil for exit code 0, else an
 //     *ExitError with the remote exit code.
+//   - GET /version tells the daemon's version, Go's and the containerd
+//     version (Options.ContainerdVersion, asked within 3s); GET /images
+//     lists the runtime's images (Options.Images, within 10s) with the
+//     pods whose containers use them, from the Store. The log endpoint
+//     takes limitBytes as kubelet does (output cut after that many bytes,
+//     a followed log ending there).
+//   - The Client checks each unix socket connection before sending on it:
+//     the serving process (SO_PEERCRED) must be root or the client's own
+//     user, else ErrUntrustedSocket, naming the socket and that uid.
 //   - Client errors are checked with errors.Is: ErrUnreachable (nothing
 //     answers, with a message saying to start podvisor), ErrNotFound,
-//     ErrAmbiguous, ErrUnhealthy.
+//     ErrAmbiguous, ErrUnhealthy, ErrUntrustedSocket.
 //
 // The package reads status (its types, FindPods and the Store it serves);
 // status does not import it.

@@ -25,13 +25,15 @@ const logPoll = 200 * time.Millisecond
 // registerLogs adds GET /pods/{name}/log: a container's log as the
 // apiserver's pod log subresource serves it, from the CRI log files under
 // o.LogDir, with PodLogOptions' query parameters (container, follow,
-// previous, tailLines, sinceSeconds, sinceTime, timestamps). The body is
+// previous, tailLines, sinceSeconds, sinceTime, timestamps, limitBytes). The body is
 // text/plain, flushed as it goes; with follow it goes on across rotations
 // and container restarts until the pod is gone or the container has
 // ended for good (terminated, not to be restarted). If the server stops while
 // following, the response is cut off (not ended), so a client can tell
 // that from the log's end. Errors are metav1.Status bodies with kubelet's
-// and the apiserver's messages.
+// and the apiserver's messages. limitBytes cuts the output after that
+// many bytes, as kubelet does: timestamps and newlines count, the last
+// line may be cut short, and a followed log ends there.
 func registerLogs(mux *http.ServeMux, o Options) {
 	mux.HandleFunc("GET /pods/{name}/log", func(w http.ResponseWriter, r *http.Request) {
 		serveLog(w, r, o)
@@ -46,6 +48,7 @@ type logRequest struct {
 	timestamps bool
 	tail       int // -1: all
 	since      time.Time
+	limit      int64 // bytes of output; -1: no limit
 }
 
 // badRequest is a request error answered with 400.
@@ -56,7 +59,7 @@ func (e badRequest) Error() string { return string(e) }
 // parseLogQuery reads PodLogOptions from q, validated as the apiserver
 // does.
 func parseLogQuery(q url.Values, now time.Time) (logRequest, error) {
-	req := logRequest{container: q.Get("container"), tail: -1}
+	req := logRequest{container: q.Get("container"), tail: -1, limit: -1}
 	var err error
 	boolParam := func(name string) bool {
 		v := q.Get(name)
@@ -86,6 +89,16 @@ func parseLogQuery(q url.Values, now time.Time) (logRequest, error) {
 			n = 1 << 24 // bounds what a request holds in memory
 		}
 		req.tail = int(n)
+	}
+	if v := q.Get("limitBytes"); v != "" {
+		n, perr := strconv.ParseInt(v, 10, 64)
+		switch {
+		case perr != nil:
+			return req, badRequest(fmt.Sprintf("limitBytes: invalid value %q: must be an integer", v))
+		case n < 1:
+			return req, badRequest(fmt.Sprintf("limitBytes: Invalid value: %d: must be greater than 0", n))
+		}
+		req.limit = n
 	}
 	secs, stamp := q.Get("sinceSeconds"), q.Get("sinceTime")
 	if secs != "" && stamp != "" {
@@ -236,6 +249,7 @@ func serveLog(w http.ResponseWriter, r *http.Request, o Options) {
 		return rc.Flush()
 	}
 	var buf []byte
+	remain := req.limit
 	emit := func(l logread.Line) error {
 		buf = buf[:0]
 		if req.timestamps {
@@ -244,13 +258,26 @@ func serveLog(w http.ResponseWriter, r *http.Request, o Options) {
 		}
 		buf = append(buf, l.Content...)
 		buf = append(buf, '\n')
-		_, err := bw.Write(buf)
-		return err
+		if req.limit < 0 {
+			_, err := bw.Write(buf)
+			return err
+		}
+		if int64(len(buf)) > remain {
+			buf = buf[:remain]
+		}
+		remain -= int64(len(buf))
+		if _, err := bw.Write(buf); err != nil {
+			return err
+		}
+		if remain == 0 {
+			return errLimitReached
+		}
+		return nil
 	}
 	opts := logread.Options{Since: req.since, Tail: req.tail}
 	if !req.follow || req.previous {
 		// A previous run is over: following it would wait for nothing.
-		if err := logread.Read(live, opts, emit); err != nil {
+		if err := logread.Read(live, opts, emit); err != nil && !errors.Is(err, errLimitReached) {
 			o.Log.Warn("read log", "pod", pod.Name, "container", req.container, "err", err)
 		}
 		flush()
@@ -268,6 +295,11 @@ func serveLog(w http.ResponseWriter, r *http.Request, o Options) {
 		},
 		Idle: flush,
 	}, emit)
+	if errors.Is(err, errLimitReached) {
+		// limitBytes: the log ends here, followed or not.
+		flush()
+		return
+	}
 	if r.Context().Err() != nil {
 		// The client left, or the server is stopping: cut the response
 		// off, so the client does not take it for the log's end.
@@ -279,6 +311,9 @@ func serveLog(w http.ResponseWriter, r *http.Request, o Options) {
 	}
 	flush()
 }
+
+// errLimitReached ends reading a log once limitBytes are written.
+var errLimitReached = errors.New("limitBytes reached")
 
 // logEnded reports that a followed log will not grow: its pod is gone, or
 // the run whose live file is live is the container's last (its state is

@@ -111,8 +111,8 @@ func TestParseLogQuery(t *testing.T) {
 	if err != nil || r.container != "app" || !r.follow || r.previous || !r.timestamps || r.tail != 5 || !r.since.Equal(now.Add(-time.Minute)) {
 		t.Errorf("parseLogQuery = %+v, %v", r, err)
 	}
-	r, err = parseLogQuery(q("sinceTime=2026-12-01T09:00:00.123456789Z"), now)
-	if err != nil || r.tail != -1 || r.since.Nanosecond() != 123456789 {
+	r, err = parseLogQuery(q("sinceTime=2026-12-01T09:00:00.123456789Z&limitBytes=10"), now)
+	if err != nil || r.tail != -1 || r.since.Nanosecond() != 123456789 || r.limit != 10 {
 		t.Errorf("sinceTime keeps its nanoseconds: %+v, %v", r, err)
 	}
 	for query, want := range map[string]string{
@@ -121,6 +121,8 @@ func TestParseLogQuery(t *testing.T) {
 		"sinceSeconds=5&sinceTime=2026-12-01T09:00:00Z": "at most one of `sinceTime` or `sinceSeconds` may be specified",
 		"sinceTime=yesterday":                           `sinceTime: invalid value "yesterday": must be an RFC3339 time`,
 		"follow=maybe":                                  `follow: invalid value "maybe": must be true or false`,
+		"limitBytes=0":                                  "limitBytes: Invalid value: 0: must be greater than 0",
+		"limitBytes=lots":                               `limitBytes: invalid value "lots": must be an integer`,
 	} {
 		if _, err := parseLogQuery(q(query), now); fmt.Sprint(err) != want {
 			t.Errorf("parseLogQuery(%s) = %v, want %s", query, err, want)
@@ -197,6 +199,7 @@ func TestServeLogs(t *testing.T) {
 		return string(b), err
 	}
 	two := int64(2)
+	bytes := func(n int64) *int64 { return &n }
 	for _, tt := range []struct {
 		name string
 		o    v1.PodLogOptions
@@ -207,6 +210,12 @@ func TestServeLogs(t *testing.T) {
 		{"tail and timestamps", v1.PodLogOptions{TailLines: &two, Timestamps: true}, "2026-12-01T10:00:03.5Z two\n2026-12-01T10:00:04.5Z three\n"},
 		{"since a time", v1.PodLogOptions{SinceTime: &metav1.Time{Time: time.Date(2026, 12, 1, 10, 0, 3, 500000000, time.UTC)}}, "two\nthree\n"},
 		{"by container", v1.PodLogOptions{Container: "app"}, "one\ntwo\nthree\n"},
+		{"limitBytes cuts a line", v1.PodLogOptions{LimitBytes: bytes(6)}, "one\ntw"},
+		{"limitBytes at a line's end", v1.PodLogOptions{LimitBytes: bytes(8)}, "one\ntwo\n"},
+		{"limitBytes beyond the log", v1.PodLogOptions{LimitBytes: bytes(1000)}, "one\ntwo\nthree\n"},
+		{"limitBytes counts timestamps", v1.PodLogOptions{Timestamps: true, LimitBytes: bytes(25)}, "2026-12-01T10:00:02.5Z on"},
+		{"limitBytes after tail", v1.PodLogOptions{TailLines: &two, LimitBytes: bytes(5)}, "two\nt"},
+		{"limitBytes of the previous run", v1.PodLogOptions{Previous: true, LimitBytes: bytes(6)}, "before"},
 	} {
 		if got, err := read(&tt.o); got != tt.want || err != nil {
 			t.Errorf("%s: got %q, %v; want %q", tt.name, got, err, tt.want)
@@ -219,11 +228,15 @@ func TestServeLogs(t *testing.T) {
 		t.Errorf("unknown pod: %v, want ErrNotFound", err)
 	}
 
-	follow := func() (*bufio.Reader, io.Closer) {
+	follow := func(limit ...int64) (*bufio.Reader, io.Closer) {
 		// Bounded: a stream that does not end fails the test.
 		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 		t.Cleanup(cancel)
-		body, err := c.Logs(ctx, "web", &v1.PodLogOptions{Follow: true})
+		o := &v1.PodLogOptions{Follow: true}
+		if len(limit) > 0 {
+			o.LimitBytes = &limit[0]
+		}
+		body, err := c.Logs(ctx, "web", o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -236,15 +249,29 @@ func TestServeLogs(t *testing.T) {
 			t.Fatalf("followed line %q, %v; want %q", line, err, want)
 		}
 	}
+	// Followed with limitBytes within what is there: the stream ends
+	// there, though the pod runs on.
+	br, body := follow(10)
+	if rest, err := io.ReadAll(br); string(rest) != "one\ntwo\nth" || err != nil {
+		t.Errorf("followed with limitBytes 10: %q, %v; want %q and a clean end", rest, err, "one\ntwo\nth")
+	}
+	body.Close()
 	// Followed: new lines come as they are written; the stream ends when
-	// the pod is gone.
-	br, body := follow()
-	expect(br, "one\n")
-	expect(br, "two\n")
-	expect(br, "three\n")
+	// the pod is gone, or (limited) once limitBytes are out.
+	limited, limitedBody := follow(16)
+	br, body = follow()
+	for _, r := range []*bufio.Reader{br, limited} {
+		expect(r, "one\n")
+		expect(r, "two\n")
+		expect(r, "three\n")
+	}
 	f, _ := os.OpenFile(live, os.O_WRONLY|os.O_APPEND, 0)
 	f.WriteString(record(5, "stdout", "four"))
 	expect(br, "four\n")
+	if rest, err := io.ReadAll(limited); string(rest) != "fo" || err != nil {
+		t.Errorf("followed with limitBytes 16, after a new line: %q, %v; want %q and a clean end", rest, err, "fo")
+	}
+	limitedBody.Close()
 	store.set()
 	if rest, err := io.ReadAll(br); err != nil || len(rest) > 0 {
 		t.Errorf("after the pod is gone: %q, %v; want a clean end", rest, err)

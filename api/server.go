@@ -71,6 +71,12 @@ type Options struct {
 	Stats StatsSource
 	// Streamer serves exec and attach; without one they answer 501.
 	Streamer Streamer
+	// ContainerdVersion, when set, tells GET /version the version of the
+	// containerd podvisor talks to; it is called with a 3s deadline.
+	ContainerdVersion func(context.Context) (string, error)
+	// Images, when set, answers GET /images (10s deadline); without it
+	// /images answers 501.
+	Images ImageLister
 
 	streams *streams // the exec and attach sessions in flight
 }
@@ -118,6 +124,8 @@ func (o Options) withDefaults() Options {
 //	GET /pods/{name}/log  a container's log, text/plain (see registerLogs)
 //	GET /metrics       Prometheus text format, when Options.Gatherer is set
 //	GET /stats         Stats as JSON, when Options.Stats is set
+//	GET /version       VersionInfo: podvisor's and containerd's versions
+//	GET /images        ImageList, when Options.Images is set
 //
 // The writes: with Options.Restarter (see registerRestart)
 //
@@ -281,6 +289,8 @@ func newHandler(o Options) http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	registerRestart(mux, o)
+	registerVersion(mux, o)
+	registerImages(mux, o)
 	registerMetrics(mux, o)
 	registerStreams(mux, o)
 	// Go's profiler, for operators chasing CPU or memory use; the socket

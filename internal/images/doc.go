@@ -3,7 +3,8 @@
 // to an Importer at start and again whenever it has been completely
 // written. It also names the images of an archive as docker would
 // (RefTranslator). The import itself (containerd) is the caller's: it sits
-// behind Importer.
+// behind Importer. Info is how the runtime describes an image it holds to
+// the local API (neither imports the other).
 //
 // Contract:
 //

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podvisor/podvisor/api"
 	"github.com/podvisor/podvisor/test/syncbuf"
 	v1 "k8s.io/api/core/v1"
 )
@@ -222,6 +224,33 @@ func TestLogs(t *testing.T) {
 	iSide := strings.Index(all, "[pod/talk-e2e/side] tick 1\n")
 	if iSetup < 0 || iMain < iSetup || iSide < iMain {
 		t.Errorf("--all-containers --prefix: want setup's, main's then side's lines with their prefixes; got %.300q", all)
+	}
+
+	// limitBytes through the client: the output is cut after that many
+	// bytes, mid-line too; a followed log of a running container ends
+	// there.
+	c := api.NewClient(d.sock)
+	limited := func(o v1.PodLogOptions, n int64) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		o.LimitBytes = &n
+		body, err := c.Logs(ctx, "talk", &o)
+		if err != nil {
+			t.Fatalf("logs %+v with limitBytes %d: %v", o, n, err)
+		}
+		defer body.Close()
+		b, err := io.ReadAll(body)
+		if err != nil {
+			t.Fatalf("logs %+v with limitBytes %d: %v after %q", o, n, err, b)
+		}
+		return string(b)
+	}
+	if got, want := limited(v1.PodLogOptions{Container: "main"}, 15), "second run\nxxxx"; got != want {
+		t.Errorf("limitBytes 15 = %q, want %q", got, want)
+	}
+	if got, want := limited(v1.PodLogOptions{Container: "side", Follow: true}, 20), "tick 1\ntick 2\ntick 3"; got != want {
+		t.Errorf("follow with limitBytes 20 = %q, want %q", got, want)
 	}
 
 	// podvisor is killed; the container goes on writing; what it wrote

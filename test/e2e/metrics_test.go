@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,9 +14,11 @@ import (
 	"testing"
 	"time"
 
+	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/creack/pty"
 	"github.com/podvisor/podvisor/api"
 	"github.com/podvisor/podvisor/examples"
+	"github.com/podvisor/podvisor/internal/version"
 	"github.com/podvisor/podvisor/metrics"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -304,4 +307,31 @@ func errString(err error) string {
 		return ee.String()
 	}
 	return err.Error()
+}
+
+// TestVersion: a running podvisor tells its version, the Go it was built
+// with and the version of the containerd it talks to.
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	d := newDaemon(t)
+	d.start()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	got, err := api.NewClient(d.sock).Version(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := containerd.New(env.Address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	want, err := cl.Version(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Version != version.Version || got.GoVersion != runtime.Version() || got.Platform != runtime.GOOS+"/"+runtime.GOARCH ||
+		got.ContainerdVersion != want.Version || got.ContainerdError != "" {
+		t.Errorf("Version = %+v; want podvisor %s, %s, %s/%s, containerd %s", got, version.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH, want.Version)
+	}
 }
