@@ -1,4 +1,4 @@
-package status
+package printers
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/podvisor/podvisor/status"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -34,9 +35,9 @@ func PrintDescribe(w io.Writer, pod *v1.Pod, events []v1.Event, now time.Time) e
 		p(0, "Start Time:\t%s", pod.Status.StartTime.Format(describeTime))
 	}
 	printMap(p, "Labels", pod.Labels)
-	probeResults := PodProbeResults(pod)
+	probeResults := status.PodProbeResults(pod)
 	annotations := maps.Clone(pod.Annotations)
-	delete(annotations, ProbeResultsAnnotation) // shown beside each probe
+	delete(annotations, status.ProbeResultsAnnotation) // shown beside each probe
 	printMap(p, "Annotations", annotations)
 	if pod.DeletionTimestamp != nil {
 		p(0, "Status:\tTerminating (lasts %s)", sinceString(*pod.DeletionTimestamp, now))
@@ -61,8 +62,8 @@ func PrintDescribe(w io.Writer, pod *v1.Pod, events []v1.Event, now time.Time) e
 	} else {
 		p(0, "IPs:\t<none>")
 	}
-	p(0, "Manifest:\t%s", orNone(pod.Annotations[ManifestPathAnnotation]))
-	if e := pod.Annotations[ManifestErrorAnnotation]; e != "" {
+	p(0, "Manifest:\t%s", orNone(pod.Annotations[status.ManifestPathAnnotation]))
+	if e := pod.Annotations[status.ManifestErrorAnnotation]; e != "" {
 		p(0, "Manifest Error:\t%s (running the last good version)", e)
 	}
 	if len(pod.Spec.InitContainers) > 0 {
@@ -174,7 +175,7 @@ func tolerationsString(ts []v1.Toleration) string {
 	return strings.Join(parts, ", ")
 }
 
-func describeContainers(p printer, cs []v1.Container, statuses []v1.ContainerStatus, results ProbeResults, now time.Time) {
+func describeContainers(p printer, cs []v1.Container, statuses []v1.ContainerStatus, results status.ProbeResults, now time.Time) {
 	byName := map[string]v1.ContainerStatus{}
 	for _, s := range statuses {
 		byName[s.Name] = s
