@@ -23,7 +23,8 @@ func EventHeader(wide bool) []string {
 }
 
 // EventRow is e's row in kubectl's event table, kubectl's printEvent
-// (pkg/printers/internalversion/printers.go) for the v1 types.
+// (pkg/printers/internalversion/printers.go) for the v1 types, its cells
+// escaped (Escape): an event's message may quote a container's output.
 func EventRow(e *v1.Event, wide bool, now time.Time) []string {
 	first := sinceString(e.FirstTimestamp, now)
 	if e.FirstTimestamp.IsZero() && !e.EventTime.IsZero() {
@@ -44,11 +45,13 @@ func EventRow(e *v1.Event, wide bool, now time.Time) []string {
 		target += "/" + e.InvolvedObject.Name
 	}
 	msg := strings.TrimSpace(e.Message)
-	if !wide {
-		return []string{last, e.Type, e.Reason, target, msg}
+	row := []string{last, e.Type, e.Reason, target, msg}
+	if wide {
+		row = []string{last, e.Type, e.Reason, target, e.InvolvedObject.FieldPath,
+			eventSource(e), msg, first, strconv.Itoa(int(count)), e.Name}
 	}
-	return []string{last, e.Type, e.Reason, target, e.InvolvedObject.FieldPath,
-		eventSource(e), msg, first, strconv.Itoa(int(count)), e.Name}
+	escapeAll(row)
+	return row
 }
 
 // eventSource is kubectl's formatEventSource.

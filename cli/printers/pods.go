@@ -75,7 +75,12 @@ func PodHeader(wide bool) []string {
 }
 
 // PodRow is pod's row in kubectl's pod table, as PrintPods prints it.
-func PodRow(pod *v1.Pod, wide bool, now time.Time) []string { return podRow(pod, wide, now) }
+// Its cells are escaped (Escape).
+func PodRow(pod *v1.Pod, wide bool, now time.Time) []string {
+	row := podRow(pod, wide, now)
+	escapeAll(row)
+	return row
+}
 
 func printTable(w io.Writer, list *v1.PodList, wide bool, now time.Time) error {
 	if len(list.Items) == 0 {
@@ -89,7 +94,7 @@ func printTable(w io.Writer, list *v1.PodList, wide bool, now time.Time) error {
 	}
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	for i := range list.Items {
-		fmt.Fprintln(tw, strings.Join(podRow(&list.Items[i], wide, now), "\t"))
+		fmt.Fprintln(tw, strings.Join(PodRow(&list.Items[i], wide, now), "\t"))
 	}
 	return tw.Flush()
 }

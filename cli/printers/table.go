@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,8 +42,14 @@ type Table struct {
 	widths []int
 }
 
-// Print prints rows, each a line, and remembers their widths.
+// Print prints rows, each a line, and remembers their widths. Cells are
+// escaped (Escape) as they are printed; rows are not modified.
 func (t *Table) Print(w io.Writer, rows ...[]string) error {
+	rows = slices.Clone(rows)
+	for i, r := range rows {
+		rows[i] = slices.Clone(r)
+		escapeAll(rows[i])
+	}
 	for _, r := range rows {
 		for i, c := range r[:max(len(r)-1, 0)] {
 			if i == len(t.widths) {
