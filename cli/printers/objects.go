@@ -252,8 +252,8 @@ func (objs *objects) print(w io.Writer, out output, single bool, o Options) (boo
 	return false, nil
 }
 
-// list is kubectl's List, as kubectl prints it (keys in its order).
-type list struct {
+// kubeList is kubectl's List, as kubectl prints it (keys in its order).
+type kubeList struct {
 	APIVersion string   `json:"apiVersion"`
 	Items      []any    `json:"items"`
 	Kind       string   `json:"kind"`
@@ -264,7 +264,7 @@ type listMeta struct {
 	ResourceVersion string `json:"resourceVersion"`
 }
 
-func listOf(items []any) list { return list{APIVersion: "v1", Kind: "List", Items: nonNil(items)} }
+func listOf(items []any) kubeList { return kubeList{APIVersion: "v1", Kind: "List", Items: nonNil(items)} }
 
 func nonNil(items []any) []any {
 	if items == nil {
