@@ -264,7 +264,9 @@ type listMeta struct {
 	ResourceVersion string `json:"resourceVersion"`
 }
 
-func listOf(items []any) kubeList { return kubeList{APIVersion: "v1", Kind: "List", Items: nonNil(items)} }
+func listOf(items []any) kubeList {
+	return kubeList{APIVersion: "v1", Kind: "List", Items: nonNil(items)}
+}
 
 func nonNil(items []any) []any {
 	if items == nil {
