@@ -216,7 +216,7 @@ func digits(s string) string {
 
 func cmpInt(a, b int) int { return a - b }
 
-// printList is the non-table outputs of objs: -o name, json, yaml (one
+// print prints the non-table outputs of objs: -o name, json, yaml (one
 // object when single and there is one, else a List), jsonpath (on the
 // object or the List) and custom-columns. It reports false for the table
 // formats, which are the caller's.
