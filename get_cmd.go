@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/podvisor/podvisor/api"
+	"github.com/podvisor/podvisor/cli/printers"
 	"github.com/podvisor/podvisor/status"
 	"github.com/urfave/cli/v2"
 	v1 "k8s.io/api/core/v1"
@@ -98,7 +99,7 @@ func getPodsAction(c *cli.Context) error {
 		fmt.Fprintln(c.App.ErrWriter, "No resources found")
 		return nil
 	}
-	if err := status.PrintPods(c.App.Writer, list, format, time.Now()); err != nil {
+	if err := printers.PrintPods(c.App.Writer, list, format, time.Now()); err != nil {
 		return cli.Exit(err.Error(), 2)
 	}
 	return nil
@@ -133,7 +134,7 @@ type watchPrinter struct {
 	format     string
 	withEvents bool // --output-watch-events
 	header     []string
-	table      status.Table
+	table      printers.Table
 	printed    bool              // the header is out
 	pending    [][]string        // table rows not printed yet
 	last       map[string]string // key → the row last printed, for relists
@@ -176,7 +177,7 @@ func (p *watchPrinter) print(typ watch.EventType, key string, obj any, row []str
 			}
 			p.printed = true
 		}
-		return status.PrintObject(p.w, v, p.format)
+		return printers.PrintObject(p.w, v, p.format)
 	}
 	if p.withEvents {
 		row = append([]string{string(typ)}, row...)
@@ -211,10 +212,10 @@ func (p *watchPrinter) notice(c *cli.Context) func(string) {
 
 func watchPodsAction(c *cli.Context) error {
 	wide := c.String("output") == "wide"
-	p := newWatchPrinter(c, status.PodHeader(wide))
+	p := newWatchPrinter(c, printers.PodHeader(wide))
 	match := nameMatcher(c.Args().Slice())
 	show := func(typ watch.EventType, pod *v1.Pod, relist bool) error {
-		return p.print(typ, string(pod.UID), pod, status.PodRow(pod, wide, p.now()), relist)
+		return p.print(typ, string(pod.UID), pod, printers.PodRow(pod, wide, p.now()), relist)
 	}
 	client, err := newAPIClient(c)
 	if err != nil {
@@ -268,10 +269,10 @@ func getEventsAction(c *cli.Context) error {
 			fmt.Fprintln(c.App.ErrWriter, "No events found")
 			return nil
 		}
-		return status.PrintEvents(c.App.Writer, list, format, time.Now())
+		return printers.PrintEvents(c.App.Writer, list, format, time.Now())
 	}
 	wide := format == "wide"
-	p := newWatchPrinter(c, status.EventHeader(wide))
+	p := newWatchPrinter(c, printers.EventHeader(wide))
 	show := func(typ watch.EventType, e *v1.Event, relist bool) error {
 		e.APIVersion, e.Kind = "v1", "Event"
 		// A relist (podvisor restarted) prints only events new or
@@ -281,7 +282,7 @@ func getEventsAction(c *cli.Context) error {
 			return nil
 		}
 		p.last[key+"#count"] = fmt.Sprint(e.Count)
-		return p.print(typ, key, e, status.EventRow(e, wide, p.now()), false)
+		return p.print(typ, key, e, printers.EventRow(e, wide, p.now()), false)
 	}
 	return client.WatchEvents(c.Context, api.WatchOptions[v1.Event]{
 		List: func(items []v1.Event, relist bool) error {
@@ -291,7 +292,7 @@ func getEventsAction(c *cli.Context) error {
 				}
 				return nil
 			}
-			status.SortEvents(items)
+			printers.SortEvents(items)
 			for i := range items {
 				if err := show(watch.Added, &items[i], relist); err != nil {
 					return err

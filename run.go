@@ -17,6 +17,7 @@ import (
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/podvisor/podvisor/api"
+	"github.com/podvisor/podvisor/cli/printers"
 	"github.com/podvisor/podvisor/cni"
 	"github.com/podvisor/podvisor/internal/backoff"
 	"github.com/podvisor/podvisor/internal/crilog"
@@ -482,7 +483,7 @@ func describePodAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return status.PrintDescribe(c.App.Writer, pod, events.Items, time.Now())
+	return printers.PrintDescribe(c.App.Writer, pod, events.Items, time.Now())
 }
 
 func unknownFieldsFlag() cli.Flag {

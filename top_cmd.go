@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/podvisor/podvisor/cli/printers"
 	"github.com/podvisor/podvisor/internal/stats"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
@@ -168,7 +169,7 @@ func topRows(prev, cur *stats.Summary) []topRow {
 			if c.Started != nil {
 				r.Started = fmt.Sprint(*c.Started)
 			}
-			if m := milliCPU(before[p.UID+"/"+c.Name], &c); m >= 0 {
+			if m := printers.MilliCPU(before[p.UID+"/"+c.Name], &c); m >= 0 {
 				r.MilliCPU = m
 				cpuSum += m
 				cpuKnown = true
@@ -200,20 +201,6 @@ func topRows(prev, cur *stats.Summary) []topRow {
 		rows = append(rows, crow...)
 	}
 	return rows
-}
-
-// milliCPU is the CPU use between two samples of one container instance
-// in millicores, or -1 when it cannot be told.
-func milliCPU(prev, cur *stats.Container) int64 {
-	if prev == nil || cur == nil || prev.CPU == nil || cur.CPU == nil || prev.ID != cur.ID {
-		return -1
-	}
-	dt := cur.CPU.Time.Sub(prev.CPU.Time)
-	if dt <= 0 || cur.CPU.UsageCoreNanoSeconds < prev.CPU.UsageCoreNanoSeconds {
-		return -1
-	}
-	used := cur.CPU.UsageCoreNanoSeconds - prev.CPU.UsageCoreNanoSeconds
-	return int64(float64(used) / float64(dt.Nanoseconds()) * 1000)
 }
 
 func probesText(p map[string]string) string {

@@ -268,3 +268,13 @@ func TestConditionsFromPhase(t *testing.T) {
 		now = now.Add(time.Minute)
 	}
 }
+
+// conditionTrue reports whether the condition of type t is True.
+func conditionTrue(conds []v1.PodCondition, t v1.PodConditionType) bool {
+	for _, c := range conds {
+		if c.Type == t {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}

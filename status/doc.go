@@ -1,8 +1,9 @@
 // Package status owns what podvisor reports about its pods: the pod status
 // model (real k8s.io/api core/v1 Pod and PodStatus values) in a versioned,
 // watchable Store, the events recorded about them, the one pod-name lookup,
-// the annotations podvisor puts on pods, and the kubectl-like printers the
-// CLI uses. The local HTTP API that serves the Store is package api.
+// and the annotations podvisor puts on pods. It prints nothing: the
+// kubectl-like printers are package cli/printers. The local HTTP API that
+// serves the Store is package api.
 //
 // Contract:
 //
@@ -29,9 +30,6 @@
 //     status read podvisor's the same way.
 //   - FindPods is the one rule for what a user's pod name means: full name
 //     first, then manifest name, optionally within one namespace.
-//   - PrintPods prints what kubectl get pods prints for the same objects,
-//     PrintEvents what kubectl get events prints; Table keeps a table's
-//     column widths for the rows a watch prints later.
 //
 // The package imports nothing from podvisor except internal/atomicfile.
 package status

@@ -1,4 +1,4 @@
-package status
+package printers
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/podvisor/podvisor/status"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -25,7 +26,7 @@ const describeTime = time.RFC1123Z
 func PrintDescribe(w io.Writer, pod *v1.Pod, events []v1.Event, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	p := func(indent int, format string, args ...any) {
-		fmt.Fprintf(tw, strings.Repeat("  ", indent)+format+"\n", args...)
+		io.WriteString(tw, Escape(strings.Repeat("  ", indent)+fmt.Sprintf(format, args...))+"\n")
 	}
 	p(0, "Name:\t%s", pod.Name)
 	p(0, "Namespace:\t%s", pod.Namespace)
@@ -34,9 +35,9 @@ func PrintDescribe(w io.Writer, pod *v1.Pod, events []v1.Event, now time.Time) e
 		p(0, "Start Time:\t%s", pod.Status.StartTime.Format(describeTime))
 	}
 	printMap(p, "Labels", pod.Labels)
-	probeResults := PodProbeResults(pod)
+	probeResults := status.PodProbeResults(pod)
 	annotations := maps.Clone(pod.Annotations)
-	delete(annotations, ProbeResultsAnnotation) // shown beside each probe
+	delete(annotations, status.ProbeResultsAnnotation) // shown beside each probe
 	printMap(p, "Annotations", annotations)
 	if pod.DeletionTimestamp != nil {
 		p(0, "Status:\tTerminating (lasts %s)", sinceString(*pod.DeletionTimestamp, now))
@@ -50,7 +51,7 @@ func PrintDescribe(w io.Writer, pod *v1.Pod, events []v1.Event, now time.Time) e
 		p(0, "Reason:\t%s", pod.Status.Reason)
 	}
 	if pod.Status.Message != "" {
-		p(0, "Message:\t%s", pod.Status.Message)
+		p(0, "Message:\t%s", message(0, 1, pod.Status.Message))
 	}
 	p(0, "IP:\t%s", pod.Status.PodIP)
 	if len(pod.Status.PodIPs) > 0 {
@@ -61,8 +62,8 @@ func PrintDescribe(w io.Writer, pod *v1.Pod, events []v1.Event, now time.Time) e
 	} else {
 		p(0, "IPs:\t<none>")
 	}
-	p(0, "Manifest:\t%s", orNone(pod.Annotations[ManifestPathAnnotation]))
-	if e := pod.Annotations[ManifestErrorAnnotation]; e != "" {
+	p(0, "Manifest:\t%s", orNone(pod.Annotations[status.ManifestPathAnnotation]))
+	if e := pod.Annotations[status.ManifestErrorAnnotation]; e != "" {
 		p(0, "Manifest Error:\t%s (running the last good version)", e)
 	}
 	if len(pod.Spec.InitContainers) > 0 {
@@ -113,6 +114,14 @@ func PrintDescribe(w io.Writer, pod *v1.Pod, events []v1.Event, now time.Time) e
 }
 
 type printer func(indent int, format string, args ...any)
+
+// message is a text a container controls (a termination or probe message,
+// an event about it) as describe prints it in column col of a line
+// indented indent times: cut to a screenful, its later lines in the same
+// column. The printer escapes it.
+func message(indent, col int, msg string) string {
+	return strings.ReplaceAll(cutMessage(msg), "\n", "\n"+strings.Repeat("  ", indent)+strings.Repeat("\t", col))
+}
 
 func nodeString(pod *v1.Pod) string {
 	if pod.Spec.NodeName == "" {
@@ -174,7 +183,7 @@ func tolerationsString(ts []v1.Toleration) string {
 	return strings.Join(parts, ", ")
 }
 
-func describeContainers(p printer, cs []v1.Container, statuses []v1.ContainerStatus, results ProbeResults, now time.Time) {
+func describeContainers(p printer, cs []v1.Container, statuses []v1.ContainerStatus, results status.ProbeResults, now time.Time) {
 	byName := map[string]v1.ContainerStatus{}
 	for _, s := range statuses {
 		byName[s.Name] = s
@@ -234,7 +243,7 @@ func describeContainers(p printer, cs []v1.Container, statuses []v1.ContainerSta
 				if r.Message != "" {
 					last += ": " + r.Message
 				}
-				p(3, "Last Result:\t%s", last)
+				p(3, "Last Result:\t%s", message(3, 1, last))
 			}
 		}
 		if len(c.Env) == 0 {
@@ -275,7 +284,7 @@ func describeState(p printer, title string, s v1.ContainerState) {
 			p(3, "Reason:\t%s", s.Waiting.Reason)
 		}
 		if s.Waiting.Message != "" {
-			p(3, "Message:\t%s", s.Waiting.Message)
+			p(3, "Message:\t%s", message(3, 1, s.Waiting.Message))
 		}
 	case s.Terminated != nil:
 		t := s.Terminated
@@ -284,7 +293,7 @@ func describeState(p printer, title string, s v1.ContainerState) {
 			p(3, "Reason:\t%s", t.Reason)
 		}
 		if t.Message != "" {
-			p(3, "Message:\t%s", strings.TrimRight(t.Message, "\n"))
+			p(3, "Message:\t%s", message(3, 1, strings.TrimRight(t.Message, "\n")))
 		}
 		p(3, "Exit Code:\t%d", t.ExitCode)
 		if t.Signal != 0 {
@@ -344,7 +353,7 @@ func describeEvents(p printer, pod *v1.Pod, events []v1.Event, now time.Time) {
 		if from == "" {
 			from = e.ReportingController
 		}
-		p(1, "%s\t%s\t%s\t%s\t%s", e.Type, e.Reason, age, from, strings.TrimSpace(e.Message))
+		p(1, "%s\t%s\t%s\t%s\t%s", e.Type, e.Reason, age, from, message(1, 4, strings.TrimSpace(e.Message)))
 	}
 }
 

@@ -1,10 +1,11 @@
-package status
+package printers
 
 import (
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/podvisor/podvisor/status"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,8 +17,8 @@ func TestPrintDescribe(t *testing.T) {
 	started := metav1.NewTime(now.Add(-time.Minute))
 	pod := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-n1", Namespace: "default", UID: "u1", Annotations: map[string]string{
-			ManifestPathAnnotation:  "/etc/kubernetes/manifests/web.yaml",
-			ManifestErrorAnnotation: "web.yaml:7: spec.containers[0].image: Required value",
+			status.ManifestPathAnnotation:  "/etc/kubernetes/manifests/web.yaml",
+			status.ManifestErrorAnnotation: "web.yaml:7: spec.containers[0].image: Required value",
 		}},
 		Spec: v1.PodSpec{NodeName: "n1", Containers: []v1.Container{{
 			Name: "httpd", Image: "busybox", Command: []string{"httpd", "-f"},
@@ -76,7 +77,7 @@ func TestPrintDescribeProbes(t *testing.T) {
 	svc := "etcd"
 	pod := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "etcd-n1", Namespace: "kube-system", Annotations: map[string]string{
-			ProbeResultsAnnotation: `{"etcd":{"liveness":{"result":"Failure","message":"HTTP probe failed with statuscode: 500","time":"2026-11-30T11:59:50Z"}}}`,
+			status.ProbeResultsAnnotation: `{"etcd":{"liveness":{"result":"Failure","message":"HTTP probe failed with statuscode: 500","time":"2026-11-30T11:59:50Z"}}}`,
 		}},
 		Spec: v1.PodSpec{Containers: []v1.Container{{
 			Name: "etcd", Image: "etcd",
@@ -101,7 +102,7 @@ func TestPrintDescribeProbes(t *testing.T) {
 			t.Errorf("describe lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, ProbeResultsAnnotation) {
+	if strings.Contains(out, status.ProbeResultsAnnotation) {
 		t.Errorf("the results annotation is printed:\n%s", out)
 	}
 }

@@ -1,4 +1,4 @@
-package status
+package printers
 
 import (
 	"encoding/json"
@@ -9,9 +9,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/podvisor/podvisor/status"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/yaml"
 )
 
@@ -64,6 +64,24 @@ func typedList(list *v1.PodList) *v1.PodList {
 	return out
 }
 
+// PodHeader is the header of kubectl's pod table (wide: with its wide
+// columns).
+func PodHeader(wide bool) []string {
+	h := []string{"NAME", "READY", "STATUS", "RESTARTS", "AGE"}
+	if wide {
+		h = append(h, "IP", "NODE", "NOMINATED NODE", "READINESS GATES")
+	}
+	return h
+}
+
+// PodRow is pod's row in kubectl's pod table, as PrintPods prints it.
+// Its cells are escaped (Escape).
+func PodRow(pod *v1.Pod, wide bool, now time.Time) []string {
+	row := podRow(pod, wide, now)
+	escapeAll(row)
+	return row
+}
+
 func printTable(w io.Writer, list *v1.PodList, wide bool, now time.Time) error {
 	if len(list.Items) == 0 {
 		return nil
@@ -76,17 +94,9 @@ func printTable(w io.Writer, list *v1.PodList, wide bool, now time.Time) error {
 	}
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	for i := range list.Items {
-		fmt.Fprintln(tw, strings.Join(podRow(&list.Items[i], wide, now), "\t"))
+		fmt.Fprintln(tw, strings.Join(PodRow(&list.Items[i], wide, now), "\t"))
 	}
 	return tw.Flush()
-}
-
-// sinceString is kubectl's translateTimestampSince with an injected clock.
-func sinceString(t metav1.Time, now time.Time) string {
-	if t.IsZero() {
-		return "<unknown>"
-	}
-	return duration.HumanDuration(now.Sub(t.Time))
 }
 
 // podRow is kubectl's printPod (pkg/printers/internalversion/printers.go)
@@ -111,7 +121,7 @@ func podRow(pod *v1.Pod, wide bool, now time.Time) []string {
 	initContainers := make(map[string]*v1.Container, len(pod.Spec.InitContainers))
 	for i := range pod.Spec.InitContainers {
 		initContainers[pod.Spec.InitContainers[i].Name] = &pod.Spec.InitContainers[i]
-		if isRestartableInitContainer(&pod.Spec.InitContainers[i]) {
+		if isSidecar(&pod.Spec.InitContainers[i]) {
 			totalContainers++
 		}
 	}
@@ -127,7 +137,7 @@ func podRow(pod *v1.Pod, wide bool, now time.Time) []string {
 		c := &pod.Status.InitContainerStatuses[i]
 		restarts += int(c.RestartCount)
 		later(&lastRestartDate, c)
-		sidecar := isRestartableInitContainer(initContainers[c.Name])
+		sidecar := isSidecar(initContainers[c.Name])
 		if sidecar {
 			restartableInitContainerRestarts += int(c.RestartCount)
 			later(&lastRestartableInitContainerRestartDate, c)
@@ -205,7 +215,7 @@ func podRow(pod *v1.Pod, wide bool, now time.Time) []string {
 	}
 
 	name := pod.Name
-	if pod.Annotations[ManifestErrorAnnotation] != "" {
+	if pod.Annotations[status.ManifestErrorAnnotation] != "" {
 		name += " (!)"
 	}
 	row := []string{name, fmt.Sprintf("%d/%d", readyContainers, totalContainers), reason, restartsStr, sinceString(pod.CreationTimestamp, now)}
@@ -254,4 +264,10 @@ func conditionTrue(conds []v1.PodCondition, t v1.PodConditionType) bool {
 		}
 	}
 	return false
+}
+
+// isSidecar reports whether c is a sidecar: an init container with
+// restartPolicy Always (kubectl's isRestartableInitContainer).
+func isSidecar(c *v1.Container) bool {
+	return c != nil && c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
 }

@@ -1,8 +1,7 @@
-package status
+package printers
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -12,21 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 )
-
-// PodHeader is the header of kubectl's pod table (wide: with its wide
-// columns).
-func PodHeader(wide bool) []string {
-	h := []string{"NAME", "READY", "STATUS", "RESTARTS", "AGE"}
-	if wide {
-		h = append(h, "IP", "NODE", "NOMINATED NODE", "READINESS GATES")
-	}
-	return h
-}
-
-// PodRow is pod's row in kubectl's pod table, as PrintPods prints it.
-func PodRow(pod *v1.Pod, wide bool, now time.Time) []string { return podRow(pod, wide, now) }
 
 // EventHeader is the header of kubectl's event table (kubectl get events;
 // wide: with its wide columns).
@@ -38,7 +23,8 @@ func EventHeader(wide bool) []string {
 }
 
 // EventRow is e's row in kubectl's event table, kubectl's printEvent
-// (pkg/printers/internalversion/printers.go) for the v1 types.
+// (pkg/printers/internalversion/printers.go) for the v1 types, its cells
+// escaped (Escape): an event's message may quote a container's output.
 func EventRow(e *v1.Event, wide bool, now time.Time) []string {
 	first := sinceString(e.FirstTimestamp, now)
 	if e.FirstTimestamp.IsZero() && !e.EventTime.IsZero() {
@@ -59,11 +45,13 @@ func EventRow(e *v1.Event, wide bool, now time.Time) []string {
 		target += "/" + e.InvolvedObject.Name
 	}
 	msg := strings.TrimSpace(e.Message)
-	if !wide {
-		return []string{last, e.Type, e.Reason, target, msg}
+	row := []string{last, e.Type, e.Reason, target, msg}
+	if wide {
+		row = []string{last, e.Type, e.Reason, target, e.InvolvedObject.FieldPath,
+			eventSource(e), msg, first, strconv.Itoa(int(count)), e.Name}
 	}
-	return []string{last, e.Type, e.Reason, target, e.InvolvedObject.FieldPath,
-		eventSource(e), msg, first, strconv.Itoa(int(count)), e.Name}
+	escapeAll(row)
+	return row
 }
 
 // eventSource is kubectl's formatEventSource.
@@ -129,57 +117,4 @@ func PrintEvents(w io.Writer, list *v1.EventList, format string, now time.Time) 
 		return PrintObject(w, out, format)
 	}
 	return fmt.Errorf("unknown output format %q: want one of \"\", wide, json, yaml", format)
-}
-
-// PrintObject prints v as kubectl -o json (indented) or -o yaml does.
-func PrintObject(w io.Writer, v any, format string) error {
-	switch format {
-	case "json":
-		b, err := json.MarshalIndent(v, "", "    ")
-		if err != nil {
-			return fmt.Errorf("encode as json: %w", err)
-		}
-		_, err = w.Write(append(b, '\n'))
-		return err
-	case "yaml":
-		b, err := yaml.Marshal(v)
-		if err != nil {
-			return fmt.Errorf("encode as yaml: %w", err)
-		}
-		_, err = w.Write(b)
-		return err
-	}
-	return fmt.Errorf("unknown output format %q: want json or yaml", format)
-}
-
-// Table prints table rows as kubectl's tab writer does (columns at least 6
-// wide, 3 spaces apart), and keeps the column widths it has used: rows
-// printed later (a watch's changes, without the header again) line up with
-// the earlier ones, a wider cell widening its column from then on.
-type Table struct {
-	widths []int
-}
-
-// Print prints rows, each a line, and remembers their widths.
-func (t *Table) Print(w io.Writer, rows ...[]string) error {
-	for _, r := range rows {
-		for i, c := range r[:max(len(r)-1, 0)] {
-			if i == len(t.widths) {
-				t.widths = append(t.widths, 0)
-			}
-			t.widths[i] = max(t.widths[i], len(c)+3, 6)
-		}
-	}
-	var b strings.Builder
-	for _, r := range rows {
-		for i, c := range r {
-			b.WriteString(c)
-			if i < len(r)-1 {
-				b.WriteString(strings.Repeat(" ", t.widths[i]-len(c)))
-			}
-		}
-		b.WriteByte('\n')
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }

@@ -1,4 +1,4 @@
-package status
+package printers
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podvisor/podvisor/status"
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -92,7 +93,7 @@ func printPods() *v1.PodList {
 	sidecar.Status.ContainerStatuses = []v1.ContainerStatus{ready(runningState("a"))}
 
 	badManifest := pod("bad-node1", 48*time.Hour, 1, v1.PodRunning)
-	badManifest.Annotations = map[string]string{ManifestErrorAnnotation: "spec.containers[0].image: Required value"}
+	badManifest.Annotations = map[string]string{status.ManifestErrorAnnotation: "spec.containers[0].image: Required value"}
 	badManifest.Status.ContainerStatuses = []v1.ContainerStatus{ready(runningState("a"))}
 
 	terminating := pod("stop-node1", 400*24*time.Hour, 1, v1.PodRunning)
