@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/podvisor/podvisor/manifest/podfile"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -541,4 +542,9 @@ func TestLoad(t *testing.T) {
 	if snap := Load(filepath.Join(dir, "missing"), node); len(snap.Pods)+len(snap.Errors) != 0 {
 		t.Errorf("missing directory: %+v, want an empty set", snap)
 	}
+}
+
+// parseFile is ParseFile with a fixed clock.
+func parseFile(path string, data []byte, nodeName string, now time.Time) ([]*Pod, []*FileError) {
+	return podfile.ParseDocuments(path, data, nodeName, now, ParseOptions{}).Flatten()
 }

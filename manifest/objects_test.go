@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"errors"
+	"github.com/podvisor/podvisor/manifest/podfile"
 	"strings"
 	"testing"
 
@@ -22,24 +23,26 @@ func TestParseObjects(t *testing.T) {
 		{"tls secret", "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ntype: kubernetes.io/tls\ndata: {tls.crt: AA==, tls.key: AA==}\n", "", "", 0},
 		{"custom secret type", "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ntype: example.com/thing\n", "", "", 0},
 
-		// TestValidateConfigMap (pkg/apis/core/validation/validation_test.go).
+		// TestValidateConfigMap (pkg/apis/core/validation/validation_test.go):
+		// Kubernetes' own ValidateConfigMap and ValidateSecret, each error at
+		// its line.
 		{"configmap name missing", "apiVersion: v1\nkind: ConfigMap\nmetadata: {labels: {a: b}}\n", "metadata.name", "required", 3},
 		{"configmap name invalid", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Conf_1\n", "metadata.name", "RFC 1123 subdomain", 4},
 		{"configmap namespace invalid", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: a.b\n", "metadata.namespace", "must not contain dots", 5},
 		{"configmap bad key", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n  \"a b\": x\n", "data[a b]", "a valid config key", 5},
 		{"configmap key with leading dots", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n  ..a: x\n", "data[..a]", "must not start with '..'", 5},
-		{"configmap key in data and binaryData", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {k: x}\nbinaryData: {k: AA==}\n", "data[k]", "duplicate of key \"k\" present in binaryData", 4},
-		{"configmap too large", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {k: " + strings.Repeat("x", maxObjectSize+1) + "}\n", "", "document is larger than 1048576 bytes (1048640 bytes)", 1},
+		{"configmap key in data and binaryData", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {k: x}\nbinaryData: {k: AA==}\n", "data[k]", `Invalid value: "k": duplicate of key present in binaryData`, 4},
+		{"configmap too large", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {k: " + strings.Repeat("x", 1<<20+1) + "}\n", "", "document is larger than 1048576 bytes (1048640 bytes)", 1},
 		{"configmap annotations too large", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  annotations: {k: " + strings.Repeat("x", 256<<10) + "}\n", "metadata.annotations", "annotations size 262145 is larger than limit 262144", 5},
 		{"configmap label invalid", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  labels: {k: \"a b\"}\n", "metadata.labels", `Invalid value: "a b": a valid label must be`, 5},
 		{"configmap unknown field", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndatta: {k: x}\n", "datta", "unknown field", 4},
 
 		// TestValidateSecret.
 		{"secret bad key", "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData: {\"a/b\": x}\n", "data[a/b]", "a valid config key", 0},
-		{"tls secret without key", "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ntype: kubernetes.io/tls\ndata: {tls.crt: AA==}\n", "data[tls.key]", "required for a Secret of type kubernetes.io/tls", 5},
-		{"ssh secret without key", "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ntype: kubernetes.io/ssh-auth\n", "data[ssh-privatekey]", "required", 0},
-		{"basic auth without username or password", "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ntype: kubernetes.io/basic-auth\n", "data", "needs username or password", 0},
-		{"dockerconfigjson not JSON", "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ntype: kubernetes.io/dockerconfigjson\nstringData: {.dockerconfigjson: \"{\"}\n", "data[.dockerconfigjson]", "valid JSON", 0},
+		{"tls secret without key", "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ntype: kubernetes.io/tls\ndata: {tls.crt: AA==}\n", "data[tls.key]", "Required value", 5},
+		{"ssh secret without key", "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ntype: kubernetes.io/ssh-auth\n", "data[ssh-privatekey]", "Required value", 0},
+		{"basic auth without username or password", "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ntype: kubernetes.io/basic-auth\n", "data[username]", "Required value", 0},
+		{"dockerconfigjson not JSON", "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ntype: kubernetes.io/dockerconfigjson\nstringData: {.dockerconfigjson: \"{\"}\n", "data[.dockerconfigjson]", `Invalid value: "<secret contents redacted>": unexpected end of JSON input`, 0},
 		{"service account token", "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ntype: kubernetes.io/service-account-token\n", "type", "static pods cannot use service account tokens", 4},
 		{"secret data not base64", "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata: {k: \"not base64!\"}\n", "data[k]", "must be base64-encoded: illegal base64 data at input byte 3", 4},
 
@@ -192,9 +195,9 @@ func TestMissingReferences(t *testing.T) {
 				ConfigMapKeyRef: &v1.ConfigMapKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "conf"}, Key: "k"}}}}}},
 		},
 	}
-	p := &Pod{Pod: pod, Path: "/m/web.yaml", line: 4}
+	p := &Pod{Pod: pod, Path: "/m/web.yaml", Line: 4}
 	defined := map[string]bool{"ConfigMap kube-system/conf": true, "ConfigMap default/proj": true}
-	errs := missingReferences(p, func(id string) bool { return defined[id] })
+	errs := podfile.MissingReferences(p, func(id string) bool { return defined[id] })
 	want := []string{
 		"/m/web.yaml:4: spec.volumes[1].secret.secretName: Secret kube-system/certs is not defined in the manifest directory",
 		"/m/web.yaml:4: spec.volumes[3].projected.sources[0].configMap.name: ConfigMap kube-system/proj is not defined",
