@@ -13,6 +13,7 @@ import (
 	"time"
 
 	yaml3 "go.yaml.in/yaml/v3"
+	kjson "sigs.k8s.io/json"
 )
 
 // parseNode parses one document into a YAML node tree with file lines. It
@@ -155,12 +156,14 @@ func parseDocument(path string, d rawDoc, root *yaml3.Node, j []byte, jerr error
 				res.Errors = append(res.Errors, fe)
 			}
 		}
+		// Case-sensitive, as the apiserver: "Items:" is an unknown field
+		// of the List (ignored under UnknownFieldsWarn), never its items.
 		var list struct {
 			Items []json.RawMessage `json:"items"`
 		}
 		_, items := mappingValue(root, "items")
 		items = resolveAlias(items)
-		if err := json.Unmarshal(j, &list); err != nil || (len(list.Items) > 0 && (items == nil || items.Kind != yaml3.SequenceNode || len(items.Content) != len(list.Items))) {
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(j, &list); err != nil || (len(list.Items) > 0 && (items == nil || items.Kind != yaml3.SequenceNode || len(items.Content) != len(list.Items))) {
 			res.Errors = append(res.Errors, &FileError{Path: path, Line: lineOf(root, "items"), Field: "items", Reason: "must be a list of Pods, ConfigMaps or Secrets"})
 		}
 		if len(res.Errors) > 0 {
