@@ -1,6 +1,7 @@
 package podfile
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -17,6 +18,13 @@ spec:
   - name: app
     image: busybox:1.36
 `
+
+var uidRE = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+// named returns basePod with another metadata.name.
+func named(name string) string {
+	return strings.Replace(basePod, "name: web", "name: "+name, 1)
+}
 
 // parseDefault is Parse with the default options.
 func parseDefault(path string, data []byte, nodeName string) ([]*Pod, []*FileError) {
