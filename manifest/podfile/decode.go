@@ -4,10 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"strconv"
 	"strings"
 
-	yaml3 "go.yaml.in/yaml/v3"
 	kjson "sigs.k8s.io/json"
 )
 
@@ -99,81 +97,4 @@ func strictProblem(err error) (path, reason string) {
 	default:
 		return path, msg
 	}
-}
-
-// lineOfStrict is lineOf for the paths of sigs.k8s.io/json's strict errors,
-// which join struct fields and map keys alike with "." and write sequence
-// indexes as "[i]": at each mapping it takes the longest key the rest of the
-// path starts with, so a key holding a dot ("example.com/x") is still found.
-// It returns the line of the deepest node found, root's line when none is,
-// and 0 for a nil root.
-func lineOfStrict(root *yaml3.Node, path string) int {
-	n := resolveAlias(root)
-	if n == nil {
-		return 0
-	}
-	line := n.Line
-	for depth := 0; path != "" && depth < maxDepth; depth++ {
-		n = resolveAlias(n)
-		if n == nil {
-			return line
-		}
-		if path[0] == '[' {
-			end := strings.IndexByte(path, ']')
-			if end < 0 || n.Kind != yaml3.SequenceNode {
-				return line
-			}
-			i, err := strconv.Atoi(path[1:end])
-			if err != nil || i < 0 || i >= len(n.Content) {
-				return line
-			}
-			n, line = n.Content[i], n.Content[i].Line
-			path = strings.TrimPrefix(path[end+1:], ".")
-			continue
-		}
-		if n.Kind != yaml3.MappingNode {
-			return line
-		}
-		k, v := keyPrefix(n, path, 0)
-		if k == nil {
-			return line
-		}
-		line, n = k.Line, v
-		path = strings.TrimPrefix(path[len(k.Value):], ".")
-	}
-	return line
-}
-
-// keyPrefix finds the longest key of a mapping (its own keys first, then
-// those merged in with "<<") that path starts with, as a whole segment.
-func keyPrefix(n *yaml3.Node, path string, depth int) (k, v *yaml3.Node) {
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		key := n.Content[i]
-		if isMerge(key) || !strings.HasPrefix(path, key.Value) {
-			continue
-		}
-		if rest := path[len(key.Value):]; rest != "" && rest[0] != '.' && rest[0] != '[' {
-			continue
-		}
-		if k == nil || len(key.Value) > len(k.Value) {
-			k, v = key, n.Content[i+1]
-		}
-	}
-	if k != nil || depth >= maxDepth {
-		return k, v
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if !isMerge(n.Content[i]) {
-			continue
-		}
-		for _, m := range mergeSources(n.Content[i+1]) {
-			if m == nil || m.Kind != yaml3.MappingNode {
-				continue
-			}
-			if mk, mv := keyPrefix(m, path, depth+1); mk != nil && (k == nil || len(mk.Value) > len(k.Value)) {
-				k, v = mk, mv
-			}
-		}
-	}
-	return k, v
 }

@@ -20,7 +20,7 @@ var ErrInvalid = errors.New("invalid manifest")
 // document of the same file). It wraps ErrInvalid.
 var ErrDuplicate = fmt.Errorf("duplicate name: %w", ErrInvalid)
 
-// ErrIgnored is wrapped by the Snapshot.Warnings about fields that are
+// ErrIgnored is wrapped by the warnings about fields that are
 // accepted but ignored (unknown fields of ConfigMaps, Secrets and Lists
 // under UnknownFieldsWarn); pods carry theirs in Pod.Warnings.
 var ErrIgnored = errors.New("ignored field")
@@ -49,9 +49,9 @@ type Pod struct {
 	// Warnings lists ignored fields, one entry per field set, in the form
 	// "spec.tolerations: ignored by podvisor (...)".
 	Warnings []string
-	// Err is non-nil when this is a last-known-good pod kept because its
-	// document (or its whole file) is now invalid; it is the first error of
-	// that document, or of the file.
+	// Err is non-nil when this is a last-known-good pod, which package
+	// manifest keeps because its document (or its whole file) is now
+	// invalid; it is the first error of that document, or of the file.
 	Err error
 
 	// Line is where metadata.name (or the document) starts, for errors that

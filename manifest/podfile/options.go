@@ -13,7 +13,7 @@ const (
 	UnknownFieldsError UnknownFieldPolicy = iota
 	// UnknownFieldsWarn drops unknown fields and records a warning
 	// "<field path>: unknown field, ignored" (in Pod.Warnings, or in
-	// Snapshot.Warnings for ConfigMaps, Secrets and Lists), for manifests
+	// Doc.Warnings for ConfigMaps, Secrets and Lists), for manifests
 	// written for a newer Kubernetes than podvisor's.
 	UnknownFieldsWarn
 )
