@@ -13,7 +13,7 @@ import (
 // are valid as they are, with no warnings, and their probes carry
 // Kubernetes' defaults for supervise to read.
 func TestKubeadmManifests(t *testing.T) {
-	files, err := filepath.Glob("testdata/kubeadm-v1.37.2/*.yaml")
+	files, err := filepath.Glob("../testdata/kubeadm-v1.37.2/*.yaml") // shared with test/e2e
 	if err != nil || len(files) != 4 {
 		t.Fatalf("kubeadm manifests: %v %v", files, err)
 	}
