@@ -15,14 +15,12 @@
 //     error. A file whose errors are gone, still present, is logged as
 //     "manifest fixed" at Info.
 //     Files over MaxFileSize and empty files are invalid.
-//   - Decoding is bounded: a document over MaxDocumentSize is invalid; a
-//     file with more than 5000 documents and List items, or more than
-//     100000 values, is invalid as a whole; a document reports at most 100
-//     errors. A scan that parsed a lot returns the memory to the OS.
 //   - Decoding, defaulting and validation of one file are package
-//     manifest/podfile's (its doc states that contract); ParseFile,
-//     FileError, Pod, ErrInvalid and the field table are its names, kept
-//     here. Every problem is a *FileError ("path:line: field: reason"); all
+//     manifest/podfile's (its doc states that contract: strict,
+//     case-sensitive decoding as the apiserver's, bounded, every problem at
+//     its line); ParseFile, FileError, Pod, ErrInvalid and the field table
+//     are its names, kept here. A scan that parsed a lot returns the memory
+//     to the OS. Every problem is a *FileError ("path:line: field: reason"); all
 //     of them wrap ErrInvalid unless they are I/O errors. Warnings wrap
 //     ErrInsecure or ErrIgnored.
 //   - Documents are independent. A valid document takes effect; an invalid
