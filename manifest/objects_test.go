@@ -16,7 +16,7 @@ func TestUnknownFieldPolicy(t *testing.T) {
 	}{
 		{"probe typo", basePod + "    livenesProbe: {exec: {command: [x]}}\n", []string{"spec.containers[0].livenesProbe: unknown field, ignored"}, "busybox:1.36"},
 		{"a field of a newer API", basePod + "  futureField: {a: 1}\n", []string{"spec.futureField: unknown field, ignored"}, "busybox:1.36"},
-		// encoding/json matches keys case-insensitively: the field must be
+		// Keys match case-sensitively, as in the apiserver: the field is
 		// dropped, not decoded into image.
 		{"wrong case is dropped, not aliased", basePod + "    Image: evil\n", []string{"spec.containers[0].Image: unknown field, ignored"}, "busybox:1.36"},
 		{"in a List item", "apiVersion: v1\nkind: List\nextra: 1\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: web, bogus: 2}\n  spec: {containers: [{name: app, image: busybox:1.36}]}\n",

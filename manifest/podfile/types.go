@@ -30,12 +30,12 @@ var (
 
 // findTypeErrors walks a decoded JSON document (objects, arrays, strings,
 // json.Number, booleans, nil) alongside the Go type it is to be decoded
-// into and reports every value encoding/json would refuse, each with its
-// full path in the manifest's (JSON) field names. encoding/json stops at
-// the first such value and names it by Go struct fields
+// into and reports every value the JSON decoder would refuse, each with its
+// full path in the manifest's (JSON) field names. The decoder stops at the
+// first such value and names it by Go struct fields
 // ("ProbeHandler.exec.command", without list indexes); this reports all of
-// them, where they are. Keys that name no field are left to
-// findUnknownFields. It stops after maxDocProblems+1 problems.
+// them, where they are. Keys that name no field are left to the decoder's
+// strict errors (decodeTarget). It stops after maxDocProblems+1 problems.
 func findTypeErrors(doc any, t reflect.Type) []typeProblem {
 	w := typeWalk{}
 	w.walk(doc, t, 0)
@@ -139,7 +139,7 @@ func (w *typeWalk) walk(v any, t reflect.Type, depth int) {
 		for _, k := range slices.Sorted(maps.Keys(m)) {
 			ft, ok := fields[k]
 			if !ok {
-				continue // an unknown field: findUnknownFields reports it
+				continue // an unknown field: the decoder reports it
 			}
 			w.segs = append(w.segs, pathSeg{name: k, kind: segField})
 			w.walk(m[k], ft, depth+1)
