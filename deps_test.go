@@ -11,22 +11,22 @@ import (
 const module = "github.com/podvisor/podvisor/"
 
 // TestPackageDependencies holds the design's layering: the leaf packages
-// (cni, mounts, probes, manifest, status) and the shared internal leaves
-// import nothing of podvisor but internal leaves (status the manifest
-// types); nothing below main imports the API server; supervise reaches
+// (cni, mounts, probes, manifest, manifest/podfile, status) and the shared
+// internal leaves import nothing of podvisor but internal leaves (status the
+// manifest types, manifest its decoder podfile); nothing below main imports the API server; supervise reaches
 // containerd only through the Runtime that supervise/containerd implements;
 // mirror reads the status Store and never reaches into supervise; metrics
 // reads the Store, the hooks' types and cgroups, never the API or supervise.
 func TestPackageDependencies(t *testing.T) {
 	tooling := func(p string) bool { return p == "test" || strings.HasPrefix(p, "test/") }
-	leaves := map[string]bool{"cni": true, "mounts": true, "probes": true, "manifest": true, "status": true}
+	leaves := map[string]bool{"cni": true, "mounts": true, "probes": true, "manifest": true, "manifest/podfile": true, "status": true}
 	allowed := func(pkg, dep string) bool {
 		internalLeaf := strings.HasPrefix(dep, "internal/") && !tooling(dep)
 		switch {
 		case tooling(pkg) || pkg == "" || strings.HasPrefix(pkg, "cmd/"):
 			return true
 		case leaves[pkg] || (strings.HasPrefix(pkg, "internal/") && !tooling(pkg)):
-			return internalLeaf || (pkg == "status" && dep == "manifest")
+			return internalLeaf || (pkg == "status" && dep == "manifest") || (pkg == "manifest" && dep == "manifest/podfile")
 		case pkg == "api":
 			return internalLeaf || dep == "status"
 		case pkg == "mirror":

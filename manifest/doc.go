@@ -15,29 +15,14 @@
 //     error. A file whose errors are gone, still present, is logged as
 //     "manifest fixed" at Info.
 //     Files over MaxFileSize and empty files are invalid.
-//   - Decoding is bounded: a document over MaxDocumentSize is invalid; a
-//     file with more than 5000 documents and List items, or more than
-//     100000 values, is invalid as a whole; a document reports at most 100
-//     errors. A scan that parsed a lot returns the memory to the OS.
-//   - ParseFile decodes one file (YAML, possibly several documents, a v1
-//     List of Pods, ConfigMaps and Secrets, a PodList, or JSON) strictly:
-//     unknown fields are errors unless ParseOptions says UnknownFieldsWarn.
-//     Every PodSpec field is checked against podvisor's field table
-//     (implemented, ignored with a warning, or rejected); Kubernetes'
-//     defaults are applied; the pod is validated and given its static-pod
-//     identity: name "<name>-<node>", UID derived from the decoded content,
-//     the file path and the node name (never from defaults or timestamps),
-//     so reformatting a file keeps the UID. Defaulting and validation are
-//     Kubernetes' own, as kubelet's file source runs them
-//     (SetObjectDefaults_Pod, then ValidatePodCreate on the pod named
-//     "<name>-<node>" in namespace "default" when it has none), each error
-//     at its field's line; podvisor adds its own: the field table, paths the
-//     runtime needs absolute, a hostIP that is an address, a log directory
-//     name that fits in 255 bytes, and quantities small enough for int64
-//     cgroup values.
-//   - Every problem is a *FileError carrying the file, the line when it can
-//     be found, and the field path; all of them wrap ErrInvalid unless they
-//     are I/O errors. Warnings wrap ErrInsecure or ErrIgnored.
+//   - Decoding, defaulting and validation of one file are package
+//     manifest/podfile's (its doc states that contract: strict,
+//     case-sensitive decoding as the apiserver's, bounded, every problem at
+//     its line); ParseFile, FileError, Pod, ErrInvalid and the field table
+//     are its names, kept here. A scan that parsed a lot returns the memory
+//     to the OS. Every problem is a *FileError ("path:line: field: reason"); all
+//     of them wrap ErrInvalid unless they are I/O errors. Warnings wrap
+//     ErrInsecure or ErrIgnored.
 //   - Documents are independent. A valid document takes effect; an invalid
 //     one keeps the last good content of the same document index (its pods
 //     marked with Pod.Err) until it is fixed or the document or file is
@@ -92,6 +77,6 @@
 //     symlink swapped atomically (the watch moves to the new target).
 //     Renames in and out are adds and deletes.
 //
-// The package imports nothing else from podvisor except internal leaves
-// (inotify, atomicfile, layout, version).
+// The package imports nothing else from podvisor except manifest/podfile and
+// internal leaves (inotify, atomicfile, layout, version).
 package manifest

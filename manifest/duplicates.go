@@ -3,6 +3,7 @@ package manifest
 import (
 	"cmp"
 	"fmt"
+	"github.com/podvisor/podvisor/manifest/podfile"
 	"slices"
 	"strings"
 )
@@ -14,7 +15,7 @@ type candidate struct {
 	doc  int
 	line int
 	pod  *Pod
-	obj  *object
+	obj  *podfile.Object
 }
 
 // resolve keeps one candidate per kind and namespace/name: the one that

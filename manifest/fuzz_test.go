@@ -4,9 +4,12 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/podvisor/podvisor/manifest/podfile"
 )
 
-// FuzzParseFile feeds arbitrary bytes to the decoder. The seed corpus in
+// FuzzParseFile feeds arbitrary bytes to the decoder (podfile). It lives
+// here, beside its seed corpus, so that `make fuzz` keeps its path. The seed corpus in
 // testdata/fuzz/FuzzParseFile runs with every `go test`; `make fuzz` runs
 // the fuzzer for a bounded time. Besides not panicking, parsing must be
 // deterministic and every result well formed.
@@ -15,8 +18,8 @@ func FuzzParseFile(f *testing.F) {
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, opts := range []ParseOptions{{}, {UnknownFields: UnknownFieldsWarn}} {
-			r := parseDocs("/m/f.yaml", data, node, now, opts)
-			pods, errs := flatten(r)
+			r := podfile.ParseDocuments("/m/f.yaml", data, node, now, opts)
+			pods, errs := r.Flatten()
 			for _, p := range pods {
 				if p.Pod == nil || !uidRE.MatchString(p.Hash) || string(p.Pod.UID) != p.Hash || p.Path != "/m/f.yaml" {
 					t.Fatalf("malformed pod %+v", p)
@@ -27,17 +30,17 @@ func FuzzParseFile(f *testing.F) {
 					t.Fatalf("malformed error %#v", e)
 				}
 			}
-			for _, d := range r.docs {
-				if len(d.errs) > 0 && (len(d.pods) > 0 || len(d.objs) > 0) {
-					t.Fatalf("document %d is invalid but has content", d.index)
+			for _, d := range r.Docs {
+				if len(d.Errors) > 0 && (len(d.Pods) > 0 || len(d.Objects) > 0) {
+					t.Fatalf("document %d is invalid but has content", d.Index)
 				}
-				for _, o := range d.objs {
-					if o.key == "" || (o.cm == nil) == (o.secret == nil) {
+				for _, o := range d.Objects {
+					if o.Key == "" || (o.ConfigMap == nil) == (o.Secret == nil) {
 						t.Fatalf("malformed object %+v", o)
 					}
 				}
 			}
-			again, errs2 := flatten(parseDocs("/m/f.yaml", data, node, now, opts))
+			again, errs2 := podfile.ParseDocuments("/m/f.yaml", data, node, now, opts).Flatten()
 			if len(again) != len(pods) || len(errs2) != len(errs) {
 				t.Fatalf("not deterministic: %d/%d pods, %d/%d errors", len(pods), len(again), len(errs), len(errs2))
 			}

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"github.com/podvisor/podvisor/manifest/podfile"
 	"maps"
 	"slices"
 )
@@ -8,7 +9,7 @@ import (
 // docGood is the last valid content of one document.
 type docGood struct {
 	pods []*Pod
-	objs []*object
+	objs []*podfile.Object
 }
 
 // apply makes a new parse of a file take effect, document by document: a
@@ -17,72 +18,72 @@ type docGood struct {
 // the whole file (too large, empty) keeps every document's last good content.
 func (s *scanner) apply(path string, st *fileState, res fileResult) {
 	st.errs, st.warns = nil, nil
-	st.errs = append(st.errs, res.errs...)
-	for _, d := range res.docs {
-		st.errs = append(st.errs, d.errs...)
-		st.warns = append(st.warns, d.warns...)
+	st.errs = append(st.errs, res.Errors...)
+	for _, d := range res.Docs {
+		st.errs = append(st.errs, d.Errors...)
+		st.warns = append(st.warns, d.Warnings...)
 	}
-	if len(res.errs) > 0 {
-		st.pods, st.objs = keepAll(st.lkg, res.errs[0])
+	if len(res.Errors) > 0 {
+		st.pods, st.objs = keepAll(st.lkg, res.Errors[0])
 		return
 	}
 
 	// Keep the pod objects of unchanged documents, so consumers see the same
 	// *Pod (and config.seen) until the content really changes.
 	oldPods := map[string]*Pod{}
-	oldObjs := map[string]*object{}
+	oldObjs := map[string]*podfile.Object{}
 	for _, g := range st.lkg {
 		for _, p := range g.pods {
 			oldPods[p.Hash] = p
 		}
 		for _, o := range g.objs {
-			oldObjs[o.hash] = o
+			oldObjs[o.Hash] = o
 		}
 	}
 	lkg := map[int]*docGood{}
 	var (
 		pods  []*Pod
-		objs  []*object
+		objs  []*podfile.Object
 		taken = map[string]bool{}
 	)
-	for _, d := range res.docs {
-		if len(d.errs) > 0 {
+	for _, d := range res.Docs {
+		if len(d.Errors) > 0 {
 			continue
 		}
 		g := &docGood{}
-		for _, p := range d.pods {
+		for _, p := range d.Pods {
 			if o, ok := oldPods[p.Hash]; ok && o.Doc == p.Doc {
 				p = o
 			}
 			g.pods = append(g.pods, p)
 			taken["Pod "+p.Key()] = true
 		}
-		for _, o := range d.objs {
-			if old, ok := oldObjs[o.hash]; ok && old.doc == o.doc {
+		for _, o := range d.Objects {
+			if old, ok := oldObjs[o.Hash]; ok && old.Doc == o.Doc {
 				o = old
 			}
 			g.objs = append(g.objs, o)
-			taken[o.id()] = true
+			taken[o.ID()] = true
 		}
-		lkg[d.index] = g
+		lkg[d.Index] = g
 		pods = append(pods, g.pods...)
 		objs = append(objs, g.objs...)
 	}
-	for _, d := range res.docs {
-		g := st.lkg[d.index]
-		if len(d.errs) == 0 || g == nil {
+	for _, d := range res.Docs {
+		g := st.lkg[d.Index]
+		if len(d.Errors) == 0 || g == nil {
 			continue
 		}
-		lkg[d.index] = g
+		lkg[d.Index] = g
 		// A valid document naming the same pod (documents moved around)
 		// takes precedence over a kept one.
-		for _, p := range withErr(g.pods, d.errs[0]) {
+		for _, p := range withErr(g.pods, d.Errors[0]) {
 			if !taken["Pod "+p.Key()] {
 				pods = append(pods, p)
 			}
 		}
 		for _, o := range g.objs {
-			if !taken[o.id()] {
+			if !taken[o.ID()] {
 				objs = append(objs, o)
 			}
 		}
@@ -91,10 +92,10 @@ func (s *scanner) apply(path string, st *fileState, res fileResult) {
 }
 
 // keepAll returns every last good pod marked with err, and the objects.
-func keepAll(lkg map[int]*docGood, err error) ([]*Pod, []*object) {
+func keepAll(lkg map[int]*docGood, err error) ([]*Pod, []*podfile.Object) {
 	var (
 		pods []*Pod
-		objs []*object
+		objs []*podfile.Object
 	)
 	for _, i := range slices.Sorted(maps.Keys(lkg)) {
 		pods = append(pods, withErr(lkg[i].pods, err)...)

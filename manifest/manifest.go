@@ -1,127 +1,100 @@
 package manifest
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
-	"strconv"
-	"strings"
+	"io"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/podvisor/podvisor/manifest/podfile"
+)
+
+// The pure decoding lives in manifest/podfile; these names keep it
+// reachable as it was before the split.
+
+// Pod is one desired pod from one manifest document (podfile.Pod).
+type Pod = podfile.Pod
+
+// FileError is a problem with a manifest file, rendered
+// "path:line: field: reason" (podfile.FileError).
+type FileError = podfile.FileError
+
+// ParseOptions tune decoding; the zero value is the default (strict).
+type ParseOptions = podfile.Options
+
+// UnknownFieldPolicy says what an unknown field does (podfile.UnknownFieldPolicy).
+type UnknownFieldPolicy = podfile.UnknownFieldPolicy
+
+// The values of UnknownFieldPolicy.
+const (
+	UnknownFieldsError = podfile.UnknownFieldsError
+	UnknownFieldsWarn  = podfile.UnknownFieldsWarn
+)
+
+// MaxFileSize is the largest manifest file podvisor reads.
+const MaxFileSize = podfile.MaxFileSize
+
+// MaxDocumentSize is the largest YAML document podvisor decodes.
+const MaxDocumentSize = podfile.MaxDocumentSize
+
+// FieldSupport is one row of podvisor's PodSpec field table
+// (podfile.FieldSupport).
+type FieldSupport = podfile.FieldSupport
+
+// Support says what podvisor does with a PodSpec field (podfile.Support).
+type Support = podfile.Support
+
+// The values of Support.
+const (
+	Implemented        = podfile.Implemented
+	IgnoredWithWarning = podfile.IgnoredWithWarning
+	Rejected           = podfile.Rejected
+)
+
+// FieldTable returns podvisor's PodSpec field table (podfile.FieldTable).
+func FieldTable() []FieldSupport { return podfile.FieldTable() }
+
+// Annotations podvisor sets on every static pod, as kubelet does.
+const (
+	AnnotationConfigHash   = podfile.AnnotationConfigHash
+	AnnotationConfigSource = podfile.AnnotationConfigSource
+	AnnotationConfigSeen   = podfile.AnnotationConfigSeen
 )
 
 // ErrInvalid is wrapped by every validation and decode error
-// (errors.Is(err, manifest.ErrInvalid)).
-var ErrInvalid = errors.New("invalid manifest")
+// (podfile.ErrInvalid).
+var ErrInvalid = podfile.ErrInvalid
 
 // ErrDuplicate is wrapped by the error given to a pod, ConfigMap or Secret
-// that loses a namespace/name clash with one from another file (or another
-// document of the same file). It wraps ErrInvalid.
-var ErrDuplicate = fmt.Errorf("duplicate name: %w", ErrInvalid)
+// that loses a namespace/name clash (podfile.ErrDuplicate). It wraps
+// ErrInvalid.
+var ErrDuplicate = podfile.ErrDuplicate
+
+// ErrIgnored is wrapped by the warnings about fields that are accepted but
+// ignored (podfile.ErrIgnored).
+var ErrIgnored = podfile.ErrIgnored
 
 // ErrInsecure is wrapped by the Snapshot.Warnings about permissions: a
 // directory or file that a user other than root can change.
 var ErrInsecure = errors.New("insecure manifest permissions")
 
-// ErrIgnored is wrapped by the Snapshot.Warnings about fields that are
-// accepted but ignored (unknown fields of ConfigMaps, Secrets and Lists
-// under UnknownFieldsWarn); pods carry theirs in Pod.Warnings.
-var ErrIgnored = errors.New("ignored field")
-
-// Annotations podvisor sets on every static pod, as kubelet does.
-const (
-	// AnnotationConfigHash carries the pod UID (the static pod's content hash).
-	AnnotationConfigHash = "kubernetes.io/config.hash"
-	// AnnotationConfigSource is "file" for pods read from the manifest directory.
-	AnnotationConfigSource = "kubernetes.io/config.source"
-	// AnnotationConfigSeen is the RFC 3339 time the manifest was read.
-	AnnotationConfigSeen = "kubernetes.io/config.seen"
-)
-
-// Pod is one desired pod from one manifest document.
-type Pod struct {
-	// Pod is defaulted, with identity applied; it is never mutated after emit.
-	Pod *v1.Pod
-	// Path is the manifest file (absolute, as found in the directory).
-	Path string
-	// Doc is the 0-based index of the non-empty YAML document in the file.
-	// Pods that are items of one List document share its Doc.
-	Doc int
-	// Hash equals string(Pod.UID).
-	Hash string
-	// Warnings lists ignored fields, one entry per field set, in the form
-	// "spec.tolerations: ignored by podvisor (...)".
-	Warnings []string
-	// Err is non-nil when this is a last-known-good pod kept because its
-	// document (or its whole file) is now invalid; it is the first error of
-	// that document, or of the file.
-	Err error
-
-	// line is where metadata.name (or the document) starts, for errors that
-	// point at the pod as a whole (duplicates).
-	line int
-	// warns are Warnings with their lines, for reports.
-	warns []*FileError
+// ParseUnknownFieldPolicy parses "error" or "warn".
+func ParseUnknownFieldPolicy(s string) (UnknownFieldPolicy, error) {
+	return podfile.ParseUnknownFieldPolicy(s)
 }
 
-// Key returns "namespace/name" of the pod (the name with the node suffix).
-func (p *Pod) Key() string {
-	return p.Pod.Namespace + "/" + p.Pod.Name
+// WriteFieldTableMarkdown writes podvisor's PodSpec field table as Markdown
+// (podfile.WriteFieldTableMarkdown).
+func WriteFieldTableMarkdown(w io.Writer) error { return podfile.WriteFieldTableMarkdown(w) }
+
+// ParseFile is podfile.Parse with the default options.
+func ParseFile(path string, data []byte, nodeName string) ([]*Pod, []*FileError) {
+	return podfile.Parse(path, data, nodeName, ParseOptions{})
 }
 
-// FileError is a problem with a manifest file. Error() renders
-// "path:line: field: reason" (":line" omitted when Line==0, "field: " omitted
-// when Field=="").
-//
-// It marshals to JSON as {"path", "line", "field", "reason", "message"},
-// "message" being Error(); these names are stable for tools.
-type FileError struct {
-	// Path is the manifest file (or directory).
-	Path string `json:"path"`
-	// Line is the 1-based line in the file, 0 when unknown.
-	Line int `json:"line,omitempty"`
-	// Field is the field path, such as "spec.containers[0].image".
-	Field string `json:"field,omitempty"`
-	// Reason says what is wrong.
-	Reason string `json:"reason"`
-	// Err is the cause returned by Unwrap; nil means ErrInvalid. I/O
-	// failures carry the os error instead, so they do not match ErrInvalid;
-	// warnings carry ErrInsecure or ErrIgnored.
-	Err error `json:"-"`
-}
-
-// MarshalJSON adds "message", the rendered error, to the fields.
-func (e *FileError) MarshalJSON() ([]byte, error) {
-	type plain FileError
-	return json.Marshal(struct {
-		*plain
-		Message string `json:"message"`
-	}{(*plain)(e), e.Error()})
-}
-
-// Error renders "path:line: field: reason".
-func (e *FileError) Error() string {
-	var b strings.Builder
-	b.WriteString(e.Path)
-	if e.Line > 0 {
-		b.WriteByte(':')
-		b.WriteString(strconv.Itoa(e.Line))
-	}
-	b.WriteString(": ")
-	if e.Field != "" {
-		b.WriteString(e.Field)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Reason)
-	return b.String()
-}
-
-// Unwrap returns Err, or ErrInvalid when Err is nil.
-func (e *FileError) Unwrap() error {
-	if e.Err != nil {
-		return e.Err
-	}
-	return ErrInvalid
+// ParseFileOptions is podfile.Parse.
+func ParseFileOptions(path string, data []byte, nodeName string, opts ParseOptions) ([]*Pod, []*FileError) {
+	return podfile.Parse(path, data, nodeName, opts)
 }
 
 // Snapshot is the full desired set at one moment.

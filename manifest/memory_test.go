@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"fmt"
+	"github.com/podvisor/podvisor/manifest/podfile"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -80,6 +81,8 @@ func heldFromOS() uint64 {
 // most 200 MiB of heap at its peak, and the heap the process holds is back
 // near idle within seconds, without anyone forcing a collection.
 func TestHostileFileMemory(t *testing.T) {
+	const maxValues = 100_000 // podfile's budget of values per file
+	const maxObjects = 5000   // and of objects
 	const mib = 1 << 20
 	tests := []struct {
 		name   string
@@ -88,7 +91,7 @@ func TestHostileFileMemory(t *testing.T) {
 	}{
 		{"one document of 10 MB", func() string { return flowPod(0, MaxFileSize-1) }, "document is larger than 1048576 bytes"},
 		{"documents of tiny values", func() string {
-			return hostileFile(MaxFileSize, func(i int) string { return flowPod(i, MaxDocumentSize-100) })
+			return hostileFile(MaxFileSize, func(i int) string { return flowPod(i, podfile.MaxDocumentSize-100) })
 		}, "more than 100000 values"},
 		{"containers just under the value budget, then the costliest document", func() string {
 			var b strings.Builder
@@ -97,11 +100,11 @@ func TestHostileFileMemory(t *testing.T) {
 				fmt.Fprintf(&b, "  - {name: c%d, image: b}\n", i)
 			}
 			b.WriteString("---\n")
-			return b.String() + hostileFile(MaxFileSize-b.Len(), func(i int) string { return flowPod(i, MaxDocumentSize-100) })
+			return b.String() + hostileFile(MaxFileSize-b.Len(), func(i int) string { return flowPod(i, podfile.MaxDocumentSize-100) })
 		}, "more than 100000 values"},
 		{"unknown fields", func() string {
 			return hostileFile(MaxFileSize, func(i int) string {
-				return fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: w%d}\nspec:\n  containers:\n", i) + strings.Repeat("  - {x: 1}\n", (MaxDocumentSize-200)/11)
+				return fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: w%d}\nspec:\n  containers:\n", i) + strings.Repeat("  - {x: 1}\n", (podfile.MaxDocumentSize-200)/11)
 			})
 		}, "more than 100000 values"},
 		{"many small pods", func() string {
@@ -128,7 +131,7 @@ func TestHostileFileMemory(t *testing.T) {
 		}, "excessive aliasing"},
 		{"large valid ConfigMaps", func() string {
 			return hostileFile(MaxFileSize, func(i int) string {
-				return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c%d}\ndata:\n  k: %s\n", i, strings.Repeat("x", MaxDocumentSize-200))
+				return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c%d}\ndata:\n  k: %s\n", i, strings.Repeat("x", podfile.MaxDocumentSize-200))
 			})
 		}, ""},
 	}

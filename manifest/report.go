@@ -121,7 +121,7 @@ func (r *ValidateReport) add(snap Snapshot) {
 	r.Warnings = append(r.Warnings, snap.Warnings...)
 	for _, p := range snap.Pods {
 		r.Pods = append(r.Pods, ReportPod{Key: p.Key(), UID: p.Hash, Path: p.Path, Doc: p.Doc})
-		r.Warnings = append(r.Warnings, p.warns...)
+		r.Warnings = append(r.Warnings, p.WarningErrors...)
 	}
 	r.ConfigMaps = append(r.ConfigMaps, slices.Collect(maps.Keys(snap.ConfigMaps))...)
 	r.Secrets = append(r.Secrets, slices.Collect(maps.Keys(snap.Secrets))...)

@@ -3,6 +3,7 @@ package manifest
 import (
 	"errors"
 	"fmt"
+	"github.com/podvisor/podvisor/manifest/podfile"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -43,14 +44,14 @@ type fileState struct {
 	pending  *fileSig // identity seen at a relist with no announcing event
 
 	// From reading.
-	read  bool             // read since it appeared (or since podvisor started)
-	sig   fileSig          // identity of the content last read
-	lkg   map[int]*docGood // last good content per document index
-	pods  []*Pod           // effective: valid documents and kept last-good ones
-	objs  []*object        // likewise
-	errs  []*FileError     // of the last read
-	warns []*FileError     // of the last read
-	ioErr *FileError       // this scan could not stat or read the file
+	read  bool              // read since it appeared (or since podvisor started)
+	sig   fileSig           // identity of the content last read
+	lkg   map[int]*docGood  // last good content per document index
+	pods  []*Pod            // effective: valid documents and kept last-good ones
+	objs  []*podfile.Object // likewise
+	errs  []*FileError      // of the last read
+	warns []*FileError      // of the last read
+	ioErr *FileError        // this scan could not stat or read the file
 }
 
 // entry is one directory entry that may be a manifest.
@@ -274,6 +275,13 @@ func (st *fileState) stable(sig fileSig) bool {
 	return false
 }
 
+// fileResult is one read file: parsed, or a JSON file that is no
+// Kubernetes object (foreignJSON), which has no documents and no errors.
+type fileResult struct {
+	podfile.Result
+	foreign bool
+}
+
 // readFile reads and parses one manifest. gone reports a file removed
 // between listing and reading, which counts as not present.
 func (s *scanner) readFile(path string) (res fileResult, sig fileSig, ioErr *FileError, gone bool) {
@@ -295,7 +303,7 @@ func (s *scanner) readFile(path string) (res fileResult, sig fileSig, ioErr *Fil
 	}
 	sig = sigOf(fi)
 	if fi.Size() > MaxFileSize {
-		res.errs = []*FileError{{Path: path, Reason: fmt.Sprintf("file is larger than %d bytes (%d bytes)", MaxFileSize, fi.Size())}}
+		res.Errors = []*FileError{{Path: path, Reason: fmt.Sprintf("file is larger than %d bytes (%d bytes)", MaxFileSize, fi.Size())}}
 		return res, sig, nil, false
 	}
 	data, err := readAll(f, fi.Size())
@@ -306,7 +314,7 @@ func (s *scanner) readFile(path string) (res fileResult, sig fileSig, ioErr *Fil
 	if s.files == nil && foreignJSON(path, data) {
 		return fileResult{foreign: true}, sig, nil, false
 	}
-	return parseDocs(path, data, s.nodeName, s.now(), s.opts), sig, nil, false
+	return fileResult{Result: podfile.ParseDocuments(path, data, s.nodeName, s.now(), s.opts)}, sig, nil, false
 }
 
 // readAll reads a file of the given size (at stat time) into one buffer of

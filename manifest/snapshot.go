@@ -3,6 +3,7 @@ package manifest
 import (
 	"cmp"
 	"fmt"
+	"github.com/podvisor/podvisor/manifest/podfile"
 	"maps"
 	"slices"
 	"strings"
@@ -35,10 +36,10 @@ func (s *scanner) build(dirErr *FileError, manifests []entry) Snapshot {
 			warns = append(warns, st.warns...)
 		}
 		for _, p := range pods {
-			cands = append(cands, candidate{id: "Pod " + p.Key(), path: p.Path, doc: p.Doc, line: p.line, pod: p})
+			cands = append(cands, candidate{id: "Pod " + p.Key(), path: p.Path, doc: p.Doc, line: p.Line, pod: p})
 		}
 		for _, o := range objs {
-			cands = append(cands, candidate{id: o.id(), path: o.path, doc: o.doc, line: o.line, obj: o})
+			cands = append(cands, candidate{id: o.ID(), path: o.Path, doc: o.Doc, line: o.Line, obj: o})
 		}
 	}
 
@@ -51,18 +52,18 @@ func (s *scanner) build(dirErr *FileError, manifests []entry) Snapshot {
 	}
 	for _, c := range winners {
 		switch {
-		case c.obj != nil && c.obj.cm != nil:
+		case c.obj != nil && c.obj.ConfigMap != nil:
 			if snap.ConfigMaps == nil {
 				snap.ConfigMaps = map[string]*v1.ConfigMap{}
 			}
-			snap.ConfigMaps[c.obj.key] = c.obj.cm
+			snap.ConfigMaps[c.obj.Key] = c.obj.ConfigMap
 		case c.obj != nil:
 			if snap.Secrets == nil {
 				snap.Secrets = map[string]*v1.Secret{}
 			}
-			snap.Secrets[c.obj.key] = c.obj.secret
+			snap.Secrets[c.obj.Key] = c.obj.Secret
 		default:
-			if missing := missingReferences(c.pod, func(id string) bool { return have[id] }); len(missing) > 0 {
+			if missing := podfile.MissingReferences(c.pod, func(id string) bool { return have[id] }); len(missing) > 0 {
 				errs = append(errs, missing...)
 				continue
 			}

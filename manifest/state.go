@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/podvisor/podvisor/internal/atomicfile"
+	"github.com/podvisor/podvisor/manifest/podfile"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -91,21 +92,13 @@ func (s *scanner) loadState() {
 				if pp.Pod == nil || pp.Pod.UID == "" {
 					continue
 				}
-				g.pods = append(g.pods, &Pod{Pod: pp.Pod, Path: path, Doc: d.Doc, Hash: string(pp.Pod.UID), Warnings: pp.Warnings, line: pp.Line})
+				g.pods = append(g.pods, &Pod{Pod: pp.Pod, Path: path, Doc: d.Doc, Hash: string(pp.Pod.UID), Warnings: pp.Warnings, Line: pp.Line})
 			}
 			for _, po := range d.Objects {
-				o := &object{path: path, doc: d.Doc, line: po.Line}
-				switch {
-				case po.ConfigMap != nil:
-					o.kind, o.cm = "ConfigMap", po.ConfigMap
-					o.key = po.ConfigMap.Namespace + "/" + po.ConfigMap.Name
-				case po.Secret != nil:
-					o.kind, o.secret = "Secret", po.Secret
-					o.key = po.Secret.Namespace + "/" + po.Secret.Name
-				default:
+				o := podfile.NewObject(path, d.Doc, po.Line, po.ConfigMap, po.Secret)
+				if o == nil {
 					continue
 				}
-				o.hash = objectHash(o, path)
 				g.objs = append(g.objs, o)
 			}
 			st.lkg[d.Doc] = g
@@ -131,10 +124,10 @@ func (s *scanner) persist() {
 			g := st.lkg[i]
 			d := persistedDoc{Doc: i}
 			for _, p := range g.pods {
-				d.Pods = append(d.Pods, persistedPod{Pod: p.Pod, Warnings: p.Warnings, Line: p.line})
+				d.Pods = append(d.Pods, persistedPod{Pod: p.Pod, Warnings: p.Warnings, Line: p.Line})
 			}
 			for _, o := range g.objs {
-				d.Objects = append(d.Objects, persistedObject{Line: o.line, ConfigMap: o.cm, Secret: o.secret})
+				d.Objects = append(d.Objects, persistedObject{Line: o.Line, ConfigMap: o.ConfigMap, Secret: o.Secret})
 			}
 			docs = append(docs, d)
 		}

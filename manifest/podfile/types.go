@@ -1,4 +1,4 @@
-package manifest
+package podfile
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 // typeProblem is a value of the wrong kind for its field, with its path.
 type typeProblem struct {
 	path, reason string
+	segs         []pathSeg // the path as steps, to null the value out
 }
 
 var (
@@ -29,12 +30,12 @@ var (
 
 // findTypeErrors walks a decoded JSON document (objects, arrays, strings,
 // json.Number, booleans, nil) alongside the Go type it is to be decoded
-// into and reports every value encoding/json would refuse, each with its
-// full path in the manifest's (JSON) field names. encoding/json stops at
-// the first such value and names it by Go struct fields
+// into and reports every value the JSON decoder would refuse, each with its
+// full path in the manifest's (JSON) field names. The decoder stops at the
+// first such value and names it by Go struct fields
 // ("ProbeHandler.exec.command", without list indexes); this reports all of
-// them, where they are. Keys that name no field are left to
-// findUnknownFields. It stops after maxDocProblems+1 problems.
+// them, where they are. Keys that name no field are left to the decoder's
+// strict errors (decodeTarget). It stops after maxDocProblems+1 problems.
 func findTypeErrors(doc any, t reflect.Type) []typeProblem {
 	w := typeWalk{}
 	w.walk(doc, t, 0)
@@ -65,13 +66,13 @@ func (w *typeWalk) path() string {
 }
 
 func (w *typeWalk) bad(reason string) {
-	w.out = append(w.out, typeProblem{w.path(), reason})
+	w.out = append(w.out, typeProblem{w.path(), reason, slices.Clone(w.segs)})
 }
 
 func (w *typeWalk) full() bool { return len(w.out) > maxDocProblems }
 
 func (w *typeWalk) walk(v any, t reflect.Type, depth int) {
-	if depth > maxUnknownDepth || w.full() {
+	if depth > maxDepth || w.full() {
 		return
 	}
 	if v == nil {
@@ -138,7 +139,7 @@ func (w *typeWalk) walk(v any, t reflect.Type, depth int) {
 		for _, k := range slices.Sorted(maps.Keys(m)) {
 			ft, ok := fields[k]
 			if !ok {
-				continue // an unknown field: findUnknownFields reports it
+				continue // an unknown field: the decoder reports it
 			}
 			w.segs = append(w.segs, pathSeg{name: k, kind: segField})
 			w.walk(m[k], ft, depth+1)
@@ -222,6 +223,39 @@ func jsonKind(v any) string {
 		return "null"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// setNull replaces the value at segs in a decoded JSON document with null,
+// which decodes into any type as its zero value.
+func setNull(doc any, segs []pathSeg) {
+	v := doc
+	for i, s := range segs {
+		last := i == len(segs)-1
+		switch c := v.(type) {
+		case map[string]any:
+			if s.kind == segIndex {
+				return
+			}
+			if last {
+				if _, ok := c[s.name]; ok {
+					c[s.name] = nil
+				}
+				return
+			}
+			v = c[s.name]
+		case []any:
+			if s.kind != segIndex || s.index < 0 || s.index >= len(c) {
+				return
+			}
+			if last {
+				c[s.index] = nil
+				return
+			}
+			v = c[s.index]
+		default:
+			return
+		}
+	}
 }
 
 // decodeGeneric decodes JSON into objects, arrays and json.Numbers.

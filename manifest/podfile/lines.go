@@ -1,4 +1,4 @@
-package manifest
+package podfile
 
 import (
 	"bytes"
@@ -169,45 +169,6 @@ func lineOf(root *yaml3.Node, path string) int {
 	return best
 }
 
-// lineOfLoose is lineOf for encoding/json's dotted field paths, which name
-// keys but not sequence indexes: it searches every item of a sequence and
-// returns the first match's line and its path with indexes. When nothing
-// matches it returns root's line and the dotted path.
-func lineOfLoose(root *yaml3.Node, dotted string) (int, string) {
-	if line, path := looseSearch(resolveAlias(root), strings.Split(dotted, "."), ""); line > 0 {
-		return line, path
-	}
-	if root == nil {
-		return 0, dotted
-	}
-	return root.Line, dotted
-}
-
-func looseSearch(n *yaml3.Node, segs []string, path string) (int, string) {
-	if n == nil || len(segs) == 0 {
-		return 0, ""
-	}
-	switch n.Kind {
-	case yaml3.SequenceNode:
-		for i, c := range n.Content {
-			if line, p := looseSearch(resolveAlias(c), segs, path+"["+strconv.Itoa(i)+"]"); line > 0 {
-				return line, p
-			}
-		}
-	case yaml3.MappingNode:
-		k, v := mappingValue(n, segs[0])
-		if k == nil {
-			return 0, ""
-		}
-		p := joinField(path, segs[0])
-		if len(segs) == 1 {
-			return k.Line, p
-		}
-		return looseSearch(resolveAlias(v), segs[1:], p)
-	}
-	return 0, ""
-}
-
 var yamlLineRE = regexp.MustCompile(`line (\d+): `)
 
 // yamlErrorLine pulls "line N" out of a YAML library error message and
@@ -308,4 +269,81 @@ func addMissingIndex(root *yaml3.Node, path, value string) string {
 		return path
 	}
 	return out.String()
+}
+
+// lineOfStrict is lineOf for the paths of sigs.k8s.io/json's strict errors,
+// which join struct fields and map keys alike with "." and write sequence
+// indexes as "[i]": at each mapping it takes the longest key the rest of the
+// path starts with, so a key holding a dot ("example.com/x") is still found.
+// It returns the line of the deepest node found, root's line when none is,
+// and 0 for a nil root.
+func lineOfStrict(root *yaml3.Node, path string) int {
+	n := resolveAlias(root)
+	if n == nil {
+		return 0
+	}
+	line := n.Line
+	for depth := 0; path != "" && depth < maxDepth; depth++ {
+		n = resolveAlias(n)
+		if n == nil {
+			return line
+		}
+		if path[0] == '[' {
+			end := strings.IndexByte(path, ']')
+			if end < 0 || n.Kind != yaml3.SequenceNode {
+				return line
+			}
+			i, err := strconv.Atoi(path[1:end])
+			if err != nil || i < 0 || i >= len(n.Content) {
+				return line
+			}
+			n, line = n.Content[i], n.Content[i].Line
+			path = strings.TrimPrefix(path[end+1:], ".")
+			continue
+		}
+		if n.Kind != yaml3.MappingNode {
+			return line
+		}
+		k, v := keyPrefix(n, path, 0)
+		if k == nil {
+			return line
+		}
+		line, n = k.Line, v
+		path = strings.TrimPrefix(path[len(k.Value):], ".")
+	}
+	return line
+}
+
+// keyPrefix finds the longest key of a mapping (its own keys first, then
+// those merged in with "<<") that path starts with, as a whole segment.
+func keyPrefix(n *yaml3.Node, path string, depth int) (k, v *yaml3.Node) {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key := n.Content[i]
+		if isMerge(key) || !strings.HasPrefix(path, key.Value) {
+			continue
+		}
+		if rest := path[len(key.Value):]; rest != "" && rest[0] != '.' && rest[0] != '[' {
+			continue
+		}
+		if k == nil || len(key.Value) > len(k.Value) {
+			k, v = key, n.Content[i+1]
+		}
+	}
+	if k != nil || depth >= maxDepth {
+		return k, v
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if !isMerge(n.Content[i]) {
+			continue
+		}
+		for _, m := range mergeSources(n.Content[i+1]) {
+			if m == nil || m.Kind != yaml3.MappingNode {
+				continue
+			}
+			if mk, mv := keyPrefix(m, path, depth+1); mk != nil && (k == nil || len(mk.Value) > len(k.Value)) {
+				k, v = mk, mv
+			}
+		}
+	}
+	return k, v
 }

@@ -1,4 +1,4 @@
-package manifest
+package podfile
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	yaml3 "go.yaml.in/yaml/v3"
+	kjson "sigs.k8s.io/json"
 )
 
 // parseNode parses one document into a YAML node tree with file lines. It
@@ -106,10 +107,10 @@ var documentKinds = []string{"Pod", "ConfigMap", "Secret"}
 // the document converted to JSON. room (at least 1) is how many more
 // objects the file may hold; a List with more items than that is not parsed
 // and its result has tooMany set.
-func parseDocument(path string, d rawDoc, root *yaml3.Node, j []byte, jerr error, docIndex int, nodeName string, now time.Time, opts ParseOptions, room int) docResult {
-	res := docResult{index: docIndex, line: d.line}
-	fail := func(field string, line int, reason string) docResult {
-		res.errs = append(res.errs, &FileError{Path: path, Line: line, Field: field, Reason: reason})
+func parseDocument(path string, d rawDoc, root *yaml3.Node, j []byte, jerr error, docIndex int, nodeName string, now time.Time, opts Options, room int) Doc {
+	res := Doc{Index: docIndex, Line: d.line}
+	fail := func(field string, line int, reason string) Doc {
+		res.Errors = append(res.Errors, &FileError{Path: path, Line: line, Field: field, Reason: reason})
 		return res
 	}
 	if root.Kind != yaml3.MappingNode {
@@ -131,7 +132,7 @@ func parseDocument(path string, d rawDoc, root *yaml3.Node, j []byte, jerr error
 	// sigs.k8s.io/yaml gives YAML the meaning kubectl gives it (YAML 1.1
 	// scalars, duplicate keys are errors); the tree above is only for lines.
 	if jerr != nil {
-		res.errs = append(res.errs, yamlError(path, d, jerr))
+		res.Errors = append(res.Errors, yamlError(path, d, jerr))
 		return res
 	}
 
@@ -152,18 +153,20 @@ func parseDocument(path string, d rawDoc, root *yaml3.Node, j []byte, jerr error
 					listWarn = append(listWarn, fe)
 					continue
 				}
-				res.errs = append(res.errs, fe)
+				res.Errors = append(res.Errors, fe)
 			}
 		}
+		// Case-sensitive, as the apiserver: "Items:" is an unknown field
+		// of the List (ignored under UnknownFieldsWarn), never its items.
 		var list struct {
 			Items []json.RawMessage `json:"items"`
 		}
 		_, items := mappingValue(root, "items")
 		items = resolveAlias(items)
-		if err := json.Unmarshal(j, &list); err != nil || (len(list.Items) > 0 && (items == nil || items.Kind != yaml3.SequenceNode || len(items.Content) != len(list.Items))) {
-			res.errs = append(res.errs, &FileError{Path: path, Line: lineOf(root, "items"), Field: "items", Reason: "must be a list of Pods, ConfigMaps or Secrets"})
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(j, &list); err != nil || (len(list.Items) > 0 && (items == nil || items.Kind != yaml3.SequenceNode || len(items.Content) != len(list.Items))) {
+			res.Errors = append(res.Errors, &FileError{Path: path, Line: lineOf(root, "items"), Field: "items", Reason: "must be a list of Pods, ConfigMaps or Secrets"})
 		}
-		if len(res.errs) > 0 {
+		if len(res.Errors) > 0 {
 			return res
 		}
 		if len(list.Items) > room {
@@ -177,19 +180,19 @@ func parseDocument(path string, d rawDoc, root *yaml3.Node, j []byte, jerr error
 			iv, ik := scalarField(node, "apiVersion"), scalarField(node, "kind")
 			switch {
 			case kind == "PodList" && (iv != "" || ik != "") && (iv != "v1" || ik != "Pod"):
-				res.errs = append(res.errs, &FileError{Path: path, Line: node.Line, Field: prefix,
+				res.Errors = append(res.Errors, &FileError{Path: path, Line: node.Line, Field: prefix,
 					Reason: fmt.Sprintf("PodList items must be v1 Pods, got apiVersion %q kind %q", iv, ik)})
 				continue
 			case kind == "PodList":
 				ik = "Pod"
 			case iv != "v1" || !slices.Contains(documentKinds, ik):
-				res.errs = append(res.errs, &FileError{Path: path, Line: node.Line, Field: prefix,
+				res.Errors = append(res.Errors, &FileError{Path: path, Line: node.Line, Field: prefix,
 					Reason: fmt.Sprintf("list items must be v1 Pods, ConfigMaps or Secrets, got apiVersion %q kind %q", iv, ik)})
 				continue
 			}
 			targets = append(targets, target{prefix: prefix, kind: ik, node: node, raw: raw})
 		}
-		if len(res.errs) > 0 {
+		if len(res.Errors) > 0 {
 			return res
 		}
 	}
@@ -201,25 +204,25 @@ func parseDocument(path string, d rawDoc, root *yaml3.Node, j []byte, jerr error
 			if p != nil {
 				for _, w := range listWarn {
 					p.Warnings = append(p.Warnings, w.Field+": "+w.Reason)
-					p.warns = append(p.warns, w)
+					p.WarningErrors = append(p.WarningErrors, w)
 				}
-				res.pods = append(res.pods, p)
+				res.Pods = append(res.Pods, p)
 			}
-			res.errs = append(res.errs, perrs...)
+			res.Errors = append(res.Errors, perrs...)
 		default:
 			o, oerrs := parseObject(path, root, t, docIndex, opts)
 			if o != nil {
-				res.objs = append(res.objs, o)
-				res.warns = append(res.warns, o.warns...)
+				res.Objects = append(res.Objects, o)
+				res.Warnings = append(res.Warnings, o.Warnings...)
 			}
-			res.errs = append(res.errs, oerrs...)
+			res.Errors = append(res.Errors, oerrs...)
 		}
 	}
-	if len(res.pods) == 0 {
-		res.warns = append(res.warns, listWarn...)
+	if len(res.Pods) == 0 {
+		res.Warnings = append(res.Warnings, listWarn...)
 	}
-	if len(res.errs) > 0 {
-		res.pods, res.objs, res.warns = nil, nil, nil
+	if len(res.Errors) > 0 {
+		res.Pods, res.Objects, res.Warnings = nil, nil, nil
 	}
 	return res
 }
@@ -228,13 +231,13 @@ func parseDocument(path string, d rawDoc, root *yaml3.Node, j []byte, jerr error
 // and one more saying how many others there were: a hostile document must
 // not turn into a hundred thousand errors to hold, log and record. A
 // single error past the cap is kept as it is rather than counted.
-func capProblems(path string, res *docResult) {
-	if len(res.errs) <= maxDocProblems+1 {
+func capProblems(path string, res *Doc) {
+	if len(res.Errors) <= maxDocProblems+1 {
 		return
 	}
-	slices.SortStableFunc(res.errs, func(a, b *FileError) int { return cmp.Compare(a.Line, b.Line) })
-	rest := res.errs[maxDocProblems:]
-	res.errs = append(res.errs[:maxDocProblems:maxDocProblems], &FileError{Path: path, Line: rest[0].Line,
+	slices.SortStableFunc(res.Errors, func(a, b *FileError) int { return cmp.Compare(a.Line, b.Line) })
+	rest := res.Errors[maxDocProblems:]
+	res.Errors = append(res.Errors[:maxDocProblems:maxDocProblems], &FileError{Path: path, Line: rest[0].Line,
 		Reason: fmt.Sprintf("%d more errors in this document are not listed", len(rest))})
 }
 

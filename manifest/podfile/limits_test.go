@@ -1,4 +1,4 @@
-package manifest
+package podfile
 
 import (
 	"fmt"
@@ -118,8 +118,8 @@ func TestValidateLimits(t *testing.T) {
 // in a file).
 func TestObjectDataLimit(t *testing.T) {
 	var p problems
-	validateConfigMap(&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Data: map[string]string{"k": strings.Repeat("x", maxObjectSize+1)}}, &p)
-	if len(p.errs) != 1 || p.errs[0] != (fieldErr{field: "data", reason: "too long: must have at most 1048576 bytes, got 1048577"}) {
+	validateConfigMap(&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "default"}, Data: map[string]string{"k": strings.Repeat("x", 1<<20+1)}}, &p)
+	if len(p.errs) != 1 || p.errs[0] != (fieldErr{field: "data", reason: "Too long: may not be more than 1048576 bytes"}) {
 		t.Errorf("errors %v", p.errs)
 	}
 }
@@ -187,7 +187,7 @@ func TestDecodeBounds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pods, errs := ParseFile("/m/x.yaml", []byte(tt.data), node)
+			pods, errs := parseDefault("/m/x.yaml", []byte(tt.data), node)
 			if got := joinErrs(errs); got != strings.Join(tt.want, "\n") {
 				t.Errorf("errors:\n%s\nwant:\n%s", got, strings.Join(tt.want, "\n"))
 			}
@@ -224,13 +224,15 @@ func TestDocumentErrorsCapped(t *testing.T) {
 		n    int            // errors
 		some map[int]string // errors by index, -1 the last
 	}{
-		{"100 unknown fields", unknown(100), 100, map[int]string{
-			-1: "/m/x.yaml:108: spec.containers[0].x99: unknown field",
+		{"99 unknown fields", unknown(99), 99, map[int]string{
+			-1: "/m/x.yaml:107: spec.containers[0].x98: unknown field",
 		}},
+		// sigs.k8s.io/json stops at 100, in the order of the keys (x0, x1,
+		// x10, x100, x11, ...), so which ones are listed is not by line.
 		{"101 unknown fields", unknown(101), 101, map[int]string{
 			0:  "/m/x.yaml:9: spec.containers[0].x0: unknown field",
-			99: "/m/x.yaml:108: spec.containers[0].x99: unknown field",
-			-1: "/m/x.yaml:109: more than 100 unknown fields; the rest are not listed",
+			-2: "/m/x.yaml:107: 100 unknown or duplicate fields listed; any more are not",
+			-1: "/m/x.yaml:109: spec.containers[0].x100: unknown field",
 		}},
 		{"101 invalid container names", badNames(101), 101, map[int]string{
 			-1: `/m/x.yaml:107: spec.containers[100].name: Invalid value: "A100"` + notALabel,
@@ -243,12 +245,12 @@ func TestDocumentErrorsCapped(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, errs := ParseFile("/m/x.yaml", []byte(tt.data), node)
+			_, errs := parseDefault("/m/x.yaml", []byte(tt.data), node)
 			if len(errs) != tt.n {
 				t.Fatalf("%d errors, want %d:\n%s", len(errs), tt.n, joinErrs(errs))
 			}
 			for i, want := range tt.some {
-				if i < 0 {
+				if i < 0 { // from the end
 					i += len(errs)
 				}
 				if got := errs[i].Error(); got != want {

@@ -1,4 +1,4 @@
-package manifest
+package podfile
 
 import (
 	"reflect"
@@ -175,7 +175,7 @@ func TestRejectedZeroValues(t *testing.T) {
 	}
 	// End to end through the decoder: fsGroup: 0 is refused.
 	for _, extra := range []string{"  securityContext: {fsGroup: 0}\n", "  shareProcessNamespace: false\n"} {
-		if _, errs := ParseFile("/m/x.yaml", []byte(basePod+extra), node); len(errs) == 0 {
+		if _, errs := parseDefault("/m/x.yaml", []byte(basePod+extra), node); len(errs) == 0 {
 			t.Errorf("%q accepted", extra)
 		}
 	}

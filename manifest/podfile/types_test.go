@@ -1,4 +1,4 @@
-package manifest
+package podfile
 
 import (
 	"strings"
@@ -89,7 +89,7 @@ func TestDecodeErrors(t *testing.T) {
 			}
 		}
 		t.Run(tt.name, func(t *testing.T) {
-			pods, errs := ParseFile("/m/x.yaml", []byte(data), node)
+			pods, errs := parseDefault("/m/x.yaml", []byte(data), node)
 			if len(pods) != 0 {
 				t.Errorf("a pod from an invalid manifest")
 			}

@@ -1,4 +1,4 @@
-package manifest
+package podfile
 
 import (
 	"bytes"
@@ -40,71 +40,76 @@ const maxValues = 100_000
 // counted.
 const maxDocProblems = 100
 
-// ParseFile decodes, defaults, validates and names every pod document in
-// data, with the default ParseOptions. path is recorded in the pods and
-// errors and is part of each pod's UID. It returns the pods of the valid
-// documents and the errors of the others: a document with any error yields
-// no pod, a valid document of the same file does. ConfigMap and Secret
-// documents are validated too but not returned (Load and Source index them).
-func ParseFile(path string, data []byte, nodeName string) ([]*Pod, []*FileError) {
-	return ParseFileOptions(path, data, nodeName, ParseOptions{})
+// Parse decodes, defaults, validates and names every pod document in data.
+// path is recorded in the pods and errors and is part of each pod's UID. It
+// returns the pods of the valid documents and every error, sorted by line: a
+// document with any error yields no pod, a valid document of the same file
+// does. ConfigMap and Secret documents are validated too but not returned
+// (ParseDocuments returns them, for the watcher to index).
+func Parse(path string, data []byte, nodeName string, opts Options) ([]*Pod, []*FileError) {
+	return ParseDocuments(path, data, nodeName, time.Now(), opts).Flatten()
 }
 
-// docResult is one document of a file: valid (errs empty) with its pods and
+// Doc is one document of a file: valid (Errors empty) with its pods and
 // objects, or invalid with its errors.
-type docResult struct {
-	index int // Pod.Doc
-	line  int // first line of the document
-	pods  []*Pod
-	objs  []*object
-	warns []*FileError // for Snapshot.Warnings (pods keep theirs)
-	errs  []*FileError
+type Doc struct {
+	// Index is the 0-based index of the non-empty document (Pod.Doc).
+	Index int
+	// Line is the first line of the document.
+	Line int
+	// Pods and Objects are the document's content when it is valid.
+	Pods    []*Pod
+	Objects []*Object
+	// Warnings are the ignored fields of ConfigMaps, Secrets and Lists
+	// (pods keep theirs in Pod.WarningErrors).
+	Warnings []*FileError
+	// Errors makes the document invalid.
+	Errors []*FileError
 
 	items   int // items of a List, for maxObjects
 	tooMany int // line of an item over maxObjects (the List is not parsed), or 0
 }
 
-// fileResult is one parsed file.
-type fileResult struct {
-	errs []*FileError // problems of the whole file: size, empty, I/O
-	docs []docResult
-	// foreign: a JSON file that is no Kubernetes object (foreignJSON);
-	// it has no documents and no errors.
-	foreign bool
+// Result is one parsed file: problems of the whole file (size, empty, too
+// many objects), or its documents, each valid or not on its own.
+type Result struct {
+	Errors []*FileError
+	Docs   []Doc
 }
 
-// parseFile is ParseFile with the default options and a fixed clock.
+// parseFile is Parse with the default options and a fixed clock.
 func parseFile(path string, data []byte, nodeName string, now time.Time) ([]*Pod, []*FileError) {
-	return flatten(parseDocs(path, data, nodeName, now, ParseOptions{}))
+	return ParseDocuments(path, data, nodeName, now, Options{}).Flatten()
 }
 
-// flatten returns the pods of the valid documents and every error, sorted by
+// Flatten returns the pods of the valid documents and every error, sorted by
 // line.
-func flatten(r fileResult) ([]*Pod, []*FileError) {
+func (r Result) Flatten() ([]*Pod, []*FileError) {
 	var (
 		pods []*Pod
-		errs = slices.Clone(r.errs)
+		errs = slices.Clone(r.Errors)
 	)
-	for _, d := range r.docs {
-		if len(d.errs) == 0 {
-			pods = append(pods, d.pods...)
+	for _, d := range r.Docs {
+		if len(d.Errors) == 0 {
+			pods = append(pods, d.Pods...)
 		}
-		errs = append(errs, d.errs...)
+		errs = append(errs, d.Errors...)
 	}
 	slices.SortStableFunc(errs, func(a, b *FileError) int { return cmp.Compare(a.Line, b.Line) })
 	return pods, errs
 }
 
-// parseDocs parses every document of a file on its own: an error in one
-// document leaves the others valid.
-func parseDocs(path string, data []byte, nodeName string, now time.Time, opts ParseOptions) fileResult {
-	var r fileResult
+// ParseDocuments parses every document of a file on its own: an error in
+// one document leaves the others valid. now is the config.seen time given
+// to the pods.
+func ParseDocuments(path string, data []byte, nodeName string, now time.Time, opts Options) Result {
+	var r Result
 	if len(data) > MaxFileSize {
-		r.errs = []*FileError{{Path: path, Reason: fmt.Sprintf("file is larger than %d bytes", MaxFileSize)}}
+		r.Errors = []*FileError{{Path: path, Reason: fmt.Sprintf("file is larger than %d bytes", MaxFileSize)}}
 		return r
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
-		r.errs = []*FileError{{Path: path, Reason: "empty file"}}
+		r.Errors = []*FileError{{Path: path, Reason: "empty file"}}
 		return r
 	}
 	// Count before parsing anything: a flood of tiny documents costs
@@ -115,14 +120,14 @@ func parseDocs(path string, data []byte, nodeName string, now time.Time, opts Pa
 			continue
 		}
 		if n++; n > maxObjects {
-			r.errs = []*FileError{{Path: path, Line: d.line, Reason: tooManyObjects}}
+			r.Errors = []*FileError{{Path: path, Line: d.line, Reason: tooManyObjects}}
 			return r
 		}
 	}
 	objects, values := 0, 0
 	for _, d := range docs {
 		if len(d.data) > MaxDocumentSize {
-			r.docs = append(r.docs, docResult{index: len(r.docs), line: d.line, errs: []*FileError{{Path: path, Line: d.line,
+			r.Docs = append(r.Docs, Doc{Index: len(r.Docs), Line: d.line, Errors: []*FileError{{Path: path, Line: d.line,
 				Reason: fmt.Sprintf(`document is larger than %d bytes (%d bytes); split it into documents separated by "---" lines`, MaxDocumentSize, len(d.data))}}})
 			continue
 		}
@@ -131,37 +136,37 @@ func parseDocs(path string, data []byte, nodeName string, now time.Time, opts Pa
 		// size says whether the rest is affordable.
 		j, jerr := yaml.YAMLToJSONStrict(d.data)
 		if values += countJSONValues(j); values > maxValues {
-			r.errs = []*FileError{{Path: path, Line: d.line, Reason: tooManyValues}}
-			r.docs = nil
+			r.Errors = []*FileError{{Path: path, Line: d.line, Reason: tooManyValues}}
+			r.Docs = nil
 			return r
 		}
 		root, ferr := parseNode(path, d, jerr)
 		if ferr != nil {
-			r.docs = append(r.docs, docResult{index: len(r.docs), line: d.line, errs: []*FileError{ferr}})
+			r.Docs = append(r.Docs, Doc{Index: len(r.Docs), Line: d.line, Errors: []*FileError{ferr}})
 			continue
 		}
 		if root == nil {
 			continue // empty document: only comments, or nothing between separators
 		}
 		if objects == maxObjects {
-			r.errs = []*FileError{{Path: path, Line: root.Line, Reason: tooManyObjects}}
-			r.docs = nil
+			r.Errors = []*FileError{{Path: path, Line: root.Line, Reason: tooManyObjects}}
+			r.Docs = nil
 			return r
 		}
-		res := parseDocument(path, d, root, j, jerr, len(r.docs), nodeName, now, opts, maxObjects-objects)
+		res := parseDocument(path, d, root, j, jerr, len(r.Docs), nodeName, now, opts, maxObjects-objects)
 		if res.tooMany > 0 {
-			r.errs = []*FileError{{Path: path, Line: res.tooMany, Reason: tooManyObjects}}
-			r.docs = nil
+			r.Errors = []*FileError{{Path: path, Line: res.tooMany, Reason: tooManyObjects}}
+			r.Docs = nil
 			return r
 		}
 		objects += max(1, res.items)
 		capProblems(path, &res)
-		r.docs = append(r.docs, res)
+		r.Docs = append(r.Docs, res)
 	}
-	if len(r.docs) == 0 {
-		r.errs = []*FileError{{Path: path, Reason: "no documents (only comments)"}}
+	if len(r.Docs) == 0 {
+		r.Errors = []*FileError{{Path: path, Reason: "no documents (only comments)"}}
 	}
-	rejectFileDuplicates(path, r.docs)
+	rejectFileDuplicates(path, r.Docs)
 	return r
 }
 
@@ -210,11 +215,11 @@ func countJSONValues(j []byte) int {
 // ConfigMap or Secret that an earlier valid document of the same file (or
 // the same List) already names. Clashes across files are resolved by the
 // scan, which knows which one runs.
-func rejectFileDuplicates(path string, docs []docResult) {
+func rejectFileDuplicates(path string, docs []Doc) {
 	seen := map[string]int{} // kind + key -> line
 	for i := range docs {
 		d := &docs[i]
-		if len(d.errs) > 0 {
+		if len(d.Errors) > 0 {
 			continue
 		}
 		mine := map[string]int{}
@@ -229,7 +234,7 @@ func rejectFileDuplicates(path string, docs []docResult) {
 				if kind == "Pod" {
 					what = "pod"
 				}
-				d.errs = append(d.errs, &FileError{
+				d.Errors = append(d.Errors, &FileError{
 					Path: path, Line: line, Field: "metadata.name", Err: ErrDuplicate,
 					Reason: fmt.Sprintf("%s %s is defined twice in this file (also at line %d)", what, key, other),
 				})
@@ -237,14 +242,14 @@ func rejectFileDuplicates(path string, docs []docResult) {
 			}
 			mine[id] = line
 		}
-		for _, p := range d.pods {
-			check("Pod", p.Key(), p.line)
+		for _, p := range d.Pods {
+			check("Pod", p.Key(), p.Line)
 		}
-		for _, o := range d.objs {
-			check(o.kind, o.key, o.line)
+		for _, o := range d.Objects {
+			check(o.Kind, o.Key, o.Line)
 		}
-		if len(d.errs) > 0 {
-			d.pods, d.objs, d.warns = nil, nil, nil
+		if len(d.Errors) > 0 {
+			d.Pods, d.Objects, d.Warnings = nil, nil, nil
 			continue
 		}
 		maps.Copy(seen, mine)

@@ -1,4 +1,4 @@
-package manifest
+package podfile
 
 import (
 	"crypto/sha256"
@@ -15,7 +15,7 @@ import (
 
 // parsePod decodes one pod strictly, checks its fields against the field
 // table, computes its identity, defaults and validates it.
-func parsePod(path string, docRoot *yaml3.Node, t target, docIndex int, nodeName string, now time.Time, opts ParseOptions) (*Pod, []*FileError) {
+func parsePod(path string, docRoot *yaml3.Node, t target, docIndex int, nodeName string, now time.Time, opts Options) (*Pod, []*FileError) {
 	var (
 		errs  []*FileError
 		warns []*FileError
@@ -85,13 +85,13 @@ func parsePod(path string, docRoot *yaml3.Node, t target, docIndex int, nodeName
 	}
 	line := lineOf(docRoot, t.full("metadata.name"))
 	return &Pod{
-		Pod:      pod,
-		Path:     path,
-		Doc:      docIndex,
-		Hash:     uid,
-		Warnings: strs,
-		line:     line,
-		warns:    warns,
+		Pod:           pod,
+		Path:          path,
+		Doc:           docIndex,
+		Hash:          uid,
+		Warnings:      strs,
+		Line:          line,
+		WarningErrors: warns,
 	}, nil
 }
 

@@ -1,4 +1,4 @@
-package manifest
+package podfile
 
 import (
 	"os"
@@ -13,7 +13,7 @@ import (
 // are valid as they are, with no warnings, and their probes carry
 // Kubernetes' defaults for supervise to read.
 func TestKubeadmManifests(t *testing.T) {
-	files, err := filepath.Glob("testdata/kubeadm-v1.37.2/*.yaml")
+	files, err := filepath.Glob("../testdata/kubeadm-v1.37.2/*.yaml") // shared with test/e2e
 	if err != nil || len(files) != 4 {
 		t.Fatalf("kubeadm manifests: %v %v", files, err)
 	}
@@ -23,7 +23,7 @@ func TestKubeadmManifests(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ps, errs := ParseFile(f, data, "node1")
+		ps, errs := parseDefault(f, data, "node1")
 		for _, e := range errs {
 			t.Errorf("%v", e)
 		}
@@ -157,7 +157,7 @@ func TestProbesAndHooksRejected(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pods, errs := ParseFile("/m/x.yaml", []byte(basePod+tt.extra), node)
+			pods, errs := parseDefault("/m/x.yaml", []byte(basePod+tt.extra), node)
 			if len(pods) != 0 || len(errs) != 1 || errs[0].Error() != tt.want {
 				t.Errorf("%d pods, errors:\n%s\nwant:\n%s", len(pods), joinErrs(errs), tt.want)
 			}

@@ -1,4 +1,4 @@
-package manifest
+package podfile
 
 import (
 	"strings"
@@ -175,7 +175,7 @@ func TestValidateRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pods, errs := ParseFile("/m/x.yaml", []byte(tt.data), node)
+			pods, errs := parseDefault("/m/x.yaml", []byte(tt.data), node)
 			if len(pods) != 0 {
 				t.Errorf("got a pod from an invalid manifest")
 			}
@@ -207,7 +207,7 @@ func TestValidateLines(t *testing.T) {
     - containerPort: 80
       protocol: ICMP
 `)
-	_, errs := ParseFile("/m/x.yaml", []byte(data), node)
+	_, errs := parseDefault("/m/x.yaml", []byte(data), node)
 	want := map[string]int{
 		"spec.containers[1].image":             9, // missing: the item's line
 		"spec.containers[1].ports[0].protocol": 12,
@@ -256,7 +256,7 @@ func TestKubernetesValidation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pods, errs := ParseFile("/m/x.yaml", []byte(tt.data), node)
+			pods, errs := parseDefault("/m/x.yaml", []byte(tt.data), node)
 			if len(pods) != 0 || len(errs) != 1 {
 				t.Fatalf("%d pods, errors:\n%s\nwant one error", len(pods), joinErrs(errs))
 			}
@@ -280,7 +280,7 @@ func TestEmptyDirSizeLimit(t *testing.T) {
 		t.Errorf("Memory sizeLimit %s, want 64Mi", got)
 	}
 	mustParse(t, "/m/x.yaml", vol("{sizeLimit: 0}"))
-	_, errs := ParseFile("/m/x.yaml", []byte(vol("{medium: \"\", sizeLimit: 9Pi}")), node) // one error, not "at most 8Pi" too
+	_, errs := parseDefault("/m/x.yaml", []byte(vol("{medium: \"\", sizeLimit: 9Pi}")), node) // one error, not "at most 8Pi" too
 	want := "/m/x.yaml:11: spec.volumes[0].emptyDir.sizeLimit: podvisor cannot limit a disk emptyDir; use medium: Memory or remove sizeLimit"
 	if len(errs) != 1 || errs[0].Error() != want {
 		t.Errorf("errors:\n%s\nwant:\n%s", joinErrs(errs), want)
