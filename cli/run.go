@@ -41,6 +41,9 @@ func (o *runOptions) load(cmd *cobra.Command, g *globalOptions) (daemon.Config, 
 	return o.config, nil
 }
 
+// runDaemon is daemon.Run; tests see the Config it is given.
+var runDaemon = daemon.Run
+
 func newRunCommand(g *globalOptions) *cobra.Command {
 	o := &runOptions{}
 	cmd := &cobra.Command{
@@ -52,7 +55,7 @@ func newRunCommand(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return daemon.Run(cmd.Context(), c)
+			return runDaemon(cmd.Context(), c)
 		},
 	}
 	o.addFlags(cmd.Flags())
