@@ -28,15 +28,6 @@ talk to it as kubectl talks to an apiserver.`,
 		Version:       version.Version,
 		SilenceErrors: true, // Execute prints them, once
 		SilenceUsage:  true,
-		// Without a verb: the help, and a usage error.
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cmd.SetOut(cmd.ErrOrStderr())
-			cmd.Help()
-			if len(args) > 0 {
-				return usageErrorf("unknown command %q for podvisor", args[0])
-			}
-			return usageErrorf("a command is required")
-		},
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			return g.fromEnv(cmd.Flags())
 		},
@@ -65,7 +56,8 @@ talk to it as kubectl talks to an apiserver.`,
 }
 
 // Execute runs the command line args (without the program's name) with
-// ctx, printing an error to stderr as "podvisor: ...", and returns the
+// ctx, printing an error to stderr as "podvisor: ..." (an ExitError's
+// message as it is), and returns the
 // exit code: 0, 1 for a failure, 2 for a usage error, or the code an
 // exec'd command ended with.
 func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -78,7 +70,12 @@ func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err == nil {
 		return 0
 	}
-	if msg := err.Error(); msg != "" {
+	var ee *ExitError
+	switch msg := err.Error(); {
+	case msg == "":
+	case errors.As(err, &ee):
+		fmt.Fprintln(stderr, msg) // as kubectl: "command terminated with exit code 3"
+	default:
 		fmt.Fprintln(stderr, "podvisor:", msg)
 	}
 	return ExitCode(err)
