@@ -91,6 +91,8 @@ func TestFlagsBeforeOrAfterArgs(t *testing.T) {
 		{[]string{"top", "--interval", "0s"}, "--interval 0s: must be more than 0"},
 		{[]string{"validate", "/nonexistent", "-o", "xml"}, `unknown output format "xml"`},
 		{[]string{"get", "pods", "--nope"}, "unknown flag: --nope"},
+		{[]string{"bogus"}, `unknown command "bogus" for "podvisor"`},
+		{[]string{"get", "bogus"}, `unknown command "bogus" for "podvisor get"`},
 	} {
 		_, errOut, code := runCLI(t, tc.args...)
 		if code != 2 || !strings.Contains(errOut, tc.want) {

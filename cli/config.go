@@ -10,7 +10,7 @@ func newConfigCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "config",
 		Short: "show podvisor's own configuration (podvisor config view)",
-		Args:  noArgs,
+		RunE:  parentRun,
 	}
 	o := &runOptions{}
 	view := &cobra.Command{

@@ -12,7 +12,7 @@ func newDescribeCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "describe",
 		Short: "show one pod in detail with its events (podvisor describe pod NAME)",
-		Args:  noArgs,
+		RunE:  parentRun,
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:     "pod NAME",

@@ -42,7 +42,7 @@ func newGetCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get",
 		Short: "show pods or events (podvisor get pods|events [-o wide|json|yaml] [-w])",
-		Args:  noArgs,
+		RunE:  parentRun,
 	}
 	pods := &getOptions{}
 	podsCmd := &cobra.Command{

@@ -15,7 +15,7 @@ import (
 var updateReadme = flag.Bool("update-readme", false, "rewrite the generated parts of README.md")
 
 // TestReadmeFieldTable keeps README's field table equal to the code's
-// (go test -run TestReadme -update-readme rewrites it).
+// (go test ./cli -run TestReadme -update-readme rewrites it).
 func TestReadmeFieldTable(t *testing.T) {
 	b, err := os.ReadFile("../README.md")
 	if err != nil {
@@ -33,7 +33,7 @@ func TestReadmeFieldTable(t *testing.T) {
 	want := table.String()
 	if got := string(b[i+len(begin) : j]); got != want {
 		if !*updateReadme {
-			t.Fatal("README.md's field table is out of date; run go test -run TestReadme -update-readme")
+			t.Fatal("README.md's field table is out of date; run go test ./cli -run TestReadme -update-readme")
 		}
 		out := append(append(append([]byte{}, b[:i+len(begin)]...), want...), b[j:]...)
 		if err := os.WriteFile("../README.md", out, 0o644); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/podvisor/podvisor/daemon"
 	"github.com/podvisor/podvisor/internal/version"
@@ -96,7 +97,8 @@ func ExitCode(err error) int {
 		return 0
 	case errors.As(err, &ee):
 		return ee.Code
-	case errors.As(err, &ue), errors.Is(err, daemon.ErrInvalid):
+	case errors.As(err, &ue), errors.Is(err, daemon.ErrInvalid),
+		strings.HasPrefix(err.Error(), "unknown command "): // cobra's, untyped
 		return 2
 	}
 	return 1
@@ -124,6 +126,15 @@ func (e usageError) Unwrap() error { return e.err }
 
 func usageErrorf(format string, a ...any) error {
 	return usageError{fmt.Errorf(format, a...)}
+}
+
+// parentRun is the run of a command that only groups others (get,
+// describe, config): its help, or a usage error for an unknown verb.
+func parentRun(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageErrorf("unknown command %q for %q", args[0], cmd.CommandPath())
+	}
+	return cmd.Help()
 }
 
 // noArgs refuses positional arguments, naming the first.
