@@ -1,7 +1,3 @@
-// Command podvisor is a standalone static-pod supervisor: it keeps the pods
-// described by the manifests in a directory running on containerd, with no
-// control plane. See README.md; the commands are in package cli, the
-// daemon in package daemon.
 package main
 
 import (
