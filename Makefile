@@ -42,7 +42,7 @@ all: build
 # image at /bin/probetarget, building its own unless
 # PODVISOR_TEST_PROBETARGET names one (e.g. $(CURDIR)/bin/probetarget).
 build:
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/podvisor .
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/podvisor ./cmd/podvisor
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/podvisor-log-driver ./cmd/podvisor-log-driver
 	$(GO) build -trimpath -ldflags '-s -w' -o bin/probetarget ./test/probetarget
 

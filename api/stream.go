@@ -28,7 +28,7 @@ const DefaultContainerAnnotation = "kubectl.kubernetes.io/default-container"
 const noticeHeader = "Podvisor-Notice"
 
 // Streamer runs interactive sessions in containers; the containerd
-// runtime is one, through run.go.
+// runtime is one, through the daemon package (daemon/streamer.go).
 type Streamer interface {
 	// Exec runs cmd in the target's container with s's streams and returns
 	// its exit code. An error with an ExitCode() int method (a command

@@ -53,7 +53,7 @@ type options struct {
 func main() {
 	var o options
 	var sizes string
-	flag.StringVar(&o.podvisor, "podvisor", "bin/podvisor", "podvisor binary (build it with CGO_ENABLED=0 go build -o bin/podvisor .)")
+	flag.StringVar(&o.podvisor, "podvisor", "bin/podvisor", "podvisor binary (build it with CGO_ENABLED=0 go build -o bin/podvisor ./cmd/podvisor)")
 	flag.IntVar(&o.runs, "runs", 0, "measured runs per case and size (default: 5 for N=1, 3 otherwise)")
 	flag.StringVar(&sizes, "sizes", "1,30", "comma-separated numbers of pods started at once")
 	flag.StringVar(&o.jsonOut, "json", "", "also write the results as JSON to this file")
@@ -119,7 +119,7 @@ func run(ctx context.Context, o options) (err error) {
 		return fmt.Errorf("podvisor binary: %w", err)
 	}
 	if st, err := os.Stat(bin); err != nil || st.Mode()&0o111 == 0 {
-		return fmt.Errorf("podvisor binary %s not found or not executable (build it: CGO_ENABLED=0 go build -o bin/podvisor .)", bin)
+		return fmt.Errorf("podvisor binary %s not found or not executable (build it: CGO_ENABLED=0 go build -o bin/podvisor ./cmd/podvisor)", bin)
 	}
 
 	env, err := testenv.Start("")

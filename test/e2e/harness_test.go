@@ -61,7 +61,7 @@ func runMain(m *testing.M) int {
 	podvisorBin = os.Getenv("PODVISOR_E2E_BINARY")
 	if podvisorBin == "" {
 		podvisorBin = filepath.Join(dir, "podvisor")
-		build := exec.Command("go", "build", "-o", podvisorBin, "github.com/podvisor/podvisor")
+		build := exec.Command("go", "build", "-o", podvisorBin, "github.com/podvisor/podvisor/cmd/podvisor")
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := build.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "build podvisor: %v\n%s", err, out)

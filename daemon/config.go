@@ -1,0 +1,157 @@
+package daemon
+
+import (
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/podvisor/podvisor/api"
+	"github.com/podvisor/podvisor/internal/crilog"
+	"github.com/podvisor/podvisor/manifest"
+	"github.com/podvisor/podvisor/supervise"
+	"github.com/spf13/pflag"
+)
+
+// Config is everything `podvisor run` is told: one field per run flag,
+// the yaml key of each the flag's configuration-file key. Default gives
+// every field its flag's default; Validate says what is wrong with it.
+type Config struct {
+	Manifests             string        `yaml:"manifests"`
+	NodeName              string        `yaml:"nodeName"`
+	UnknownFields         string        `yaml:"unknownFields"`
+	NodeIP                string        `yaml:"nodeIP"`
+	ContainerdAddress     string        `yaml:"containerdAddress"`
+	ContainerdNamespace   string        `yaml:"containerdNamespace"`
+	StateDir              string        `yaml:"stateDir"`
+	RunDir                string        `yaml:"runDir"`
+	LogDir                string        `yaml:"logDir"`
+	CNIConfDir            string        `yaml:"cniConfDir"`
+	CNIBinDir             string        `yaml:"cniBinDir"`
+	PodCIDR               string        `yaml:"podCIDR"`
+	ImagesDir             string        `yaml:"imagesDir"`
+	EmbeddedContainerd    bool          `yaml:"embeddedContainerd"`
+	ContainerdBinary      string        `yaml:"containerdBinary"`
+	ContainerLogMaxSize   string        `yaml:"containerLogMaxSize"`
+	ContainerLogMaxFiles  int           `yaml:"containerLogMaxFiles"`
+	ContainerLogLinks     string        `yaml:"containerLogLinks"` // "": none
+	LogLevel              string        `yaml:"logLevel"`
+	RuntimeRequestTimeout time.Duration `yaml:"runtimeRequestTimeout"` // 0: no bound
+	RelistPeriod          time.Duration `yaml:"relistPeriod"`
+	ManifestRelistPeriod  time.Duration `yaml:"manifestRelistPeriod"`
+	Kubeconfig            string        `yaml:"kubeconfig"`
+	HealthzBindAddress    string        `yaml:"healthzBindAddress"`
+	TLSBindAddress        string        `yaml:"tlsBindAddress"`
+	TLSCertFile           string        `yaml:"tlsCertFile"`
+	TLSPrivateKeyFile     string        `yaml:"tlsPrivateKeyFile"`
+	ClientCAFile          string        `yaml:"clientCAFile"`
+	ExitWhenEmpty         bool          `yaml:"exitWhenEmpty"`
+}
+
+// DefaultLogDir is kubelet's log directory, podvisor's default.
+const DefaultLogDir = "/var/log/pods"
+
+// Default is the configuration of `podvisor run` without flags or file.
+func Default() Config {
+	return Config{
+		Manifests:             "/etc/kubernetes/manifests",
+		UnknownFields:         "error",
+		ContainerdAddress:     "/run/containerd/containerd.sock",
+		ContainerdNamespace:   "podvisor",
+		StateDir:              "/var/lib/podvisor",
+		RunDir:                "/run/podvisor",
+		LogDir:                DefaultLogDir,
+		CNIConfDir:            "/etc/cni/net.d",
+		CNIBinDir:             "/opt/cni/bin:/usr/lib/cni",
+		PodCIDR:               "10.88.0.0/16",
+		ImagesDir:             "/var/lib/podvisor/images",
+		ContainerdBinary:      "containerd",
+		ContainerLogMaxSize:   "10Mi",
+		ContainerLogMaxFiles:  crilog.DefaultMaxFiles,
+		ContainerLogLinks:     DefaultLogLinks(DefaultLogDir),
+		LogLevel:              "info",
+		RuntimeRequestTimeout: supervise.DefaultRequestTimeout,
+		RelistPeriod:          10 * time.Second,
+		ManifestRelistPeriod:  manifest.DefaultRelistPeriod,
+	}
+}
+
+// DefaultLogLinks is --container-log-links when neither the flag nor the
+// file gives it: kubelet's /var/log/containers when the logs are
+// kubelet's /var/log/pods, else none.
+func DefaultLogLinks(logDir string) string {
+	if filepath.Clean(logDir) == DefaultLogDir {
+		return "/var/log/containers"
+	}
+	return ""
+}
+
+// ConfigFlag is the name of the flag that names the configuration file.
+const ConfigFlag = "config"
+
+// AddFlags defines the run flags on fs, each bound to its field of c and
+// defaulting to c's value (give it Default()'s).
+func (c *Config) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.Manifests, "manifests", c.Manifests, "directory of Pod manifests")
+	fs.StringVar(&c.NodeName, "node-name", c.NodeName, "node name, a DNS-1123 subdomain once lowercased (default: the lowercased hostname, remembered in the state dir)")
+	AddUnknownFieldsFlag(fs, &c.UnknownFields)
+	fs.StringVar(&c.NodeIP, "node-ip", c.NodeIP, "this node's IP, reported as hostIP (default: the first global IPv4 address of an up interface)")
+	fs.StringVar(&c.ContainerdAddress, "containerd-address", c.ContainerdAddress, "containerd socket (ignored with --embedded-containerd)")
+	fs.StringVar(&c.ContainerdNamespace, "containerd-namespace", c.ContainerdNamespace, "containerd namespace podvisor owns")
+	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "persistent state")
+	fs.StringVar(&c.RunDir, "run-dir", c.RunDir, "runtime state (namespaces, API socket <run-dir>/podvisor.sock)")
+	fs.StringVar(&c.LogDir, "log-dir", c.LogDir, "container logs")
+	fs.StringVar(&c.CNIConfDir, "cni-conf-dir", c.CNIConfDir, "CNI network configs (first in lexical order wins; none: the built-in network)")
+	fs.StringVar(&c.CNIBinDir, "cni-bin-dir", c.CNIBinDir, "colon-separated CNI plugin dirs")
+	fs.StringVar(&c.PodCIDR, "pod-cidr", c.PodCIDR, "subnet of the built-in network")
+	fs.StringVar(&c.ImagesDir, "images-dir", c.ImagesDir, "image archives (*.tar) imported at start and when written")
+	fs.BoolVar(&c.EmbeddedContainerd, "embedded-containerd", c.EmbeddedContainerd, "run a private containerd (socket under --run-dir, root under --state-dir)")
+	fs.StringVar(&c.ContainerdBinary, "containerd-binary", c.ContainerdBinary, "containerd executable for --embedded-containerd")
+	fs.StringVar(&c.ContainerLogMaxSize, "container-log-max-size", c.ContainerLogMaxSize, "size at which a container's log file rotates: bytes or a quantity as kubelet's (10Mi, 500Ki, 1G)")
+	fs.IntVar(&c.ContainerLogMaxFiles, "container-log-max-files", c.ContainerLogMaxFiles, "files a container's log may take, the live one included (at least 2); older rotated files are gzipped")
+	fs.StringVar(&c.ContainerLogLinks, "container-log-links", c.ContainerLogLinks, `directory of kubelet's <pod>_<namespace>_<container>-<id>.log links to the live logs, for log shippers ("": none; default: /var/log/containers when --log-dir is /var/log/pods, else none)`)
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error (default: info, or debug with -v 4 or more)")
+	fs.DurationVar(&c.RuntimeRequestTimeout, "runtime-request-timeout", c.RuntimeRequestTimeout, "bound of every containerd call, CNI ADD/DEL, image pull and import (a CNI plugin still running then is killed; 0: none)")
+	fs.DurationVar(&c.RelistPeriod, "relist-period", c.RelistPeriod, "how often every pod's containers are re-checked against containerd (a safety net: exits arrive as events)")
+	fs.DurationVar(&c.ManifestRelistPeriod, "manifest-relist-period", c.ManifestRelistPeriod, "how often the manifests directory is re-read in full (a safety net: changes arrive through inotify)")
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", c.Kubeconfig, "kubeconfig of an apiserver to register the node and mirror the pods in, as kubelet does for static pods (e.g. /etc/kubernetes/kubelet.conf); it need not answer, nor exist, yet (default: none)")
+	fs.StringVar(&c.HealthzBindAddress, "healthz-bind-address", c.HealthzBindAddress, "serve kubelet's health endpoint /healthz on this address (kubelet's is 127.0.0.1:10248; default: off)")
+	fs.StringVar(&c.TLSBindAddress, "tls-bind-address", c.TLSBindAddress, "serve the API over HTTPS on HOST:PORT too, to clients with a certificate from --client-ca-file only (default: off)")
+	fs.StringVar(&c.TLSCertFile, "tls-cert-file", c.TLSCertFile, "server certificate (PEM) for --tls-bind-address, re-read when it changes")
+	fs.StringVar(&c.TLSPrivateKeyFile, "tls-private-key-file", c.TLSPrivateKeyFile, "private key (PEM) of --tls-cert-file")
+	fs.StringVar(&c.ClientCAFile, "client-ca-file", c.ClientCAFile, "CA certificates (PEM) a client certificate of --tls-bind-address must chain to")
+	fs.BoolVar(&c.ExitWhenEmpty, "exit-when-empty", c.ExitWhenEmpty, "with a manifests dir holding no manifest: stop and remove every pod, then exit (make demo-clean uses it)")
+}
+
+// AddUnknownFieldsFlag defines --unknown-fields (run and validate share it).
+func AddUnknownFieldsFlag(fs *pflag.FlagSet, p *string) {
+	fs.StringVar(p, "unknown-fields", *p, "unknown manifest fields: error (the file is invalid) or warn (accepted with a warning, for manifests newer than podvisor's API version)")
+}
+
+// ConfigKey is a flag's key in the file: container-log-max-size is
+// containerLogMaxSize; initialisms are upper case after the first word, as
+// KubeletConfiguration writes them (node-ip is nodeIP, pod-cidr podCIDR,
+// client-ca-file clientCAFile).
+func ConfigKey(flag string) string {
+	parts := strings.Split(flag, "-")
+	for i := 1; i < len(parts); i++ {
+		switch {
+		case configInitialisms[parts[i]]:
+			parts[i] = strings.ToUpper(parts[i])
+		case parts[i] != "":
+			parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
+		}
+	}
+	return strings.Join(parts, "")
+}
+
+// configInitialisms are the flag words ConfigKey writes in upper case.
+var configInitialisms = map[string]bool{"ip": true, "cidr": true, "ca": true, "cni": true, "api": true, "tls": true, "dns": true}
+
+// remoteAPI is the remote API the daemon serves: nil without
+// --tls-bind-address. Validate has checked it.
+func (c *Config) remoteAPI() *api.TLSConfig {
+	if c.TLSBindAddress == "" {
+		return nil
+	}
+	return &api.TLSConfig{Address: c.TLSBindAddress, CertFile: c.TLSCertFile, KeyFile: c.TLSPrivateKeyFile, ClientCAFile: c.ClientCAFile}
+}

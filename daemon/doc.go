@@ -1,0 +1,34 @@
+// Package daemon is podvisor's composition root: the typed Config that
+// `podvisor run`'s flags and configuration file both fill, and Run, which
+// builds every part from it (containerd client, CNI, status store,
+// manifests source, supervisor, images watcher, API, mirror, metrics,
+// /healthz, the service manager's notifications) and runs them.
+//
+// Contract:
+//   - Config has one field per run flag; its yaml keys are the
+//     configuration file's (apiVersion podvisor.io/v1alpha1, kind
+//     PodvisorConfiguration). AddFlags defines the flags, Load merges a
+//     file under the command line, WriteConfig writes a file that Load
+//     reads back to the same Config (`podvisor config view`).
+//   - Validate is the one place values are checked; Run calls it before
+//     anything starts. Each bad value is refused naming its flag (or, from
+//     a file, FILE:LINE: key) and why; every such error matches ErrInvalid.
+//   - Run owns every goroutine it starts: each is a member of an errgroup,
+//     ends when its context ends, and the first one to fail stops all.
+//   - Nothing Run does stops a pod: pods keep running after it returns.
+//
+// Shutdown order (the only one):
+//  1. The trigger: ctx ends (SIGINT, SIGTERM), --exit-when-empty finds
+//     every pod stopped and removed, or a part fails (its error is Run's).
+//  2. Every part sees its context end together and returns: the service
+//     manager is told STOPPING=1; the supervisor stops its pod workers
+//     (never the pods); the API stops, its exec and attach sessions ended;
+//     the manifests watch, the images watcher, the mirror, the metrics
+//     watch and /healthz end.
+//  3. Once every part has returned, the containerd client closes (no
+//     worker or session uses it any more), then the event journal (no one
+//     records an event any more).
+//  4. The keeper of --embedded-containerd returns; containerd itself and
+//     the pods' shims keep running.
+//  5. Last, the state-dir lock is released: another podvisor may start.
+package daemon

@@ -1,0 +1,50 @@
+package daemon
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestFindLogDriver(t *testing.T) {
+	dir := t.TempDir()
+	self := filepath.Join(dir, "podvisor")
+	if got := findLogDriver(self); got != self {
+		t.Errorf("without a driver: %q, want podvisor itself", got)
+	}
+	driver := filepath.Join(dir, "podvisor-log-driver")
+	os.WriteFile(driver, []byte("#!/bin/sh\n"), 0o644)
+	if got := findLogDriver(self); got != self {
+		t.Errorf("non-executable driver used: %q", got)
+	}
+	os.Chmod(driver, 0o755)
+	if got := findLogDriver(self); got != driver {
+		t.Errorf("driver beside podvisor not used: %q", got)
+	}
+}
+
+// TestNodeNameRemembered: the node name is remembered in the state dir, so
+// a later hostname change renames no pod; --node-name overrides it.
+func TestNodeNameRemembered(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "node-name"), []byte("old-host\n"), 0o644)
+	if got, err := NodeName("", dir); err != nil || got != "old-host" {
+		t.Fatalf("remembered name = %q, %v", got, err)
+	}
+	if got, _ := NodeName("New-Name", dir); got != "new-name" {
+		t.Fatalf("flag = %q, want lowercased new-name", got)
+	}
+	if got, _ := NodeName("", dir); got != "new-name" {
+		t.Fatalf("after the flag, remembered = %q", got)
+	}
+	fresh := t.TempDir()
+	h, _ := os.Hostname()
+	if got, _ := NodeName("", fresh); got != strings.ToLower(h) {
+		t.Fatalf("default = %q, want the lowercased hostname %q", got, strings.ToLower(h))
+	}
+	// Without a state dir (podvisor validate): nothing remembered.
+	if got, _ := NodeName("", ""); got != strings.ToLower(h) {
+		t.Fatalf("without a state dir = %q, want %q", got, strings.ToLower(h))
+	}
+}
