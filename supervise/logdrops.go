@@ -43,14 +43,14 @@ func newDropEpisode(seen dropsSeen, path string, d crilog.Drops) bool {
 // episode. The status files are small and rewritten in place, so reading
 // them every dropCheckPeriod costs no more than a stat each.
 func (s *Supervisor) watchDrops(ctx context.Context) {
-	t := time.NewTicker(dropCheckPeriod)
+	t := s.clock.NewTicker(dropCheckPeriod)
 	defer t.Stop()
 	last := map[string]int64{}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		s.checkDrops(last)
 	}

@@ -84,6 +84,10 @@ type planInput struct {
 	Rec       *podRecord
 	Obs       map[string]observation // by container ID
 	Probes    map[string]probeView   // by container ID, running containers
+	// Probing holds the container IDs whose probes run; HookFailed those
+	// whose postStart hook failed.
+	Probing    map[string]bool
+	HookFailed map[string]bool
 	Sandbox   sandboxView
 	Waits     map[ctrRef]waits
 	// Restarts are the containers podvisor restart asked to restart now.
@@ -175,6 +179,13 @@ type startContainer struct {
 	Restart bool // a previous run ended
 }
 
+// startProbes starts probing a running container that has no probes yet
+// (adopted, or found running by a restarted podvisor).
+type startProbes struct {
+	Ref ctrRef
+	ID  string
+}
+
 // cleanupPod removes everything the stopped pod owns, then its record.
 type cleanupPod struct{}
 
@@ -195,6 +206,7 @@ func (createSandbox) String() string     { return "create sandbox" }
 func (attachNetwork) String() string     { return "attach network" }
 func (prepareSandbox) String() string    { return "prepare sandbox" }
 func (a startContainer) String() string  { return "start " + a.Ref.Name }
+func (a startProbes) String() string     { return "probe " + a.Ref.Name + " " + a.ID }
 func (cleanupPod) String() string        { return "clean up pod" }
 
 // planPod plans the next step of a pod. in.Rec has a record for every
@@ -221,9 +233,10 @@ func planPod(in planInput) plan {
 		}
 		return p
 	}
-	if planProbeKills(&p, in) || planRestartKills(&p, in) {
+	if planFailureKills(&p, in) || planRestartKills(&p, in) {
 		return p
 	}
+	planProbeStarts(&p, in)
 	if !planSandbox(&p, in) {
 		return p
 	}
@@ -231,18 +244,32 @@ func planPod(in planInput) plan {
 	return p
 }
 
-// planProbeKills kills the containers whose liveness or startup probe
-// failed, each with the probe's terminationGracePeriodSeconds or the
-// pod's, as kubelet's computePodActions does; their exits then go the way
-// of any other.
-func planProbeKills(p *plan, in planInput) bool {
+// planFailureKills kills the running containers whose postStart hook
+// failed (kubelet's FailedPostStartHook kill, with the pod's grace period)
+// and those whose liveness or startup probe failed, each with the probe's
+// terminationGracePeriodSeconds or the pod's, as kubelet's
+// computePodActions does; their exits then go the way of any other, under
+// the restart policy.
+func planFailureKills(p *plan, in planInput) bool {
 	killed := false
 	in.Rec.each(in.Pod, func(ref ctrRef, c *v1.Container, cr *containerRecord) {
 		pv := in.Probes[cr.ID]
-		if cr.ID == "" || pv.Failed == "" {
+		hook := in.HookFailed[cr.ID]
+		if cr.ID == "" || (pv.Failed == "" && !hook) {
 			return
 		}
 		if o, ok := in.Obs[cr.ID]; !ok || o.Err != nil || !o.State.Running {
+			return
+		}
+		killed = true
+		if hook {
+			p.add(killContainers{
+				Targets: []killTarget{{Ref: ref, ID: cr.ID}},
+				Grace:   gracePeriod(in.Pod),
+				Reason:  "Killing",
+				Message: "FailedPostStartHook",
+				PreStop: podGraceAsked(in.Pod),
+			})
 			return
 		}
 		// kubelet's messages (computePodActions, and
@@ -262,9 +289,25 @@ func planProbeKills(p *plan, in planInput) bool {
 			Message: msg,
 			PreStop: asked,
 		})
-		killed = true
 	})
 	return killed
+}
+
+// planProbeStarts starts the probes of each run found running without
+// them: one adopted, or found by a restarted podvisor. A run whose
+// postStart hook failed is killed, not probed.
+func planProbeStarts(p *plan, in planInput) {
+	if in.Rec.Sandbox != nil && !in.Sandbox.Alive {
+		return // its containers are killed
+	}
+	in.Rec.each(in.Pod, func(ref ctrRef, _ *v1.Container, cr *containerRecord) {
+		if cr.ID == "" || cr.StartedAt.IsZero() || in.Probing[cr.ID] || in.HookFailed[cr.ID] {
+			return
+		}
+		if o, ok := in.Obs[cr.ID]; ok && o.Err == nil && o.State.Running {
+			p.add(startProbes{Ref: ref, ID: cr.ID})
+		}
+	})
 }
 
 // probeGracePeriod is the grace period of a kill for a failed probe: the

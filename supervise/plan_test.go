@@ -41,6 +41,16 @@ func live(init, apps map[string]*containerRecord) *podRecord {
 	return &podRecord{Sandbox: &sandboxRecord{ID: "sb", Network: true}, Init: init, Apps: apps}
 }
 
+// probing says every container in obs has its probes running: the tables
+// are about other decisions (planProbeStarts has its own).
+func probing(obs map[string]observation) map[string]bool {
+	out := map[string]bool{}
+	for id := range obs {
+		out[id] = true
+	}
+	return out
+}
+
 func readySandbox() sandboxView { return sandboxView{Alive: true, Prepared: true} }
 
 // TestPlanPod holds the planner to kubelet's computePodActions cases
@@ -354,7 +364,7 @@ func TestPlanPod(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.rec.ensureContainers(tc.pod)
-			p := planPod(planInput{Now: t0, Pod: tc.pod, Stopping: tc.stopping, Rec: tc.rec, Obs: tc.obs, Sandbox: tc.sandbox, Waits: tc.waits})
+			p := planPod(planInput{Now: t0, Pod: tc.pod, Stopping: tc.stopping, Rec: tc.rec, Obs: tc.obs, Probing: probing(tc.obs), Sandbox: tc.sandbox, Waits: tc.waits})
 			if !reflect.DeepEqual(p.Actions, tc.want) {
 				t.Errorf("actions:\n got  %#v\n want %#v", p.Actions, tc.want)
 			}

@@ -298,7 +298,7 @@ func TestWorkerStopsRecordedPod(t *testing.T) {
 	w := e.worker(p)
 	e.step(w)
 	recs, _ := loadRecords(e.s.layout)
-	w2 := newPodWorker(e.s, p.UID, nil, recs[p.UID])
+	w2 := newPodWorker(&e.s.workerDeps, p.UID, nil, recs[p.UID])
 	w2.stopping = true
 	if _, finished := w2.step(context.Background()); !finished || len(e.rt.ctrs) != 0 {
 		t.Fatalf("finished %v, containers %v", finished, e.rt.ctrs)
