@@ -188,3 +188,21 @@ func (d *workerDeps) removePodContainers(ctx context.Context, uid types.UID, san
 	slices.Sort(sandboxes)
 	return d.rt.ReleaseShims(ctx, slices.Compact(sandboxes))
 }
+
+// timeout is context.WithTimeout on the deps' clock, for a wait whose end
+// is a decision (a preStop hook's share of the grace period), so a fake
+// clock drives it in tests. Request timeouts of the runtime and the network
+// stay on the wall clock: the I/O they bound runs on it.
+func (d *workerDeps) timeout(ctx context.Context, t time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	timer := d.clock.NewTimer(t)
+	go func() {
+		defer timer.Stop()
+		select {
+		case <-timer.C():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}

@@ -63,7 +63,7 @@ func (w *podWorker) preStop(ctx context.Context, pod *v1.Pod, ref ctrRef, c *v1.
 		return grace
 	}
 	start := w.d.clock.Now()
-	hctx, cancel := context.WithTimeout(ctx, grace)
+	hctx, cancel := w.d.timeout(ctx, grace)
 	defer cancel()
 	cr := w.rec.container(ref)
 	_, err := w.d.runHook(hctx, c.Lifecycle.PreStop, w.probeTarget(pod, c, id, cr.StartedAt))

@@ -88,8 +88,8 @@ type planInput struct {
 	// whose postStart hook failed.
 	Probing    map[string]bool
 	HookFailed map[string]bool
-	Sandbox   sandboxView
-	Waits     map[ctrRef]waits
+	Sandbox    sandboxView
+	Waits      map[ctrRef]waits
 	// Restarts are the containers podvisor restart asked to restart now.
 	Restarts map[ctrRef]bool
 }

@@ -225,11 +225,22 @@ func TestWorkerPreStopOutlivesGrace(t *testing.T) {
 	id := e.rt.running()["a"]
 	done := make(chan struct{})
 	go func() { defer close(done); e.stopStep(w) }()
+	poll(t, "the hook's grace period to be timed", func() bool { return e.clock.timers() == 1 })
+	e.clock.Step(gracePeriod(p) - time.Millisecond)
 	select {
 	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the stop waited past the grace period for the hook")
+		t.Fatal("the stop did not wait for the hook within the grace period")
+	default:
 	}
+	e.clock.Step(time.Millisecond)
+	poll(t, "the stop to go on once the grace period is over", func() bool {
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
+	})
 	if got := e.st.eventsOf("FailedPreStopHook"); len(got) != 0 {
 		t.Errorf("FailedPreStopHook for a hook cut off by the grace period: %q", got)
 	}
