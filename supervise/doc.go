@@ -8,7 +8,7 @@
 // loop that takes messages from a typed inbox (the desired spec, a stop
 // request, OOM kills, probe results, restart requests, wake-ups), observes
 // its containers, and then plans and executes until a plan has nothing to
-// do. A worker uses only its workerDeps, never the Supervisor itself:
+// do:
 //
 //	          first step
 //	(new) ──────────────▶ sandbox ready ──▶ init containers ──▶ app containers
@@ -34,6 +34,9 @@
 //     returns (kills, including a failed postStart hook's and a failed
 //     probe's; probe starts of runs found running) or an executor step
 //     (claiming the running containers' events, telling log drops).
+//   - A worker uses only its workerDeps (the runtime, network, sandboxes,
+//     prober, status sink, and the shared owner and probe maps behind their
+//     own locks), never the Supervisor itself.
 //   - Time is Options.Clock's (a k8s.io/utils/clock.WithTicker, the real
 //     one when nil), tickers and timers included: the relist, the
 //     heartbeat, back-offs, retries, a preStop hook's grace period, and the

@@ -12,8 +12,9 @@ import (
 
 // Prober runs the containers' probes; *probes.Manager is the one
 // implementation. Its results reach the worker as probeMsg through the
-// inbox; the worker reads started and ready from Status when it plans
-// and publishes.
+// inbox; the worker then reads started and ready from Status into the
+// record (and once when it adds a run), and plans and publishes from the
+// record. describe's last results are read from Status when published.
 type Prober interface {
 	Add(t probes.Target, seed probes.Seed)
 	Remove(podUID, container string)

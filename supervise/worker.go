@@ -28,8 +28,8 @@ const errorRetry = 5 * time.Second
 // podWorker owns one pod. Its goroutine alone touches the fields below
 // inbox; others talk to it through the inbox.
 //
-//	inbox ──▶ receive (spec, stop, OOM) ──▶ observe (runtime) ──▶ plan ──▶ execute
-//	  ▲                                                           ▲          │
+//	inbox ──▶ receive (spec, stop, OOM, ──▶ observe (runtime, ──▶ plan ──▶ execute
+//	  ▲        probe results → record)       reads only)          ▲          │
 //	  └── exits, relists, images                                  └── again ◀┘ until a plan has no actions
 //	                                                              then save the record, publish the status
 type podWorker struct {
