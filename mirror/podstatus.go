@@ -26,6 +26,8 @@ var podConditionsOwned = []v1.PodConditionType{
 	v1.PodReadyToStartContainers, v1.PodResizePending, v1.PodResizeInProgress,
 }
 
+// sentStatus is what podvisor last sent as a mirror's status, and what
+// the apiserver then held: a change on either side is patched again.
 type sentStatus struct {
 	mirror types.UID
 	status string // what podvisor wanted

@@ -39,7 +39,7 @@ func newDropEpisode(seen dropsSeen, path string, d crilog.Drops) bool {
 }
 
 // watchDrops wakes a pod's worker when a log driver of its containers
-// dropped more: the worker's checkLog then posts LogDropped once per
+// dropped more: the worker's reportLogDrops then posts LogDropped once per
 // episode. The status files are small and rewritten in place, so reading
 // them every dropCheckPeriod costs no more than a stat each.
 func (s *Supervisor) watchDrops(ctx context.Context) {
