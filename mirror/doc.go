@@ -45,6 +45,10 @@
 //     away, and an event that recurs is counted on one Event.
 //   - After any failure both sides are listed again: no duplicate mirror,
 //     no status left behind.
+//   - Periods, back-offs, resyncs and event times follow Options.Clock (a
+//     k8s.io/utils/clock.WithTicker, the real one when nil), the same clock
+//     the daemon gives supervise and probes; request timeouts bound I/O on
+//     the wall clock.
 //
 // The package imports nothing from podvisor but status and internal leaves.
 package mirror

@@ -1,9 +1,7 @@
 package mirror
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -12,13 +10,10 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/utils/ptr"
 
 	"github.com/podvisor/podvisor/status"
 )
@@ -29,19 +24,6 @@ const (
 	AnnotationConfigMirror = "kubernetes.io/config.mirror"
 	AnnotationConfigHash   = "kubernetes.io/config.hash"
 )
-
-// localOnlyAnnotations are podvisor's annotations that change while a pod
-// runs: a mirror gets its annotations once, at creation, so they would only
-// be stale there.
-var localOnlyAnnotations = []string{status.ProbeResultsAnnotation, status.ManifestErrorAnnotation}
-
-// podConditionsOwned are the pod conditions kubelet (and so podvisor) sets;
-// others, set in the apiserver by controllers (DisruptionTarget), are kept
-// (kubelet's PodConditionByKubelet).
-var podConditionsOwned = []v1.PodConditionType{
-	v1.PodScheduled, v1.PodReady, v1.PodInitialized, v1.ContainersReady,
-	v1.PodReadyToStartContainers, v1.PodResizePending, v1.PodResizeInProgress,
-}
 
 // podSync is the pod loop's state: the local pods, the mirrors in the
 // apiserver as last listed or watched, and what still needs syncing.
@@ -78,12 +60,6 @@ type refusal struct {
 	uid     types.UID
 	retryAt time.Time
 	delay   time.Duration
-}
-
-type sentStatus struct {
-	mirror types.UID
-	status string // what podvisor wanted
-	server string // the mirror's status in the apiserver after that
 }
 
 func key(namespace, name string) string { return namespace + "/" + name }
@@ -378,18 +354,6 @@ func (p *podSync) inSource(k string) bool {
 	})
 }
 
-// seen is the time podvisor read the pod's manifest, RFC 3339 in UTC, so
-// that strings compare as times do.
-func seen(pod *v1.Pod) string { return pod.Annotations["kubernetes.io/config.seen"] }
-
-// configHash is the static pod's hash, its UID.
-func configHash(pod *v1.Pod) string {
-	if h := pod.Annotations[AnnotationConfigHash]; h != "" {
-		return h
-	}
-	return string(pod.UID)
-}
-
 // syncKey makes the apiserver's mirror named k match the local pod.
 func (p *podSync) syncKey(ctx context.Context, k string, nodeUID types.UID, ready bool) error {
 	local := p.localFor(k)
@@ -432,200 +396,4 @@ func (p *podSync) syncKey(ctx context.Context, k string, nodeUID types.UID, read
 		}
 	}
 	return p.syncStatus(ctx, k, local, mirror)
-}
-
-// mirrorOf says whether mirror stands for local now: the same static pod,
-// owned by the Node as it is, and not being deleted (a mirror deleted with
-// a grace period, kubectl's default, is replaced at once).
-func (p *podSync) mirrorOf(mirror, local *v1.Pod, nodeUID types.UID) bool {
-	if mirror.Annotations[AnnotationConfigMirror] != configHash(local) || mirror.DeletionTimestamp != nil {
-		return false
-	}
-	return slices.ContainsFunc(mirror.OwnerReferences, func(o metav1.OwnerReference) bool {
-		return o.Kind == "Node" && o.UID == nodeUID
-	})
-}
-
-// deleteMirror deletes mirror at once, only if it is still that object.
-func (p *podSync) deleteMirror(ctx context.Context, k string, mirror *v1.Pod) error {
-	rctx, cancel := p.s.call(ctx)
-	defer cancel()
-	err := p.s.c.CoreV1().Pods(mirror.Namespace).Delete(rctx, mirror.Name, metav1.DeleteOptions{
-		GracePeriodSeconds: ptr.To[int64](0),
-		Preconditions:      &metav1.Preconditions{UID: &mirror.UID},
-	})
-	// NotFound: gone already. Conflict: the name is another pod's now,
-	// which the watch shows.
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("delete mirror pod %s: %w", k, err)
-	}
-	if cur := p.mirrors[k]; cur != nil && cur.UID == mirror.UID {
-		delete(p.mirrors, k)
-	}
-	delete(p.sent, k)
-	return nil
-}
-
-// mirrorPod is the mirror of local as kubelet's mirror client makes it:
-// the static pod with config.mirror set to its hash and a controller owner
-// reference to the Node (NodeRestriction requires both), without status.
-func (m *Mirror) mirrorPod(local *v1.Pod, nodeUID types.UID) *v1.Pod {
-	annotations := maps.Clone(local.Annotations)
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	for _, a := range localOnlyAnnotations {
-		delete(annotations, a)
-	}
-	annotations[AnnotationConfigMirror] = configHash(local)
-	pod := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        local.Name,
-			Namespace:   local.Namespace,
-			Labels:      maps.Clone(local.Labels),
-			Annotations: annotations,
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "v1",
-				Kind:       "Node",
-				Name:       m.opts.NodeName,
-				UID:        nodeUID,
-				Controller: ptr.To(true),
-			}},
-		},
-		Spec: *local.Spec.DeepCopy(),
-	}
-	pod.Spec.NodeName = m.opts.NodeName
-	return pod
-}
-
-func (p *podSync) createMirror(ctx context.Context, k string, local *v1.Pod, nodeUID types.UID) (*v1.Pod, error) {
-	pods := p.s.c.CoreV1().Pods(local.Namespace)
-	rctx, cancel := p.s.call(ctx)
-	created, err := pods.Create(rctx, p.s.m.mirrorPod(local, nodeUID), metav1.CreateOptions{})
-	cancel()
-	switch {
-	case err == nil:
-		p.s.m.log.Info("mirror pod created", "pod", k, "uid", created.UID)
-		p.mirrors[k] = created
-		delete(p.sent, k)
-		return created, nil
-	case apierrors.IsAlreadyExists(err):
-		// The list or watch is behind; look at what is there.
-		rctx, cancel := p.s.call(ctx)
-		cur, err := pods.Get(rctx, local.Name, metav1.GetOptions{})
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("get mirror pod %s: %w", k, err)
-		}
-		if !p.isMirror(cur) {
-			p.refused[k] = refusal{uid: local.UID}
-			return nil, fmt.Errorf("%w: a pod that is not this node's mirror pod has the name %s", errRefused, k)
-		}
-		p.mirrors[k] = cur
-		if p.mirrorOf(cur, local, nodeUID) {
-			return cur, nil
-		}
-		return nil, fmt.Errorf("mirror pod %s: an older mirror is in the way", k) // deleted on the retry
-	case apierrors.IsNotFound(err):
-		// What a create finds missing is the namespace.
-		d := time.Second
-		if r, ok := p.refused[k]; ok && r.uid == local.UID && r.delay > 0 {
-			d = min(2*r.delay, retryMax)
-		}
-		p.refused[k] = refusal{uid: local.UID, retryAt: p.s.m.clock.Now().Add(d), delay: d}
-		p.s.m.log.Info("no namespace for the mirror pod yet", "pod", k, "err", err, "retry", d)
-		return nil, fmt.Errorf("%w: create mirror pod %s: %w", errLater, k, err)
-	case permanent(err):
-		p.refused[k] = refusal{uid: local.UID}
-		return nil, fmt.Errorf("%w: create mirror pod %s: %w", errRefused, k, err)
-	}
-	return nil, fmt.Errorf("create mirror pod %s: %w", k, err)
-}
-
-// permanent says whether an error will not go away by trying again.
-func permanent(err error) bool {
-	return apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) ||
-		apierrors.IsNotFound(err) || apierrors.IsRequestEntityTooLargeError(err) || apierrors.IsMethodNotSupported(err)
-}
-
-// syncStatus patches the mirror's status to the local pod's, through the
-// status subresource and with the mirror's UID as precondition, when the
-// local status or the mirror's changed since it was last sent (on a full
-// resync: when it differs from the apiserver's).
-func (p *podSync) syncStatus(ctx context.Context, k string, local, mirror *v1.Pod) error {
-	want := mergeStatus(&mirror.Status, &local.Status)
-	wantJSON, err := json.Marshal(want)
-	if err != nil {
-		return err
-	}
-	serverJSON, err := json.Marshal(&mirror.Status)
-	if err != nil {
-		return err
-	}
-	if sent, ok := p.sent[k]; ok && !p.full && sent.mirror == mirror.UID && sent.status == string(wantJSON) && sent.server == string(serverJSON) {
-		return nil
-	}
-	patch, unchanged, err := podStatusPatch(mirror.UID, &mirror.Status, want)
-	if err != nil {
-		return err
-	}
-	if unchanged {
-		p.sent[k] = sentStatus{mirror: mirror.UID, status: string(wantJSON), server: string(serverJSON)}
-		return nil
-	}
-	rctx, cancel := p.s.call(ctx)
-	updated, err := p.s.c.CoreV1().Pods(mirror.Namespace).Patch(rctx, mirror.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
-	cancel()
-	switch {
-	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-		// Deleted or replaced since we saw it: the relist after this
-		// error shows what is there.
-		delete(p.mirrors, k)
-		delete(p.sent, k)
-		return fmt.Errorf("patch mirror pod %s status: %w", k, err)
-	case err != nil:
-		return fmt.Errorf("patch mirror pod %s status: %w", k, err)
-	}
-	p.mirrors[k] = updated
-	updatedJSON, err := json.Marshal(&updated.Status)
-	if err != nil {
-		return err
-	}
-	p.sent[k] = sentStatus{mirror: mirror.UID, status: string(wantJSON), server: string(updatedJSON)}
-	return nil
-}
-
-// mergeStatus is the status the mirror should have: the local one, with
-// the conditions others set in the apiserver kept, and the QoS class the
-// apiserver computed when the local pod has none.
-func mergeStatus(server, local *v1.PodStatus) *v1.PodStatus {
-	want := local.DeepCopy()
-	for _, c := range server.Conditions {
-		if !slices.Contains(podConditionsOwned, c.Type) && !slices.ContainsFunc(want.Conditions, func(o v1.PodCondition) bool { return o.Type == c.Type }) {
-			want.Conditions = append(want.Conditions, c)
-		}
-	}
-	if want.QOSClass == "" {
-		want.QOSClass = server.QOSClass
-	}
-	return want
-}
-
-// podStatusPatch is kubelet's status patch (pkg/util/pod PatchPodStatus): a
-// strategic merge patch from old to cur carrying metadata.uid, which the
-// apiserver takes as a precondition. unchanged: it would change nothing.
-func podStatusPatch(uid types.UID, old, cur *v1.PodStatus) (patch []byte, unchanged bool, err error) {
-	oldJSON, err := json.Marshal(v1.Pod{Status: *old})
-	if err != nil {
-		return nil, false, err
-	}
-	curJSON, err := json.Marshal(v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}, Status: *cur})
-	if err != nil {
-		return nil, false, err
-	}
-	patch, err = strategicpatch.CreateTwoWayMergePatch(oldJSON, curJSON, v1.Pod{})
-	if err != nil {
-		return nil, false, fmt.Errorf("pod status patch: %w", err)
-	}
-	return patch, bytes.Equal(patch, fmt.Appendf(nil, `{"metadata":{"uid":%q}}`, uid)), nil
 }

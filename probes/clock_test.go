@@ -4,9 +4,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
-// fakeClock is a Clock that moves only when a test steps it.
+var _ clock.Clock = (*fakeClock)(nil)
+
+// fakeClock is a clock.Clock that moves only when a test steps it. Unlike
+// k8s.io/utils/clock/testing's FakeClock it tells when its earliest timer
+// is due (NextIn), which the tests of the probes' schedule assert.
 type fakeClock struct {
 	mu     sync.Mutex
 	now    time.Time
@@ -28,7 +34,15 @@ func (c *fakeClock) Now() time.Time {
 	return c.now
 }
 
-func (c *fakeClock) NewTimer(d time.Duration) Timer {
+func (c *fakeClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+func (c *fakeClock) After(d time.Duration) <-chan time.Time { return c.NewTimer(d).C() }
+
+func (c *fakeClock) Tick(time.Duration) <-chan time.Time { panic("fakeClock: Tick not used by probes") }
+
+func (c *fakeClock) Sleep(d time.Duration) { <-c.After(d) }
+
+func (c *fakeClock) NewTimer(d time.Duration) clock.Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := &fakeTimer{c: c, at: c.now.Add(d), ch: make(chan time.Time, 1)}
@@ -53,6 +67,15 @@ func (t *fakeTimer) Stop() bool {
 		}
 	}
 	return false
+}
+
+func (t *fakeTimer) Reset(d time.Duration) bool {
+	active := t.Stop()
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	t.at, t.fired = t.c.now.Add(d), false
+	t.c.timers = append(t.c.timers, t)
+	return active
 }
 
 // Step moves the clock on by d, firing the timers due.

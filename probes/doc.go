@@ -39,4 +39,9 @@
 //     goroutine and waits for them.
 //   - RunHook runs one lifecycle handler (exec, httpGet, sleep) until it
 //     ends or its context does, returning kubelet's failure message.
+//   - Time is Options.Clock's (HookOptions.Clock's for sleep handlers), a
+//     k8s.io/utils/clock.Clock, the real one when nil: first runs, periods,
+//     sleeps and result times all follow it, so a fake clock drives them in
+//     tests. The daemon passes the same clock to supervise and mirror. A
+//     probe's own timeout bounds network I/O and stays on the wall clock.
 package probes

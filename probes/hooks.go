@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 )
 
 // ErrInvalidHandler is a lifecycle handler RunHook cannot run: none of
@@ -22,7 +23,7 @@ type HookOptions struct {
 	// Exec runs exec handlers; without it they fail.
 	Exec Execer
 	// Clock times sleep handlers; the wall clock by default.
-	Clock Clock
+	Clock clock.Clock
 	// Transport carries httpGet handlers; the probes' shared transport by
 	// default.
 	Transport http.RoundTripper
@@ -124,14 +125,14 @@ func isHTTPResponseError(err error) bool {
 	return errors.As(err, &uerr) && strings.Contains(uerr.Err.Error(), "server gave HTTP response to HTTPS client")
 }
 
-func sleepHook(ctx context.Context, clock Clock, secs int64) error {
+func sleepHook(ctx context.Context, clk clock.Clock, secs int64) error {
 	if secs <= 0 {
 		return nil
 	}
-	if clock == nil {
-		clock = realClock{}
+	if clk == nil {
+		clk = clock.RealClock{}
 	}
-	t := clock.NewTimer(seconds(secs))
+	t := clk.NewTimer(seconds(secs))
 	defer t.Stop()
 	select {
 	case <-ctx.Done():

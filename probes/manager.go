@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 )
 
 // Options configure a Manager. Every field is optional.
@@ -16,7 +17,7 @@ type Options struct {
 	// Exec runs exec probes; without it they error.
 	Exec Execer
 	// Clock is the time source; the wall clock by default.
-	Clock Clock
+	Clock clock.Clock
 	// Rand returns a jitter in [0, n) for a worker's first run; values
 	// outside are clamped. Uniformly random by default.
 	Rand func(n time.Duration) time.Duration
@@ -39,7 +40,7 @@ type Options struct {
 // Manager runs the startup, readiness and liveness probes of the
 // container instances added to it, one worker goroutine per probe.
 type Manager struct {
-	clock  Clock
+	clock  clock.Clock
 	jitter func(time.Duration) time.Duration
 	runner runner
 	log    *slog.Logger
@@ -127,7 +128,7 @@ func newManager(o Options, r runner) *Manager {
 	}
 	m.on.event, m.on.change, m.on.run = o.OnEvent, o.OnChange, o.OnRun
 	if m.clock == nil {
-		m.clock = realClock{}
+		m.clock = clock.RealClock{}
 	}
 	if m.jitter == nil {
 		m.jitter = func(n time.Duration) time.Duration { return rand.N(n) }

@@ -87,14 +87,14 @@ func (w *worker) doProbe() bool {
 		out string
 		err error
 	)
-	start := time.Now()
+	start := w.m.clock.Now()
 	for range maxProbeRetries {
 		o, out, err = w.m.runner.run(w.ctx, w.kind, w.spec, t)
 		if err == nil || w.ctx.Err() != nil {
 			break
 		}
 	}
-	w.took = time.Since(start)
+	w.took = w.m.clock.Since(start)
 	if w.ctx.Err() != nil {
 		// Stopped while probing: whatever the run said is about a
 		// container nobody asks about any more.

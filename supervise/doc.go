@@ -6,8 +6,9 @@
 // A Supervisor receives full desired-set snapshots from manifest.Source and
 // owns one pod worker per pod UID. Each worker runs in its own goroutine: a
 // loop that takes messages from a typed inbox (the desired spec, a stop
-// request, OOM kills, restart requests, wake-ups), observes its containers, and then plans
-// and executes until a plan has nothing to do:
+// request, OOM kills, probe results, restart requests, wake-ups), observes
+// its containers, and then plans and executes until a plan has nothing to
+// do:
 //
 //	          first step
 //	(new) ──────────────▶ sandbox ready ──▶ init containers ──▶ app containers
@@ -26,6 +27,21 @@
 //   - planPod is pure: from the spec, the record, what the runtime reports,
 //     the back-off clocks and the time, it returns actions. The executor is
 //     the only part that does I/O; projectStatus is pure too.
+//   - Gathering the planner's input writes nothing (planInput twice on the
+//     same state gives the same plan and leaves the record as it was).
+//     Probe results land in the record when they reach the inbox; observe
+//     only reads the runtime. Every side effect is an action the planner
+//     returns (kills, including a failed postStart hook's and a failed
+//     probe's; probe starts of runs found running) or an executor step
+//     (claiming the running containers' events, telling log drops).
+//   - A worker uses only its workerDeps (the runtime, network, sandboxes,
+//     prober, status sink, and the shared owner and probe maps behind their
+//     own locks), never the Supervisor itself.
+//   - Time is Options.Clock's (a k8s.io/utils/clock.WithTicker, the real
+//     one when nil), tickers and timers included: the relist, the
+//     heartbeat, back-offs, retries, a preStop hook's grace period, and the
+//     default prober's schedule. Request timeouts of the runtime and the
+//     network bound I/O on the wall clock.
 //   - A container's ID is recorded before it is created, and its exit is on
 //     disk before it is removed, so a podvisor killed at any point neither
 //     leaks a container nor reports a run twice.

@@ -338,7 +338,7 @@ func (g *imageGate) Wait(_ context.Context, image string) error {
 func TestWorkerWaitsForItsImage(t *testing.T) {
 	e := newEnv(t)
 	gate := &imageGate{err: context.Canceled}
-	e.s.opts.Images = gate
+	e.s.images = gate
 	p := testPod("web", v1.RestartPolicyAlways, nil, "a", "b")
 	p.Spec.Containers[1].Image = "registry.k8s.io/etcd:3.6.5-0"
 	w := e.worker(p)

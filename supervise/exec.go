@@ -7,9 +7,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"time"
 
-	"github.com/podvisor/podvisor/internal/crilog"
 	"github.com/podvisor/podvisor/internal/layout"
 	"github.com/podvisor/podvisor/mounts"
 	v1 "k8s.io/api/core/v1"
@@ -21,60 +19,6 @@ var errReported = errors.New("reported")
 
 // maxTerminationMessage is kubelet's per-container cap.
 const maxTerminationMessage = 4096
-
-// observe asks the runtime about every container the record names. It is
-// the executor's read side: the planner decides from what it finds.
-func (w *podWorker) observe(ctx context.Context, pod *v1.Pod) {
-	clear(w.obs)
-	w.rec.each(pod, func(ref ctrRef, c *v1.Container, cr *containerRecord) {
-		if cr.ID != "" {
-			w.observeOne(ctx, ref, cr.ID)
-			w.checkLog(pod, ref, cr)
-			if w.obs[cr.ID].State.Running && !cr.StartedAt.IsZero() {
-				w.watchProbes(pod, ref, c, cr)
-			}
-		}
-	})
-}
-
-// checkLog reports output the log driver had to drop (a full log
-// filesystem) as one Warning event for each episode of drops (see
-// logdrops.go).
-func (w *podWorker) checkLog(pod *v1.Pod, ref ctrRef, cr *containerRecord) {
-	path := w.logPath(pod, ref.Name, cr.RestartCount)
-	d, err := crilog.ReadDrops(path)
-	if err != nil {
-		return
-	}
-	seen := w.dropsSeen[ref]
-	if !newDropEpisode(seen, path, d) {
-		return
-	}
-	w.dropsSeen[ref] = dropsSeen{path: path, drops: d}
-	w.event(pod, ref.fieldPath(), v1.EventTypeWarning, "LogDropped",
-		"log output of container %s dropped: %d lines (%d bytes) since %s: %s; the container keeps running and logging resumes when there is room",
-		ref.Name, d.Lines, d.Bytes, d.Since.Format(time.RFC3339), d.Reason)
-}
-
-func (w *podWorker) observeOne(ctx context.Context, ref ctrRef, id string) {
-	st, err := w.s.rt.State(ctx, id)
-	if err != nil {
-		// Not an exit: containerd or the shim did not answer.
-		w.log.Warn("container state", "container", ref.Name, "err", err)
-		w.obs[id] = observation{Err: err}
-		return
-	}
-	o := observation{State: st}
-	if st.Running {
-		w.s.track(id, w)
-	} else if st.HasTask && !st.ExitedAt.IsZero() {
-		// The OOM event may have come before podvisor watched (or not at
-		// all): the container's cgroup, still there until the container
-		// is removed, counts the kills.
-		o.OOM = w.oom[id] || w.s.cg.oomKills(w.containerCgroup(id)) > 0
-	}
-	w.obs[id] = o
-}
 
 // execute applies a plan's actions in order. It stops at the first that
 // fails; finished is true once the pod is cleaned up.
@@ -103,6 +47,10 @@ func (w *podWorker) execute(ctx context.Context, pod *v1.Pod, actions []action) 
 			err = w.sandboxStep(ctx, pod, w.prepareSandbox(pod))
 		case startContainer:
 			err = w.start(ctx, pod, a)
+		case startProbes:
+			if c := containerSpec(pod, a.Ref); c != nil {
+				w.watchProbes(pod, a.Ref, c, w.rec.container(a.Ref))
+			}
 		case cleanupPod:
 			if err := w.cleanup(ctx, pod); err != nil {
 				return false, err
@@ -124,9 +72,9 @@ func (w *podWorker) execute(ctx context.Context, pod *v1.Pod, actions []action) 
 // lastState).
 func (w *podWorker) adopt(ctx context.Context, a adoptContainer) {
 	cr := w.rec.container(a.Ref)
-	info, err := w.s.rt.Info(ctx, a.ID)
+	info, err := w.d.rt.Info(ctx, a.ID)
 	if err != nil {
-		cr.StartedAt = w.s.clock.Now().Round(0)
+		cr.StartedAt = w.d.clock.Now().Round(0)
 	} else {
 		cr.StartedAt = info.CreatedAt
 		if n, err := strconv.Atoi(info.Labels[LabelRestartCount]); err == nil && int32(n) > cr.RestartCount {
@@ -137,14 +85,7 @@ func (w *podWorker) adopt(ctx context.Context, a adoptContainer) {
 		}
 	}
 	cr.Rerun = false
-	w.save()
-	if w.obs[a.ID].State.Running {
-		if pod := w.pod(); pod != nil {
-			if c := containerSpec(pod, a.Ref); c != nil {
-				w.watchProbes(pod, a.Ref, c, cr)
-			}
-		}
-	}
+	w.save() // its probes start from the next plan
 }
 
 // recordExit records a run's end. The exit is on disk before the container
@@ -167,7 +108,7 @@ func (w *podWorker) recordExit(pod *v1.Pod, a recordExit) error {
 		w.log.Info("container exited", "container", a.Ref.Name, "exitCode", a.ExitCode, "reason", a.Reason)
 	}
 	cr.Terminated = t
-	w.exitSeen[a.Ref] = w.s.clock.Now()
+	w.exitSeen[a.Ref] = w.d.clock.Now()
 	if c := containerSpec(pod, a.Ref); a.Ref.Type == containerTypeInit && a.ExitCode == 0 && c != nil && !isSidecar(c) {
 		cr.Done = true
 	}
@@ -195,14 +136,14 @@ func (w *podWorker) removeContainer(ctx context.Context, a removeContainer) erro
 	// its end even when podvisor stops meanwhile.
 	cctx, cancel := cleanupContext(ctx)
 	defer cancel()
-	if err := w.s.rt.Remove(cctx, a.ID); err != nil {
+	if err := w.d.rt.Remove(cctx, a.ID); err != nil {
 		w.log.Warn("remove exited container", "container", a.Ref.Name, "err", err)
 		w.unknown(a.ID, err)
 		return nil
 	}
-	w.s.untrack(a.ID)
+	w.d.untrack(a.ID)
 	w.unlinkLog(a.Ref.Name, a.ID)
-	os.RemoveAll(w.s.layout.TerminationDir(string(w.uid), a.ID))
+	os.RemoveAll(w.d.layout.TerminationDir(string(w.uid), a.ID))
 	delete(w.obs, a.ID)
 	if cr := w.rec.container(a.Ref); cr.ID == a.ID {
 		cr.ID = ""
@@ -237,7 +178,7 @@ func (w *podWorker) kill(ctx context.Context, pod *v1.Pod, a killContainers) err
 					grace = w.preStop(ctx, pod, t.Ref, c, t.ID, grace)
 				}
 			}
-			errs[i] = w.s.rt.Stop(ctx, t.ID, grace)
+			errs[i] = w.d.rt.Stop(ctx, t.ID, grace)
 		}()
 	}
 	wg.Wait()
@@ -278,11 +219,11 @@ func (w *podWorker) removeSandbox(ctx context.Context, pod *v1.Pod) error {
 	sb := w.rec.Sandbox
 	var errs []error
 	if !pod.Spec.HostNetwork {
-		if err := w.s.net.Del(ctx, sb.ID, w.s.sandboxes.NetNS(sb), podRef(pod), sb.Ports); err != nil {
+		if err := w.d.net.Del(ctx, sb.ID, w.d.sandboxes.NetNS(sb), podRef(pod), sb.Ports); err != nil {
 			errs = append(errs, fmt.Errorf("cni del: %w", err))
 		}
 	}
-	if err := w.s.sandboxes.Remove(sb); err != nil {
+	if err := w.d.sandboxes.Remove(sb); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -298,17 +239,17 @@ func (w *podWorker) sandboxStep(ctx context.Context, pod *v1.Pod, err error) err
 		return err
 	}
 	if w.sandboxRetry.bo == nil {
-		w.sandboxRetry.bo = w.s.newSyncRetry()
+		w.sandboxRetry.bo = w.d.newSyncRetry()
 	}
-	w.sandboxRetry.at = w.s.clock.Now().Add(w.sandboxRetry.bo.Next())
+	w.sandboxRetry.at = w.d.clock.Now().Add(w.sandboxRetry.bo.Next())
 	w.event(pod, "", v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 	return errReported
 }
 
 func (w *podWorker) createSandbox(pod *v1.Pod) error {
-	sb, err := w.s.sandboxes.Create(pod)
+	sb, err := w.d.sandboxes.Create(pod)
 	if sb != nil {
-		sb.Created = w.s.clock.Now().Round(0)
+		sb.Created = w.d.clock.Now().Round(0)
 		sb.Ports = podPorts(pod)
 		w.rec.Sandbox = sb
 		w.save()
@@ -319,11 +260,11 @@ func (w *podWorker) createSandbox(pod *v1.Pod) error {
 func (w *podWorker) attachNetwork(ctx context.Context, pod *v1.Pod) error {
 	sb := w.rec.Sandbox
 	if pod.Spec.HostNetwork {
-		if w.s.opts.NodeIP != "" {
-			sb.IPs = []string{w.s.opts.NodeIP}
+		if w.d.nodeIP != "" {
+			sb.IPs = []string{w.d.nodeIP}
 		}
 	} else {
-		res, err := w.s.net.Add(ctx, sb.ID, sb.NetNS, podRef(pod), sb.Ports)
+		res, err := w.d.net.Add(ctx, sb.ID, sb.NetNS, podRef(pod), sb.Ports)
 		if err != nil {
 			return fmt.Errorf("cni add: %w", err)
 		}
@@ -340,7 +281,7 @@ func (w *podWorker) attachNetwork(ctx context.Context, pod *v1.Pod) error {
 // prepareSandbox makes the pod cgroup and files, once per sandbox and
 // worker; a restarted podvisor redoes them once (both are idempotent).
 func (w *podWorker) prepareSandbox(pod *v1.Pod) error {
-	if err := w.s.cg.apply(w.podCgroup(), podResources(&pod.Spec)); err != nil {
+	if err := w.d.cg.apply(w.podCgroup(), podResources(&pod.Spec)); err != nil {
 		return fmt.Errorf("pod cgroup: %w", err)
 	}
 	if err := mounts.Setup(w.mountsPod(pod)); err != nil {
@@ -383,7 +324,7 @@ func (w *podWorker) cleanup(ctx context.Context, pod *v1.Pod) error {
 	if w.rec.Sandbox != nil {
 		sandbox = append(sandbox, w.rec.Sandbox.ID)
 	}
-	if err := w.s.removePodContainers(ctx, w.uid, sandbox...); err != nil {
+	if err := w.d.removePodContainers(ctx, w.uid, sandbox...); err != nil {
 		return err
 	}
 	var leaks []error
@@ -392,32 +333,31 @@ func (w *podWorker) cleanup(ctx context.Context, pod *v1.Pod) error {
 			leaks = append(leaks, err)
 		}
 	}
-	if err := w.s.cg.remove(w.podCgroup()); err != nil {
+	if err := w.d.cg.remove(w.podCgroup()); err != nil {
 		leaks = append(leaks, err)
 	}
-	if err := mounts.Cleanup(w.s.layout.PodFiles(string(w.uid))); err != nil {
+	if err := mounts.Cleanup(w.d.layout.PodFiles(string(w.uid))); err != nil {
 		leaks = append(leaks, err)
 	}
-	if err := w.s.unlinkPodLogs(w.s.layout.PodLogs(pod.Namespace, pod.Name, string(pod.UID))); err != nil {
+	if err := w.d.unlinkPodLogs(w.d.layout.PodLogs(pod.Namespace, pod.Name, string(pod.UID))); err != nil {
 		leaks = append(leaks, fmt.Errorf("remove pod log links: %w", err))
 	}
-	if err := os.RemoveAll(w.s.layout.PodLogs(pod.Namespace, pod.Name, string(pod.UID))); err != nil {
+	if err := os.RemoveAll(w.d.layout.PodLogs(pod.Namespace, pod.Name, string(pod.UID))); err != nil {
 		leaks = append(leaks, fmt.Errorf("remove pod logs: %w", err))
 	}
-	w.s.prober.RemovePod(string(w.uid))
-	w.s.mu.Lock()
+	w.d.prober.RemovePod(string(w.uid))
 	for id := range w.probing {
-		delete(w.s.probed, id)
+		w.d.probed.remove(id)
 	}
-	w.s.mu.Unlock()
 	clear(w.probing)
+	clear(w.hookFailed)
 	w.dropped = true // the record must not be written back
-	if err := removeRecord(w.s.layout, w.uid); err != nil {
+	if err := removeRecord(w.d.layout, w.uid); err != nil {
 		return err
 	}
-	w.s.status.DeletePod(w.uid)
+	w.d.status.DeletePod(w.uid)
 	if err := errors.Join(leaks...); err != nil {
-		w.s.nodeEvent(v1.EventTypeWarning, "CleanupFailed",
+		w.d.nodeEvent(v1.EventTypeWarning, "CleanupFailed",
 			"pod %s/%s stopped, but not everything it owned could be removed (retried at podvisor's next start): %v", pod.Namespace, pod.Name, err)
 		return nil
 	}
@@ -428,7 +368,7 @@ func (w *podWorker) cleanup(ctx context.Context, pod *v1.Pod) error {
 // terminationMessage reads the container's termination-log file, falling
 // back to the tail of its log with FallbackToLogsOnError.
 func (w *podWorker) terminationMessage(pod *v1.Pod, ref ctrRef, cr *containerRecord, exitCode int32) string {
-	b, _ := readAtMost(w.s.layout.TerminationLog(string(w.uid), cr.ID), maxTerminationMessage)
+	b, _ := readAtMost(w.d.layout.TerminationLog(string(w.uid), cr.ID), maxTerminationMessage)
 	c := containerSpec(pod, ref)
 	if len(b) == 0 && exitCode != 0 && c != nil && c.TerminationMessagePolicy == v1.TerminationMessageFallbackToLogsOnError {
 		b = tailLog(w.logPath(pod, ref.Name, cr.RestartCount), 80, 2048)
@@ -451,17 +391,17 @@ func containerSpec(pod *v1.Pod, ref ctrRef) *v1.Container {
 }
 
 func (w *podWorker) podCgroup() string {
-	return layout.PodCgroup(w.s.opts.CgroupParent, string(w.uid))
+	return layout.PodCgroup(w.d.cgroupParent, string(w.uid))
 }
 
 func (w *podWorker) containerCgroup(id string) string {
-	return layout.ContainerCgroup(w.s.opts.CgroupParent, string(w.uid), id)
+	return layout.ContainerCgroup(w.d.cgroupParent, string(w.uid), id)
 }
 
 func (w *podWorker) mountsPod(pod *v1.Pod) mounts.Pod {
 	p := mounts.Pod{
 		Spec:     pod,
-		Dir:      w.s.layout.PodFiles(string(w.uid)),
+		Dir:      w.d.layout.PodFiles(string(w.uid)),
 		Hostname: podHostname(pod),
 		Log:      w.log,
 	}
@@ -472,5 +412,5 @@ func (w *podWorker) mountsPod(pod *v1.Pod) mounts.Pod {
 }
 
 func (w *podWorker) logPath(pod *v1.Pod, name string, restartCount int32) string {
-	return w.s.layout.ContainerLog(pod.Namespace, pod.Name, string(pod.UID), name, restartCount)
+	return w.d.layout.ContainerLog(pod.Namespace, pod.Name, string(pod.UID), name, restartCount)
 }

@@ -20,19 +20,26 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 )
 
-// fakeClock is a clock tests step by hand. After fires when a Step passes
-// its deadline.
+var _ clock.WithTicker = (*fakeClock)(nil)
+
+// fakeClock is a clock tests step by hand: its timers and tickers fire when
+// a Step passes their deadline. Unlike k8s.io/utils/clock/testing's
+// FakeClock, a timer due now or earlier fires at once, as the real one
+// does.
 type fakeClock struct {
 	mu      sync.Mutex
 	t       time.Time
-	waiters []fakeTimer
+	waiters []*fakeTimer
 }
 
 type fakeTimer struct {
-	at time.Time
-	ch chan time.Time
+	c      *fakeClock
+	at     time.Time
+	ch     chan time.Time
+	period time.Duration // a ticker's; 0 for a timer
 }
 
 func newFakeClock() *fakeClock { return &fakeClock{t: time.Unix(1_000_000, 0)} }
@@ -43,34 +50,97 @@ func (c *fakeClock) Now() time.Time {
 	return c.t
 }
 
-func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+func (c *fakeClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+func (c *fakeClock) After(d time.Duration) <-chan time.Time { return c.NewTimer(d).C() }
+
+func (c *fakeClock) NewTimer(d time.Duration) clock.Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	if d <= 0 {
-		ch <- c.t
-		return ch
-	}
-	c.waiters = append(c.waiters, fakeTimer{at: c.t.Add(d), ch: ch})
-	return ch
+	t := &fakeTimer{c: c, ch: make(chan time.Time, 1)}
+	c.arm(t, d)
+	return t
 }
 
+// arm sets t to fire d from now; c.mu is held.
+func (c *fakeClock) arm(t *fakeTimer, d time.Duration) {
+	if d <= 0 && t.period == 0 {
+		t.ch <- c.t
+		return
+	}
+	t.at = c.t.Add(d)
+	c.waiters = append(c.waiters, t)
+}
+
+func (c *fakeClock) NewTicker(d time.Duration) clock.Ticker {
+	if d <= 0 {
+		panic("fakeClock: non-positive ticker period")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{c: c, ch: make(chan time.Time, 1), period: d}
+	c.arm(t, d)
+	return fakeTicker{t}
+}
+
+type fakeTicker struct{ t *fakeTimer }
+
+func (t fakeTicker) C() <-chan time.Time { return t.t.ch }
+func (t fakeTicker) Stop()               { t.t.Stop() }
+
+func (c *fakeClock) Tick(d time.Duration) <-chan time.Time { return c.NewTicker(d).C() }
+
+func (c *fakeClock) Sleep(d time.Duration) { c.Step(d) }
+
+func (t *fakeTimer) C() <-chan time.Time { return t.ch }
+
+func (t *fakeTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	for i, o := range t.c.waiters {
+		if o == t {
+			t.c.waiters = append(t.c.waiters[:i], t.c.waiters[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+func (t *fakeTimer) Reset(d time.Duration) bool {
+	active := t.Stop()
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	t.c.arm(t, d)
+	return active
+}
+
+// Step moves the clock on by d, firing what is due; a ticker whose last
+// tick was not taken drops this one, as time.Ticker does.
 func (c *fakeClock) Step(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
 	keep := c.waiters[:0]
 	for _, w := range c.waiters {
-		if !w.at.After(c.t) {
-			w.ch <- c.t
-		} else {
+		if w.at.After(c.t) {
+			keep = append(keep, w)
+			continue
+		}
+		select {
+		case w.ch <- c.t:
+		default:
+		}
+		if w.period > 0 {
+			for !w.at.After(c.t) {
+				w.at = w.at.Add(w.period)
+			}
 			keep = append(keep, w)
 		}
 	}
 	c.waiters = keep
 }
 
-// timers reports how many timers wait on the clock.
+// timers reports how many timers and tickers wait on the clock.
 func (c *fakeClock) timers() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -514,7 +584,7 @@ func desired(p *v1.Pod) *manifest.Pod {
 
 // worker returns a worker of e's supervisor for p, not started.
 func (e *env) worker(p *v1.Pod) *podWorker {
-	return newPodWorker(e.s, p.UID, desired(p), nil)
+	return newPodWorker(&e.s.workerDeps, p.UID, desired(p), nil)
 }
 
 var errTest = errors.New("injected failure")

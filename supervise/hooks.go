@@ -21,7 +21,7 @@ func (w *podWorker) probeTarget(pod *v1.Pod, c *v1.Container, id string, started
 	}
 	switch {
 	case pod.Spec.HostNetwork:
-		t.PodIP = w.s.opts.NodeIP
+		t.PodIP = w.d.nodeIP
 	case w.rec.Sandbox != nil && len(w.rec.Sandbox.IPs) > 0:
 		t.PodIP = w.rec.Sandbox.IPs[0]
 	}
@@ -29,14 +29,15 @@ func (w *podWorker) probeTarget(pod *v1.Pod, c *v1.Container, id string, started
 }
 
 // postStart runs the container's postStart hook right after its start, as
-// kubelet does. A failure is told (FailedPostStartHook) and kills the
-// container; its exit then goes the way of any other under its restart
-// policy. It reports whether the hook succeeded (or there is none).
+// kubelet does. A failure is told (FailedPostStartHook) and marks the run
+// for the planner, which kills it (planFailureKills); its exit then goes
+// the way of any other under its restart policy. It reports whether the
+// hook succeeded (or there is none).
 func (w *podWorker) postStart(ctx context.Context, pod *v1.Pod, ref ctrRef, c *v1.Container, id string, startedAt time.Time) bool {
 	if c.Lifecycle == nil || c.Lifecycle.PostStart == nil {
 		return true
 	}
-	msg, err := w.s.runHook(ctx, c.Lifecycle.PostStart, w.probeTarget(pod, c, id, startedAt))
+	msg, err := w.d.runHook(ctx, c.Lifecycle.PostStart, w.probeTarget(pod, c, id, startedAt))
 	if err == nil {
 		return true
 	}
@@ -48,13 +49,7 @@ func (w *podWorker) postStart(ctx context.Context, pod *v1.Pod, ref ctrRef, c *v
 	}
 	w.log.Warn("postStart hook failed", "container", c.Name, "err", err)
 	w.event(pod, ref.fieldPath(), v1.EventTypeWarning, "FailedPostStartHook", "%s", msg)
-	w.kill(ctx, pod, killContainers{
-		Targets: []killTarget{{Ref: ref, ID: id}},
-		Grace:   gracePeriod(pod),
-		Reason:  "Killing",
-		Message: "FailedPostStartHook",
-		PreStop: podGraceAsked(pod),
-	})
+	w.hookFailed[id] = true
 	return false
 }
 
@@ -67,11 +62,11 @@ func (w *podWorker) preStop(ctx context.Context, pod *v1.Pod, ref ctrRef, c *v1.
 	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil {
 		return grace
 	}
-	start := w.s.clock.Now()
-	hctx, cancel := context.WithTimeout(ctx, grace)
+	start := w.d.clock.Now()
+	hctx, cancel := w.d.timeout(ctx, grace)
 	defer cancel()
 	cr := w.rec.container(ref)
-	_, err := w.s.runHook(hctx, c.Lifecycle.PreStop, w.probeTarget(pod, c, id, cr.StartedAt))
+	_, err := w.d.runHook(hctx, c.Lifecycle.PreStop, w.probeTarget(pod, c, id, cr.StartedAt))
 	switch {
 	case err == nil:
 	case hctx.Err() != nil && ctx.Err() == nil:
@@ -82,5 +77,5 @@ func (w *podWorker) preStop(ctx context.Context, pod *v1.Pod, ref ctrRef, c *v1.
 		w.log.Warn("preStop hook failed", "container", c.Name, "err", err)
 		w.event(pod, ref.fieldPath(), v1.EventTypeWarning, "FailedPreStopHook", "PreStopHook failed")
 	}
-	return max(grace-w.s.clock.Now().Sub(start), 2*time.Second)
+	return max(grace-w.d.clock.Now().Sub(start), 2*time.Second)
 }

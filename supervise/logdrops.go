@@ -39,18 +39,18 @@ func newDropEpisode(seen dropsSeen, path string, d crilog.Drops) bool {
 }
 
 // watchDrops wakes a pod's worker when a log driver of its containers
-// dropped more: the worker's checkLog then posts LogDropped once per
+// dropped more: the worker's reportLogDrops then posts LogDropped once per
 // episode. The status files are small and rewritten in place, so reading
 // them every dropCheckPeriod costs no more than a stat each.
 func (s *Supervisor) watchDrops(ctx context.Context) {
-	t := time.NewTicker(dropCheckPeriod)
+	t := s.clock.NewTicker(dropCheckPeriod)
 	defer t.Stop()
 	last := map[string]int64{}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		s.checkDrops(last)
 	}

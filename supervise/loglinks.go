@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -34,7 +33,7 @@ func LogLinkName(pod, namespace, container, id string) string {
 // live log file, as kubelet does once the container is created. A failure
 // is logged: the link is for log shippers, the container runs without it.
 func (w *podWorker) linkLog(pod *v1.Pod, container, id, logPath string) {
-	dir := w.s.opts.LogLinks
+	dir := w.d.logLinks
 	if dir == "" {
 		return
 	}
@@ -54,7 +53,7 @@ func (w *podWorker) linkLog(pod *v1.Pod, container, id, logPath string) {
 
 // unlinkLog removes the container's link, once the container is removed.
 func (w *podWorker) unlinkLog(container, id string) {
-	dir := w.s.opts.LogLinks
+	dir := w.d.logLinks
 	if dir == "" {
 		return
 	}
@@ -120,11 +119,11 @@ func isContainerID(s string) bool {
 // unlinkPodLogs removes the links into a pod's log dir, when the pod is
 // cleaned up: a container removed with the pod, not one by one, has one
 // too.
-func (s *Supervisor) unlinkPodLogs(podLogs string) error {
-	if s.opts.LogLinks == "" {
+func (d *workerDeps) unlinkPodLogs(podLogs string) error {
+	if d.logLinks == "" {
 		return nil
 	}
-	links, err := ownLogLinks(s.opts.LogLinks, podLogs)
+	links, err := ownLogLinks(d.logLinks, podLogs)
 	if err != nil {
 		return fmt.Errorf("list log links: %w", err)
 	}
@@ -212,7 +211,7 @@ func (s *Supervisor) pruneLogLinksLoop(ctx context.Context) {
 	if s.opts.LogLinks == "" {
 		return
 	}
-	t := time.NewTicker(s.opts.RelistPeriod)
+	t := s.clock.NewTicker(s.opts.RelistPeriod)
 	defer t.Stop()
 	for {
 		if err := s.pruneLogLinks(ctx); err != nil && ctx.Err() == nil {
@@ -221,7 +220,7 @@ func (s *Supervisor) pruneLogLinksLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 }

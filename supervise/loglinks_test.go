@@ -56,7 +56,7 @@ func TestPruneLogLinks(t *testing.T) {
 		}
 	}
 	os.WriteFile(filepath.Join(links, "p_default_c-"+gone+".log.txt"), nil, 0o644)
-	s := &Supervisor{opts: Options{LogLinks: links}, layout: layout.Layout{LogDir: logDir}, rt: rt}
+	s := &Supervisor{opts: Options{LogLinks: links}, workerDeps: workerDeps{logLinks: links, layout: layout.Layout{LogDir: logDir}, rt: rt}}
 	if err := s.pruneLogLinks(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestCheckDrops(t *testing.T) {
 	log := filepath.Join(logDir, "default_p_"+string(uid), "c", "0.log")
 	os.MkdirAll(filepath.Dir(log), 0o755)
 	w := &podWorker{inbox: newInbox()}
-	s := &Supervisor{layout: layout.Layout{LogDir: logDir}, workers: map[types.UID]*podWorker{uid: w}}
+	s := &Supervisor{workerDeps: workerDeps{layout: layout.Layout{LogDir: logDir}}, workers: map[types.UID]*podWorker{uid: w}}
 	woken := func() bool {
 		select {
 		case <-w.inbox.signal:

@@ -224,7 +224,7 @@ func TestPlanSidecars(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.rec.ensureContainers(tc.pod)
-			p := planPod(planInput{Now: t0, Pod: tc.pod, Stopping: tc.stopping, StopSince: tc.stopSince, Rec: tc.rec, Obs: tc.obs, Probes: tc.probes, Sandbox: readySandbox()})
+			p := planPod(planInput{Now: t0, Pod: tc.pod, Stopping: tc.stopping, StopSince: tc.stopSince, Rec: tc.rec, Obs: tc.obs, Probing: probing(tc.obs), Probes: tc.probes, Sandbox: readySandbox()})
 			if !reflect.DeepEqual(p.Actions, tc.want) {
 				t.Errorf("actions:\n got  %#v\n want %#v", p.Actions, tc.want)
 			}

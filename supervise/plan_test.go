@@ -41,6 +41,16 @@ func live(init, apps map[string]*containerRecord) *podRecord {
 	return &podRecord{Sandbox: &sandboxRecord{ID: "sb", Network: true}, Init: init, Apps: apps}
 }
 
+// probing says every container in obs has its probes running: the tables
+// are about other decisions (planProbeStarts has its own).
+func probing(obs map[string]observation) map[string]bool {
+	out := map[string]bool{}
+	for id := range obs {
+		out[id] = true
+	}
+	return out
+}
+
 func readySandbox() sandboxView { return sandboxView{Alive: true, Prepared: true} }
 
 // TestPlanPod holds the planner to kubelet's computePodActions cases
@@ -63,9 +73,13 @@ func TestPlanPod(t *testing.T) {
 		sandbox  sandboxView
 		waits    map[ctrRef]waits
 		stopping bool
-		want     []action
-		backOffs []backOff
-		wake     time.Time
+		// hookFailed are the runs whose postStart hook failed; unprobed
+		// the running ones without probes yet (all others have them).
+		hookFailed map[string]bool
+		unprobed   []string
+		want       []action
+		backOffs   []backOff
+		wake       time.Time
 	}{
 		{
 			name:    "everying is good; do nothing",
@@ -345,6 +359,63 @@ func TestPlanPod(t *testing.T) {
 			want:     []action{recordExit{Ref: app("a"), ID: "ca", ExitCode: 143, Reason: "Error", FinishedAt: t0.Add(-time.Second)}, removeContainer{Ref: app("a"), ID: "ca"}},
 		},
 		{
+			name:       "a failed postStart hook kills the container, with the pod's grace period (kubelet's FailedPostStartHook)",
+			pod:        always,
+			rec:        live(nil, map[string]*containerRecord{"a": running("ca"), "b": running("cb")}),
+			obs:        map[string]observation{"ca": obsRunning(), "cb": obsRunning()},
+			sandbox:    readySandbox(),
+			hookFailed: map[string]bool{"ca": true},
+			unprobed:   []string{"ca"},
+			want:       []action{killContainers{Targets: []killTarget{{app("a"), "ca"}}, Grace: grace, Reason: "Killing", Message: "FailedPostStartHook", PreStop: true}},
+		},
+		{
+			name:       "a failed postStart hook of an init container kills it too",
+			pod:        withInit,
+			rec:        live(map[string]*containerRecord{"i1": running("c1"), "i2": {}}, map[string]*containerRecord{"a": {}}),
+			obs:        map[string]observation{"c1": obsRunning()},
+			sandbox:    readySandbox(),
+			hookFailed: map[string]bool{"c1": true},
+			unprobed:   []string{"c1"},
+			want:       []action{killContainers{Targets: []killTarget{{init_("i1"), "c1"}}, Grace: grace, Reason: "Killing", Message: "FailedPostStartHook", PreStop: true}},
+		},
+		{
+			name:       "after the kill of a failed postStart hook, the exit follows the restart policy",
+			pod:        never,
+			rec:        live(nil, map[string]*containerRecord{"a": running("ca"), "b": running("cb")}),
+			obs:        map[string]observation{"ca": obsExited(137), "cb": obsRunning()},
+			sandbox:    readySandbox(),
+			hookFailed: map[string]bool{"ca": true},
+			want:       []action{recordExit{Ref: app("a"), ID: "ca", ExitCode: 137, Reason: "Error", FinishedAt: t0.Add(-time.Second)}, removeContainer{Ref: app("a"), ID: "ca"}},
+		},
+		{
+			name:     "a run found running without probes (adopted, or a restarted podvisor) is probed",
+			pod:      always,
+			rec:      live(nil, map[string]*containerRecord{"a": running("ca"), "b": running("cb")}),
+			obs:      map[string]observation{"ca": obsRunning(), "cb": obsRunning()},
+			sandbox:  readySandbox(),
+			unprobed: []string{"cb"},
+			want:     []action{startProbes{Ref: app("b"), ID: "cb"}},
+		},
+		{
+			name:     "a run not seen to start yet is adopted before it is probed",
+			pod:      always,
+			rec:      live(nil, map[string]*containerRecord{"a": {ID: "ca"}, "b": running("cb")}),
+			obs:      map[string]observation{"ca": obsRunning(), "cb": obsRunning()},
+			sandbox:  readySandbox(),
+			unprobed: []string{"ca"},
+			want:     []action{adoptContainer{Ref: app("a"), ID: "ca"}},
+		},
+		{
+			name:     "a stopping pod's runs are not probed",
+			pod:      always,
+			rec:      live(nil, map[string]*containerRecord{"a": running("ca"), "b": {}}),
+			obs:      map[string]observation{"ca": obsRunning()},
+			sandbox:  readySandbox(),
+			stopping: true,
+			unprobed: []string{"ca"},
+			want:     []action{killContainers{Targets: []killTarget{{app("a"), "ca"}}, Grace: grace, Reason: "Killing", PreStop: true}},
+		},
+		{
 			name:     "termination: with every container gone, clean up",
 			pod:      always,
 			rec:      live(nil, map[string]*containerRecord{"a": exitedRec(143), "b": {}}),
@@ -354,7 +425,11 @@ func TestPlanPod(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.rec.ensureContainers(tc.pod)
-			p := planPod(planInput{Now: t0, Pod: tc.pod, Stopping: tc.stopping, Rec: tc.rec, Obs: tc.obs, Sandbox: tc.sandbox, Waits: tc.waits})
+			probed := probing(tc.obs)
+			for _, id := range tc.unprobed {
+				delete(probed, id)
+			}
+			p := planPod(planInput{Now: t0, Pod: tc.pod, Stopping: tc.stopping, Rec: tc.rec, Obs: tc.obs, Probing: probed, HookFailed: tc.hookFailed, Sandbox: tc.sandbox, Waits: tc.waits})
 			if !reflect.DeepEqual(p.Actions, tc.want) {
 				t.Errorf("actions:\n got  %#v\n want %#v", p.Actions, tc.want)
 			}

@@ -12,8 +12,9 @@ import (
 
 // Prober runs the containers' probes; *probes.Manager is the one
 // implementation. Its results reach the worker as probeMsg through the
-// inbox; the worker reads started and ready from Status when it plans
-// and publishes.
+// inbox; the worker then reads started and ready from Status into the
+// record (and once when it adds a run), and plans and publishes from the
+// record. describe's last results are read from Status when published.
 type Prober interface {
 	Add(t probes.Target, seed probes.Seed)
 	Remove(podUID, container string)
@@ -70,17 +71,16 @@ type probeOwner struct {
 // probeEvent records a probe run worth telling (Unhealthy, ProbeWarning)
 // against the pod, as kubelet's prober records them.
 func (s *Supervisor) probeEvent(e probes.Event) {
-	s.mu.Lock()
-	o, ok := s.probed[e.ContainerID]
-	s.mu.Unlock()
+	o, ok := s.probed.get(e.ContainerID)
 	if !ok {
 		return
 	}
 	s.status.Record(status.Event{Pod: o.pod, FieldPath: o.fieldPath, Type: e.Type, Reason: e.Reason, Message: e.Message})
 }
 
-// receiveProbe keeps what a probe result asks of the planner: a container
-// whose liveness or startup probe failed is killed.
+// receiveProbe takes a probe result as it arrives: what the probes now say
+// of the run (started, ready) lands in the record, and a container whose
+// liveness or startup probe failed is marked for the planner to kill.
 func (w *podWorker) receiveProbe(c probes.Change) {
 	if !w.probing[c.ContainerID] {
 		return // a run that has ended since
@@ -88,35 +88,51 @@ func (w *podWorker) receiveProbe(c probes.Change) {
 	if c.Result == probes.Failure && (c.Kind == probes.Liveness || c.Kind == probes.Startup) {
 		w.probeFailed[c.ContainerID] = map[probes.Kind]string{probes.Liveness: "liveness", probes.Startup: "startup"}[c.Kind]
 	}
+	w.noteProbes(c.Container, c.ContainerID)
+}
+
+// noteProbes keeps in the record what the prober says of run id of the
+// container: its started and ready. A stopping pod's record keeps what was
+// known before the stop (its probes no longer run).
+func (w *podWorker) noteProbes(container, id string) {
+	if w.stopping || w.rec == nil {
+		return
+	}
+	cr := w.rec.byID(id)
+	if cr == nil {
+		return
+	}
+	if st := w.d.prober.Status(string(w.uid), container); st.ContainerID == id {
+		cr.Started, cr.Ready = st.Started, st.Ready
+	}
 }
 
 // watchProbes starts probing a running container once per run: after its
-// start, or when a restarted podvisor finds it running. What the record
-// keeps of its probes (started, ready) seeds them, so an adopted container
-// is neither gated again nor killed for a history that was lost.
+// start, or when the planner finds it running unprobed (adopted, or found
+// by a restarted podvisor). What the record keeps of its probes (started,
+// ready) seeds them, so an adopted container is neither gated again nor
+// killed for a history that was lost.
 func (w *podWorker) watchProbes(pod *v1.Pod, ref ctrRef, c *v1.Container, cr *containerRecord) {
 	if w.probing[cr.ID] || w.stopping {
 		return
 	}
 	w.probing[cr.ID] = true
 	meta := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID}}
-	w.s.mu.Lock()
-	w.s.probed[cr.ID] = probeOwner{pod: meta, fieldPath: ref.fieldPath()}
-	w.s.mu.Unlock()
-	w.s.prober.Add(w.probeTarget(pod, c, cr.ID, cr.StartedAt), probes.Seed{Started: cr.Started, Ready: cr.Ready})
+	w.d.probed.set(cr.ID, probeOwner{pod: meta, fieldPath: ref.fieldPath()})
+	w.d.prober.Add(w.probeTarget(pod, c, cr.ID, cr.StartedAt), probes.Seed{Started: cr.Started, Ready: cr.Ready})
+	w.noteProbes(c.Name, cr.ID)
 }
 
 // forgetProbes stops probing a container whose run ended.
 func (w *podWorker) forgetProbes(ref ctrRef, id string) {
+	delete(w.hookFailed, id)
 	if !w.probing[id] {
 		return
 	}
 	delete(w.probing, id)
 	delete(w.probeFailed, id)
-	w.s.mu.Lock()
-	delete(w.s.probed, id)
-	w.s.mu.Unlock()
-	w.s.prober.Remove(string(w.uid), ref.Name)
+	w.d.probed.remove(id)
+	w.d.prober.Remove(string(w.uid), ref.Name)
 }
 
 // probeResults are the last results of the running containers' probes,
@@ -140,23 +156,22 @@ func (w *podWorker) probeResults(pod *v1.Pod) status.ProbeResults {
 	return out
 }
 
-// probeViews is what the probes say of each running container, by
-// container ID. It also keeps started and ready in the record. A run not
-// probed yet is what the record last knew of it: false for a new run, and
-// for a run a restarted podvisor has not adopted yet what it was, so the
-// status published before adoption does not flip it to not ready.
-func (w *podWorker) probeViews(pod *v1.Pod) map[string]probeView {
+// probeViews is what the probes say of each container with a run, by
+// container ID, as the record keeps it (probe results land there when they
+// arrive). It writes nothing. A run not probed yet is what the record last
+// knew of it: false for a new run, and for a run a restarted podvisor has
+// not adopted yet what it was, so the status published before adoption does
+// not flip it to not ready. A stopping pod's containers are not ready.
+func probeViews(pod *v1.Pod, rec *podRecord, stopping bool, probing map[string]bool, failed map[string]string) map[string]probeView {
 	out := map[string]probeView{}
-	w.rec.each(pod, func(_ ctrRef, _ *v1.Container, cr *containerRecord) {
-		if cr.ID != "" && !w.probing[cr.ID] && !w.stopping {
-			out[cr.ID] = probeView{Started: cr.Started, Ready: cr.Ready}
+	rec.each(pod, func(_ ctrRef, _ *v1.Container, cr *containerRecord) {
+		switch {
+		case cr.ID == "":
+		case !stopping:
+			out[cr.ID] = probeView{Started: cr.Started, Ready: cr.Ready, Failed: failed[cr.ID]}
+		case probing[cr.ID]:
+			out[cr.ID] = probeView{Started: cr.Started, Failed: failed[cr.ID]}
 		}
-	})
-	w.eachProbed(pod, func(_ *v1.Container, cr *containerRecord, st probes.Status) {
-		if !w.stopping {
-			cr.Started, cr.Ready = st.Started, st.Ready
-		}
-		out[cr.ID] = probeView{Started: st.Started, Ready: st.Ready, Failed: w.probeFailed[cr.ID]}
 	})
 	return out
 }
@@ -168,7 +183,7 @@ func (w *podWorker) eachProbed(pod *v1.Pod, f func(c *v1.Container, cr *containe
 		if cr.ID == "" || !w.probing[cr.ID] {
 			return
 		}
-		if st := w.s.prober.Status(string(w.uid), c.Name); st.ContainerID == cr.ID {
+		if st := w.d.prober.Status(string(w.uid), c.Name); st.ContainerID == cr.ID {
 			f(c, cr, st)
 		}
 	})

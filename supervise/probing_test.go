@@ -79,7 +79,9 @@ func TestWorkerReadiness(t *testing.T) {
 	w := e.worker(p)
 	e.step(w)
 	id := e.rt.running()["a"]
+	// The manager tells each change; the worker keeps what it says.
 	e.pr.set(string(p.UID), "a", probes.Status{ContainerID: id, Started: true, Ready: false})
+	e.s.probeChanged(probes.Change{PodUID: string(p.UID), Container: "a", ContainerID: id, Kind: probes.Readiness, Result: probes.Failure})
 	e.step(w)
 	cs := e.status(p, "a")
 	if cs.Ready || !*cs.Started || e.rt.running()["a"] != id {
@@ -89,6 +91,7 @@ func TestWorkerReadiness(t *testing.T) {
 		t.Error("pod Ready with a container not ready")
 	}
 	e.pr.set(string(p.UID), "a", probes.Status{ContainerID: id, Started: true, Ready: true})
+	e.s.probeChanged(probes.Change{PodUID: string(p.UID), Container: "a", ContainerID: id, Kind: probes.Readiness, Result: probes.Success})
 	e.step(w)
 	if !e.status(p, "a").Ready || !conditionTrue(e.st.pod(p.UID).Status.Conditions, v1.PodReady) {
 		t.Error("not ready once the probe passes")
@@ -126,7 +129,7 @@ func TestWorkerProbesSeededOnRestart(t *testing.T) {
 	e2.rt, e2.s.rt = e.rt, e.rt
 	e2.s.layout, e2.s.sandboxes = e.s.layout, e.s.sandboxes
 	recs, _ := loadRecords(e.s.layout)
-	w2 := newPodWorker(e2.s, p.UID, desired(p), recs[p.UID])
+	w2 := newPodWorker(&e2.s.workerDeps, p.UID, desired(p), recs[p.UID])
 	e2.step(w2)
 	if got := e2.pr.addedIDs(); !slices.Equal(got, []string{id}) {
 		t.Fatalf("adopted container probed as %v, want [%s]", got, id)
@@ -222,11 +225,22 @@ func TestWorkerPreStopOutlivesGrace(t *testing.T) {
 	id := e.rt.running()["a"]
 	done := make(chan struct{})
 	go func() { defer close(done); e.stopStep(w) }()
+	poll(t, "the hook's grace period to be timed", func() bool { return e.clock.timers() == 1 })
+	e.clock.Step(gracePeriod(p) - time.Millisecond)
 	select {
 	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the stop waited past the grace period for the hook")
+		t.Fatal("the stop did not wait for the hook within the grace period")
+	default:
 	}
+	e.clock.Step(time.Millisecond)
+	poll(t, "the stop to go on once the grace period is over", func() bool {
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
+	})
 	if got := e.st.eventsOf("FailedPreStopHook"); len(got) != 0 {
 		t.Errorf("FailedPreStopHook for a hook cut off by the grace period: %q", got)
 	}

@@ -177,20 +177,20 @@ func (w *podWorker) publish(pod *v1.Pod) {
 		Rec:          w.rec,
 		Deleting:     w.deleting,
 		Waiting:      w.waiting,
-		Probes:       w.probeViews(pod),
+		Probes:       probeViews(pod, w.rec, w.stopping, w.probing, w.probeFailed),
 		Conds:        w.conds,
 		ProbeResults: w.probeResults(pod),
-		Now:          w.s.clock.Now(),
-		NodeName:     w.s.opts.NodeName,
-		NodeIP:       w.s.opts.NodeIP,
-		Down:         w.s.down.Load(),
+		Now:          w.d.clock.Now(),
+		NodeName:     w.d.nodeName,
+		NodeIP:       w.d.nodeIP,
+		Down:         w.d.down.Load(),
 	}
 	if d := w.desired; d != nil {
 		in.Path, in.ManErr = d.Path, d.Err
 	}
 	out := projectStatus(in)
 	w.conds = out.Status.Conditions
-	w.s.status.SetPod(out)
+	w.d.status.SetPod(out)
 	w.last.Store(out)
 	w.published()
 }

@@ -1,7 +1,6 @@
 package supervise
 
 import (
-	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -53,17 +52,6 @@ func oomScoreAdj(pod *v1.Pod, c *v1.Container, memoryCapacity int64) int {
 		return int(adj - 1)
 	}
 	return int(adj)
-}
-
-// oomScoreAdj computes kubelet's OOM score for the container, raised to
-// what this host accepts (nested and rootless hosts refuse negative values),
-// with a warning when it had to be raised.
-func (s *Supervisor) oomScoreAdj(pod *v1.Pod, c *v1.Container) (int, string) {
-	adj := oomScoreAdj(pod, c, s.machineMem)
-	if adj < s.oomFloor {
-		return s.oomFloor, fmt.Sprintf("this host refuses oom_score_adj %d; using %d", adj, s.oomFloor)
-	}
-	return adj, ""
 }
 
 // probeOOMFloor finds whether this process may lower an oom_score_adj:

@@ -152,7 +152,7 @@ func TestRecordWithoutSpecIsStopped(t *testing.T) {
 	if len(errs) > 0 || recs[p.UID].Pod == nil {
 		t.Fatalf("records %v, %v", recs, errs)
 	}
-	w2 := newPodWorker(e.s, p.UID, nil, recs[p.UID])
+	w2 := newPodWorker(&e.s.workerDeps, p.UID, nil, recs[p.UID])
 	w2.stopping = true
 	if _, finished := w2.step(context.Background()); !finished || len(e.rt.ctrs) != 0 {
 		t.Fatalf("finished %v, containers %v", finished, e.rt.ctrs)

@@ -32,10 +32,10 @@ func (w *podWorker) start(ctx context.Context, pod *v1.Pod, a startContainer) er
 		}
 		r := w.retry[a.Ref]
 		if r == nil {
-			r = &retryClock{bo: w.s.newRetry()}
+			r = &retryClock{bo: w.d.newRetry()}
 			w.retry[a.Ref] = r
 		}
-		r.at, r.gen, r.step = w.s.clock.Now().Add(r.bo.Next()), w.s.imageGen.Load(), w.steps
+		r.at, r.gen, r.step = w.d.clock.Now().Add(r.bo.Next()), w.d.imageGen.Load(), w.steps
 		return nil
 	}
 	delete(w.retry, a.Ref)
@@ -43,7 +43,7 @@ func (w *podWorker) start(ctx context.Context, pod *v1.Pod, a startContainer) er
 	if a.Restart {
 		bo := w.crash[a.Ref]
 		if bo == nil {
-			bo = w.s.newCrashBackoff()
+			bo = w.d.newCrashBackoff()
 			w.crash[a.Ref] = bo
 		}
 		bo.NextSince(seen)
@@ -64,7 +64,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef,
 		w.event(pod, fp, v1.EventTypeWarning, "Failed", "Error: %v", err)
 		return err
 	}
-	img, err := w.s.ensureImage(ctx, c)
+	img, err := w.d.ensureImage(ctx, c)
 	if err != nil {
 		if ctx.Err() != nil {
 			return err
@@ -85,7 +85,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef,
 	}
 	id := newID()
 	uid := string(w.uid)
-	termFile := w.s.layout.TerminationLog(uid, id)
+	termFile := w.d.layout.TerminationLog(uid, id)
 	termDir := filepath.Dir(termFile)
 	if err := os.MkdirAll(termDir, 0o700); err != nil {
 		return fail("CreateContainerConfigError", err)
@@ -97,7 +97,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef,
 	if err != nil {
 		return fail("CreateContainerConfigError", err)
 	}
-	adj, warn := w.s.oomScoreAdj(pod, c)
+	adj, warn := w.d.oomScoreAdj(pod, c)
 	if warn != "" && !w.warned["oom"] {
 		w.warned["oom"] = true
 		w.event(pod, fp, v1.EventTypeWarning, "OOMScoreAdjRefused", "%s", warn)
@@ -139,7 +139,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef,
 	undo := func() {
 		cctx, cancel := cleanupContext(ctx)
 		defer cancel()
-		if err := w.s.rt.Remove(cctx, id); err != nil {
+		if err := w.d.rt.Remove(cctx, id); err != nil {
 			// Keep the ID: the next step removes the container (or adopts
 			// it, if its process did start). Forgetting it could start a
 			// second copy beside it.
@@ -151,7 +151,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef,
 		cr.ID, cr.StartedAt = "", prevStarted
 		w.save()
 	}
-	if err := w.s.rt.Create(ctx, cfg); err != nil {
+	if err := w.d.rt.Create(ctx, cfg); err != nil {
 		undo()
 		if errors.Is(err, ErrContainerConfig) {
 			return fail("CreateContainerConfigError", err)
@@ -159,9 +159,9 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef,
 		return fail("CreateContainerError", err)
 	}
 	w.linkLog(pod, c.Name, id, w.logPath(pod, c.Name, restartCount))
-	w.s.track(id, w)
-	if err := w.s.rt.Start(ctx, id, w.logPath(pod, c.Name, restartCount)); err != nil {
-		w.s.untrack(id)
+	w.d.track(id, w)
+	if err := w.d.rt.Start(ctx, id, w.logPath(pod, c.Name, restartCount)); err != nil {
+		w.d.untrack(id)
 		undo()
 		return fail("RunContainerError", err)
 	}
@@ -170,7 +170,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef,
 	}
 	cr.RestartCount = restartCount
 	cr.Rerun = false
-	cr.StartedAt = w.s.clock.Now().Round(0)
+	cr.StartedAt = w.d.clock.Now().Round(0)
 	cr.Image, cr.ImageID = img.Ref, img.ID
 	w.obs[id] = observation{State: ContainerState{Exists: true, HasTask: true, Running: true}}
 	delete(w.waiting, c.Name)

@@ -95,6 +95,18 @@ func (r *podRecord) container(ref ctrRef) *containerRecord {
 	return r.Apps[ref.Name]
 }
 
+// byID returns the record whose current run is container id, or nil.
+func (r *podRecord) byID(id string) *containerRecord {
+	for _, m := range []map[string]*containerRecord{r.Init, r.Apps} {
+		for _, cr := range m {
+			if cr.ID == id {
+				return cr
+			}
+		}
+	}
+	return nil
+}
+
 // ensureContainers adds an empty record for every container of pod.
 func (r *podRecord) ensureContainers(pod *v1.Pod) {
 	if r.Init == nil {

@@ -3,16 +3,12 @@ package supervise
 import (
 	"cmp"
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/podvisor/podvisor/cni"
-	"github.com/podvisor/podvisor/internal/backoff"
 	"github.com/podvisor/podvisor/internal/layout"
 	"github.com/podvisor/podvisor/manifest"
 	"github.com/podvisor/podvisor/probes"
@@ -20,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 )
 
 // Network is what the supervisor needs from the cni package.
@@ -54,17 +51,6 @@ type Sandboxes interface {
 	Find(id string) *sandboxRecord
 }
 
-// Clock is the time source of everything that decides by time.
-type Clock interface {
-	Now() time.Time
-	After(d time.Duration) <-chan time.Time
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time                         { return time.Now() }
-func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
-
 var (
 	_ Network    = (*cni.Manager)(nil)
 	_ StatusSink = (*status.Store)(nil)
@@ -95,8 +81,9 @@ type Options struct {
 	Images ImageGate
 	// Sandboxes default to namespaces under Layout.RunDir.
 	Sandboxes Sandboxes
-	// Clock defaults to the real one.
-	Clock Clock
+	// Clock is the time source of everything that decides by time, its
+	// tickers included (the relist, the heartbeat); nil is the real clock.
+	Clock clock.WithTicker
 	// RequestTimeout bounds every runtime and network call (default
 	// DefaultRequestTimeout; negative: unbounded).
 	RequestTimeout time.Duration
@@ -118,41 +105,22 @@ type Options struct {
 	LogLinks string
 }
 
-// Supervisor keeps the pods of the latest desired snapshot running.
+// Supervisor keeps the pods of the latest desired snapshot running. What
+// its pod workers use is its workerDeps; the rest is its own.
 type Supervisor struct {
-	opts      Options
-	layout    layout.Layout
-	rt        Runtime
-	net       Network
-	status    StatusSink
-	sandboxes Sandboxes
-	log       *slog.Logger
-	cg        cgroups
-	clock     Clock
+	workerDeps
+	opts Options
 
-	// imageGen counts image imports, so a pod waiting out a failed pull
-	// retries at once when new images arrive.
-	imageGen   atomic.Int64
-	oomFloor   int // lowest oom_score_adj this host accepts (0 or -1000)
-	machineMem int64
+	// synced is set once the first snapshot is reconciled (unpublished,
+	// in workerDeps, counts the workers started then that have not
+	// published yet).
+	synced atomic.Bool
 
-	// down is set while the runtime cannot be reached.
-	down atomic.Pointer[runtimeDown]
-
-	// synced is set once the first snapshot is reconciled; unpublished
-	// counts the workers started then that have not published yet.
-	synced      atomic.Bool
-	unpublished atomic.Int64
-
-	prober    Prober
 	ownProber *probes.Manager // the default prober, closed when Run ends
-	runHook   func(ctx context.Context, h *v1.LifecycleHandler, t probes.Target) (string, error)
 
-	mu          sync.Mutex
-	workers     map[types.UID]*podWorker
-	sent        map[types.UID]*manifest.Pod // the spec last sent to each worker
-	byContainer map[string]*podWorker
-	probed      map[string]probeOwner // by container ID
+	mu      sync.Mutex
+	workers map[types.UID]*podWorker
+	sent    map[types.UID]*manifest.Pod // the spec last sent to each worker
 }
 
 // New returns a Supervisor.
@@ -170,7 +138,7 @@ func New(opts Options) *Supervisor {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	if opts.Clock == nil {
-		opts.Clock = realClock{}
+		opts.Clock = clock.RealClock{}
 	}
 	if opts.Sandboxes == nil {
 		opts.Sandboxes = hostSandboxes{layout: opts.Layout}
@@ -183,26 +151,32 @@ func New(opts Options) *Supervisor {
 		opts.Network = boundedNetwork{net: opts.Network, d: opts.RequestTimeout}
 	}
 	s := &Supervisor{
-		opts:        opts,
-		layout:      opts.Layout,
-		rt:          opts.Runtime,
-		net:         opts.Network,
-		status:      opts.Status,
-		sandboxes:   opts.Sandboxes,
-		log:         opts.Log,
-		cg:          detectCgroups(opts.CgroupRoot),
-		clock:       opts.Clock,
-		workers:     map[types.UID]*podWorker{},
-		sent:        map[types.UID]*manifest.Pod{},
-		byContainer: map[string]*podWorker{},
-		probed:      map[string]probeOwner{},
-		prober:      opts.Prober,
-		runHook:     opts.Hooks,
+		workerDeps: workerDeps{
+			layout:       opts.Layout,
+			rt:           opts.Runtime,
+			net:          opts.Network,
+			status:       opts.Status,
+			sandboxes:    opts.Sandboxes,
+			log:          opts.Log,
+			cg:           detectCgroups(opts.CgroupRoot),
+			clock:        opts.Clock,
+			images:       opts.Images,
+			nodeName:     opts.NodeName,
+			nodeIP:       opts.NodeIP,
+			cgroupParent: opts.CgroupParent,
+			logLinks:     opts.LogLinks,
+			prober:       opts.Prober,
+			runHook:      opts.Hooks,
+		},
+		opts:    opts,
+		workers: map[types.UID]*podWorker{},
+		sent:    map[types.UID]*manifest.Pod{},
 	}
 	exec := runtimeExec{rt: s.rt}
 	if s.prober == nil {
 		s.ownProber = probes.NewManager(probes.Options{
 			Exec:     exec,
+			Clock:    opts.Clock,
 			OnEvent:  s.probeEvent,
 			OnChange: s.probeChanged,
 			OnRun:    opts.ProbeRuns,
@@ -211,7 +185,7 @@ func New(opts Options) *Supervisor {
 	}
 	if s.runHook == nil {
 		s.runHook = func(ctx context.Context, h *v1.LifecycleHandler, t probes.Target) (string, error) {
-			return probes.RunHook(ctx, h, t, probes.HookOptions{Exec: exec, OnWarning: func(reason, msg string) {
+			return probes.RunHook(ctx, h, t, probes.HookOptions{Exec: exec, Clock: opts.Clock, OnWarning: func(reason, msg string) {
 				s.log.Warn("lifecycle hook", "pod", t.Namespace+"/"+t.PodName, "container", t.Container.Name, "reason", reason, "message", msg)
 			}})
 		}
@@ -222,23 +196,6 @@ func New(opts Options) *Supervisor {
 		s.machineMem = int64(si.Totalram) * int64(si.Unit)
 	}
 	return s
-}
-
-// newCrashBackoff is a container's restart back-off (kubelet's).
-func (s *Supervisor) newCrashBackoff() *backoff.Backoff { return backoff.Kubelet(s.clock.Now) }
-
-// newRetry is the back-off of a failing start or sandbox step: 10 s
-// doubling to 300 s as kubelet's image pull back-off, with jitter.
-func (s *Supervisor) newRetry() *backoff.Backoff {
-	return &backoff.Backoff{Initial: 10 * time.Second, Max: 300 * time.Second, Jitter: 0.1, ResetAfter: 600 * time.Second, Now: s.clock.Now}
-}
-
-// newSyncRetry is the back-off of a failing sandbox step: kubelet retries
-// a pod whose sync failed after its pod worker back-off, 10 s with up to
-// 50 % jitter, without growing (pkg/kubelet/pod_workers.go), so a CNI
-// config that appears late is picked up within seconds.
-func (s *Supervisor) newSyncRetry() *backoff.Backoff {
-	return &backoff.Backoff{Initial: 10 * time.Second, Max: 10 * time.Second, Jitter: 0.5, Now: s.clock.Now}
 }
 
 // Synced reports whether the status store holds every pod of the first
@@ -315,7 +272,7 @@ func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot
 	s.reconcile(last, records, start)
 	s.synced.Store(true)
 	reported := s.reportManifestErrors(nil, last)
-	relist := time.NewTicker(s.opts.RelistPeriod)
+	relist := s.clock.NewTicker(s.opts.RelistPeriod)
 	defer relist.Stop()
 	var collecting chan struct{} // closed when the last collectShims is done
 	defer func() {
@@ -325,9 +282,9 @@ func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot
 	}()
 	var heartbeat <-chan time.Time
 	if s.opts.Heartbeat != nil {
-		hb := time.NewTicker(cmp.Or(s.opts.HeartbeatPeriod, time.Second))
+		hb := s.clock.NewTicker(cmp.Or(s.opts.HeartbeatPeriod, time.Second))
 		defer hb.Stop()
-		heartbeat = hb.C
+		heartbeat = hb.C()
 		s.opts.Heartbeat()
 	}
 	for {
@@ -351,7 +308,7 @@ func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot
 				}
 			}
 			s.mu.Unlock()
-		case <-relist.C:
+		case <-relist.C():
 			s.wakeAll()
 			collecting = s.collectShims(ctx, collecting)
 			continue
@@ -385,81 +342,6 @@ func (s *Supervisor) collectShims(ctx context.Context, done chan struct{}) chan 
 	return done
 }
 
-// reconcile starts workers for new pods, updates existing ones and asks
-// workers of pods no longer desired to stop. A pod that replaces another of
-// the same name starts only once the old one is gone, as kubelet does for
-// static pods. records holds pods found at start-up not yet claimed.
-func (s *Supervisor) reconcile(snap manifest.Snapshot, records map[types.UID]*podRecord, start func(*podWorker)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	want := map[types.UID]*manifest.Pod{}
-	for _, p := range snap.Pods {
-		want[p.Pod.UID] = p
-	}
-	busyNames := map[string]bool{}
-	for uid, w := range s.workers {
-		if _, ok := want[uid]; !ok && s.sent[uid] != nil {
-			w.inbox.send(stopMsg{})
-			s.sent[uid] = nil
-		}
-		busyNames[w.fullName] = true
-	}
-	for uid, r := range records {
-		if _, ok := want[uid]; ok {
-			continue
-		}
-		// Found at start-up but no longer desired: adopt it to stop it.
-		w := newPodWorker(s, uid, nil, r)
-		w.stopping = true
-		delete(records, uid)
-		start(w)
-		busyNames[r.fullName()] = true
-	}
-	for uid, p := range want {
-		if w, ok := s.workers[uid]; ok {
-			// The Source hands out an unchanged pod as the same *Pod.
-			if s.sent[uid] != p {
-				s.sent[uid] = p
-				w.inbox.send(specMsg{pod: p})
-			}
-			continue
-		}
-		if busyNames[p.Pod.Namespace+"/"+p.Pod.Name] {
-			continue
-		}
-		w := newPodWorker(s, uid, p, records[uid])
-		delete(records, uid)
-		s.sent[uid] = p
-		start(w)
-	}
-}
-
-func (s *Supervisor) wakeAll() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, w := range s.workers {
-		w.inbox.send(wakeMsg{})
-	}
-}
-
-func (s *Supervisor) track(id string, w *podWorker) {
-	s.mu.Lock()
-	s.byContainer[id] = w
-	s.mu.Unlock()
-}
-
-func (s *Supervisor) untrack(id string) {
-	s.mu.Lock()
-	delete(s.byContainer, id)
-	s.mu.Unlock()
-}
-
-func (s *Supervisor) owner(id string) *podWorker {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.byContainer[id]
-}
-
 // ImageGate holds image look-ups while the images dir's start-up import
 // may still bring the image in.
 type ImageGate interface {
@@ -468,90 +350,12 @@ type ImageGate interface {
 	Wait(ctx context.Context, image string) error
 }
 
-// ensureImage waits for the start-up import of the container's image from
-// the images dir, then finds the image.
-func (s *Supervisor) ensureImage(ctx context.Context, c *v1.Container) (Image, error) {
-	if s.opts.Images != nil {
-		if err := s.opts.Images.Wait(ctx, c.Image); err != nil {
-			return Image{}, err
-		}
-	}
-	return s.rt.EnsureImage(ctx, c)
-}
-
 // setHealth reports the runtime's reachability to the status sink when it
 // tracks health (status.Store does, for /healthz).
 func (s *Supervisor) setHealth(err error) {
 	if h, ok := s.status.(interface{ SetHealth(error) }); ok {
 		h.SetHealth(err)
 	}
-}
-
-// reportManifestErrors turns each manifest error or warning (an insecure
-// permission, say) not reported before into a Warning event: about the pod
-// whose last good version keeps running from that file, or about the node
-// when the file yields no pod. It returns the errors now reported.
-func (s *Supervisor) reportManifestErrors(before map[string]bool, snap manifest.Snapshot) map[string]bool {
-	now := map[string]bool{}
-	for _, w := range snap.Warnings {
-		msg := w.Error()
-		now[msg] = true
-		if !before[msg] {
-			s.nodeEvent(v1.EventTypeWarning, "ManifestWarning", "%s", msg)
-		}
-	}
-	for _, e := range snap.Errors {
-		msg := e.Error()
-		now[msg] = true
-		if before[msg] {
-			continue
-		}
-		reported := false
-		for _, p := range snap.Pods {
-			if p.Path == e.Path && p.Err != nil {
-				s.status.Record(status.Event{Pod: p.Pod, Type: v1.EventTypeWarning, Reason: "InvalidManifest", Message: msg + " (the last good version keeps running)"})
-				reported = true
-			}
-		}
-		if !reported {
-			s.nodeEvent(v1.EventTypeWarning, "InvalidManifest", "%s", msg)
-		}
-	}
-	return now
-}
-
-// nodeEvent records an event about the node.
-func (s *Supervisor) nodeEvent(typ, reason, format string, args ...any) {
-	s.status.Record(status.Event{Node: s.opts.NodeName, Type: typ, Reason: reason, Message: fmt.Sprintf(format, args...)})
-}
-
-// removePodContainers kills and removes every container labelled with the
-// pod's UID, then ends what the runtime still runs for their sandboxes and
-// extra ones.
-func (s *Supervisor) removePodContainers(ctx context.Context, uid types.UID, sandboxes ...string) error {
-	all, err := s.rt.List(ctx)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, c := range all {
-		if c.Labels[LabelPodUID] != string(uid) {
-			continue
-		}
-		sandboxes = append(sandboxes, c.Labels[LabelSandboxID])
-		if err := s.rt.Stop(ctx, c.ID, 0); err != nil {
-			errs = append(errs, err)
-		}
-		if err := s.rt.Remove(ctx, c.ID); err != nil {
-			errs = append(errs, err)
-		}
-		s.untrack(c.ID)
-	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
-	slices.Sort(sandboxes)
-	return s.rt.ReleaseShims(ctx, slices.Compact(sandboxes))
 }
 
 // cleanupContext returns a context for cleanup that survives the

@@ -297,7 +297,7 @@ func TestWorkerLoop(t *testing.T) {
 		t.Fatal("ending the loop stopped the pod")
 	}
 	// A stop message ends the worker after cleaning up.
-	w2 := newPodWorker(e.s, p.UID, desired(p), w.rec)
+	w2 := newPodWorker(&e.s.workerDeps, p.UID, desired(p), w.rec)
 	go w2.run(context.Background())
 	w2.inbox.send(stopMsg{})
 	<-w2.done
@@ -389,17 +389,35 @@ func TestSupervisorSynced(t *testing.T) {
 	}
 }
 
-// TestRelistCollectsShims: every relist asks the runtime to end the shims
-// no container owns (a shim left holding a container whose creation was
-// cut short outlives its pod otherwise), and a failing round does not stop
-// the next.
+// TestRelistCollectsShims: every relist, on the supervisor's clock, wakes
+// every worker and asks the runtime to end the shims no container owns (a
+// shim left holding a container whose creation was cut short outlives its
+// pod otherwise), and a failing round does not stop the next. Nothing
+// relists before its period has passed on that clock.
 func TestRelistCollectsShims(t *testing.T) {
 	e := newEnv(t)
-	e.s.opts.RelistPeriod = 5 * time.Millisecond
+	e.s.opts.RelistPeriod = time.Minute
 	e.rt.setFail("CollectShims", errTest)
+	p := testPod("web", v1.RestartPolicyAlways, nil, "c")
 	snaps := make(chan manifest.Snapshot, 1)
-	snaps <- snapshot()
+	snaps <- snapshot(p)
 	stop := e.run(snaps)
 	defer stop()
-	poll(t, "two rounds of CollectShims", func() bool { return e.rt.count("CollectShims") >= 2 })
+	poll(t, "started", func() bool { return e.runningCount() == 1 })
+	// A container that exits with no event is found by the relist only.
+	id := e.rt.running()["c"]
+	e.rt.exit(id, 0)
+	states := e.rt.count("State")
+	e.clock.Step(time.Minute - time.Millisecond)
+	if n := e.rt.count("CollectShims"); n != 0 {
+		t.Fatalf("%d CollectShims before the relist period passed", n)
+	}
+	for round := 1; round <= 2; round++ {
+		e.clock.Step(time.Minute)
+		poll(t, "a relist round", func() bool { return e.rt.count("CollectShims") >= round })
+	}
+	poll(t, "the exit found by the relist", func() bool { id2 := e.rt.running()["c"]; return id2 != "" && id2 != id })
+	if e.rt.count("State") == states {
+		t.Error("the relist did not wake the worker")
+	}
 }

@@ -14,6 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 )
 
 // maxRounds bounds how often one step plans again after acting; a pod that
@@ -27,12 +28,12 @@ const errorRetry = 5 * time.Second
 // podWorker owns one pod. Its goroutine alone touches the fields below
 // inbox; others talk to it through the inbox.
 //
-//	inbox ──▶ receive (spec, stop, OOM) ──▶ observe (runtime) ──▶ plan ──▶ execute
-//	  ▲                                                           ▲          │
+//	inbox ──▶ receive (spec, stop, OOM, ──▶ observe (runtime, ──▶ plan ──▶ execute
+//	  ▲        probe results → record)       reads only)          ▲          │
 //	  └── exits, relists, images                                  └── again ◀┘ until a plan has no actions
 //	                                                              then save the record, publish the status
 type podWorker struct {
-	s        *Supervisor
+	d        *workerDeps
 	uid      types.UID
 	fullName string // namespace/name: fixed for a UID
 	log      *slog.Logger
@@ -51,9 +52,12 @@ type podWorker struct {
 	obs   map[string]observation
 	oom   map[string]bool // container IDs that saw an OOM event
 	// probing holds the container IDs whose probes run; probeFailed
-	// those whose liveness or startup probe failed ("liveness", "startup").
+	// those whose liveness or startup probe failed ("liveness", "startup");
+	// hookFailed those whose postStart hook failed (the planner kills
+	// them).
 	probing     map[string]bool
 	probeFailed map[string]string
+	hookFailed  map[string]bool
 
 	crash        map[ctrRef]*backoff.Backoff // kubelet's restart back-off
 	restarts     map[ctrRef]bool             // asked by Restart, until started again
@@ -77,7 +81,7 @@ type podWorker struct {
 func (w *podWorker) published() {
 	if w.firstPublish {
 		w.firstPublish = false
-		w.s.unpublished.Add(-1)
+		w.d.unpublished.Add(-1)
 	}
 }
 
@@ -90,9 +94,9 @@ type retryClock struct {
 	step int // the worker step that failed
 }
 
-func newPodWorker(s *Supervisor, uid types.UID, desired *manifest.Pod, rec *podRecord) *podWorker {
+func newPodWorker(d *workerDeps, uid types.UID, desired *manifest.Pod, rec *podRecord) *podWorker {
 	w := &podWorker{
-		s:           s,
+		d:           d,
 		uid:         uid,
 		inbox:       newInbox(),
 		done:        make(chan struct{}),
@@ -102,6 +106,7 @@ func newPodWorker(s *Supervisor, uid types.UID, desired *manifest.Pod, rec *podR
 		oom:         map[string]bool{},
 		probing:     map[string]bool{},
 		probeFailed: map[string]string{},
+		hookFailed:  map[string]bool{},
 		crash:       map[ctrRef]*backoff.Backoff{},
 		restarts:    map[ctrRef]bool{},
 		retry:       map[ctrRef]*retryClock{},
@@ -117,7 +122,7 @@ func newPodWorker(s *Supervisor, uid types.UID, desired *manifest.Pod, rec *podR
 	if desired != nil {
 		w.fullName = desired.Pod.Namespace + "/" + desired.Pod.Name
 	}
-	w.log = s.log.With("pod", w.fullName, "uid", string(uid))
+	w.log = d.log.With("pod", w.fullName, "uid", string(uid))
 	return w
 }
 
@@ -156,9 +161,9 @@ func (w *podWorker) run(ctx context.Context) {
 			// Bounded: what is not done by then is resumed from the
 			// record at podvisor's next start.
 			if drainBy.IsZero() {
-				drainBy = w.s.clock.Now().Add(gracePeriod(w.pod()) + 2*errorRetry)
+				drainBy = w.d.clock.Now().Add(gracePeriod(w.pod()) + 2*errorRetry)
 			}
-			if !w.s.clock.Now().Before(drainBy) {
+			if !w.d.clock.Now().Before(drainBy) {
 				w.log.Warn("podvisor is stopping; the rest of this pod's stop is left for its next start")
 				return
 			}
@@ -167,9 +172,11 @@ func (w *podWorker) run(ctx context.Context) {
 		if interrupted {
 			continue // take the stop request at once
 		}
-		var timer <-chan time.Time
+		var timer clock.Timer
+		var fire <-chan time.Time
 		if !wake.IsZero() {
-			timer = w.s.clock.After(wake.Sub(w.s.clock.Now()))
+			timer = w.d.clock.NewTimer(wake.Sub(w.d.clock.Now()))
+			fire = timer.C()
 		}
 		select {
 		case <-done:
@@ -179,7 +186,10 @@ func (w *podWorker) run(ctx context.Context) {
 			// Stopping: go on, bounded, on a context podvisor's stop
 			// does not cancel.
 		case <-w.inbox.signal:
-		case <-timer:
+		case <-fire:
+		}
+		if timer != nil {
+			timer.Stop()
 		}
 	}
 }
@@ -217,7 +227,7 @@ func (w *podWorker) pod() *v1.Pod {
 // (the pod is gone).
 func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 	pod := w.pod()
-	now := w.s.clock.Now()
+	now := w.d.clock.Now()
 	if w.rec == nil {
 		if w.stopping || pod == nil {
 			return time.Time{}, true // nothing was ever made
@@ -232,7 +242,7 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 		w.deleting = &t
 		w.log.Info("stopping pod", "gracePeriod", gracePeriod(pod))
 		// Not ready from now on, and no more liveness kills.
-		w.s.prober.Terminating(string(w.uid))
+		w.d.prober.Terminating(string(w.uid))
 		w.publish(pod)
 	}
 	if w.rec.StartTime == nil {
@@ -240,7 +250,8 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 		w.rec.StartTime = &t
 	}
 	w.rec.ensureContainers(pod)
-	if w.s.down.Load() != nil {
+	w.seeRecordedExits(pod, now)
+	if w.d.down.Load() != nil {
 		// Nothing can be observed or done, and nothing is charged to a
 		// back-off: the pod says why, and waits to be woken.
 		w.publish(pod)
@@ -253,12 +264,14 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 	w.steps++
 	w.failed = false
 	w.observe(ctx, pod)
+	w.claimRunning()
+	w.reportLogDrops(pod)
 
 	var wake time.Time
 	for round := 0; ; round++ {
 		if round == maxRounds {
 			w.log.Warn("pod did not settle; looking again shortly", "rounds", round)
-			wake = w.s.clock.Now().Add(errorRetry)
+			wake = w.d.clock.Now().Add(errorRetry)
 			break
 		}
 		p := planPod(w.planInput(pod))
@@ -266,7 +279,7 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 			w.applyBackOffs(pod, p.BackOffs)
 			wake = p.Wake
 			if w.failed {
-				wake = earliest(wake, w.s.clock.Now().Add(errorRetry))
+				wake = earliest(wake, w.d.clock.Now().Add(errorRetry))
 			}
 			break
 		}
@@ -284,7 +297,7 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 			if !errors.Is(err, ErrRuntimeUnavailable) {
 				w.log.Warn("pod step failed; retrying", "err", err)
 			}
-			wake = earliest(p.Wake, w.s.clock.Now().Add(errorRetry))
+			wake = earliest(p.Wake, w.d.clock.Now().Add(errorRetry))
 			break
 		}
 	}
@@ -293,48 +306,55 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 	return wake, false
 }
 
-// planInput gathers the planner's input from the worker's state.
+// planInput gathers the planner's input from the worker's state. It
+// writes nothing: calling it twice on the same state gives the same input.
 func (w *podWorker) planInput(pod *v1.Pod) planInput {
-	now := w.s.clock.Now()
+	now := w.d.clock.Now()
 	in := planInput{
-		Now:      now,
-		Pod:      pod,
-		Stopping: w.stopping,
-		Rec:      w.rec,
-		Obs:      w.obs,
-		Probes:   w.probeViews(pod),
-		Waits:    map[ctrRef]waits{},
-		Restarts: w.restarts,
+		Now:        now,
+		Pod:        pod,
+		Stopping:   w.stopping,
+		Rec:        w.rec,
+		Obs:        w.obs,
+		Probes:     probeViews(pod, w.rec, w.stopping, w.probing, w.probeFailed),
+		Probing:    w.probing,
+		HookFailed: w.hookFailed,
+		Waits:      map[ctrRef]waits{},
+		Restarts:   w.restarts,
 	}
 	if w.deleting != nil {
 		in.StopSince = w.deleting.Time
 	}
 	if sb := w.rec.Sandbox; sb != nil {
-		in.Sandbox.Alive = w.s.sandboxes.Alive(sb)
+		in.Sandbox.Alive = w.d.sandboxes.Alive(sb)
 		in.Sandbox.Prepared = w.preparedFor == sb.ID
 	}
 	in.Sandbox.RetryUntil = w.sandboxRetry.at
-	gen := w.s.imageGen.Load()
+	gen := w.d.imageGen.Load()
 	w.rec.each(pod, func(ref ctrRef, _ *v1.Container, cr *containerRecord) {
 		var wt waits
 		if r := w.retry[ref]; r != nil && r.gen == gen {
 			wt.RetryUntil = r.at
 		}
-		if cr.Terminated != nil {
-			seen, ok := w.exitSeen[ref]
-			if !ok {
-				// An exit recorded by an earlier podvisor: its back-off
-				// counts from now.
-				seen = now
-				w.exitSeen[ref] = seen
-			}
-			if bo := w.crash[ref]; bo != nil {
+		if bo := w.crash[ref]; bo != nil && cr.Terminated != nil {
+			if seen, ok := w.exitSeen[ref]; ok {
 				wt.CrashUntil = bo.Until(seen)
 			}
 		}
 		in.Waits[ref] = wt
 	})
 	return in
+}
+
+// seeRecordedExits notes when podvisor saw each exit the record holds that
+// this worker did not see happen: an exit recorded by an earlier podvisor
+// has its back-off count from now.
+func (w *podWorker) seeRecordedExits(pod *v1.Pod, now time.Time) {
+	w.rec.each(pod, func(ref ctrRef, _ *v1.Container, cr *containerRecord) {
+		if _, ok := w.exitSeen[ref]; cr.Terminated != nil && !ok {
+			w.exitSeen[ref] = now
+		}
+	})
 }
 
 // earliest returns the earlier of two wake-up times; zero is never.
@@ -351,7 +371,7 @@ func (w *podWorker) save() error {
 		return nil
 	}
 	var err error
-	if w.saved, err = saveRecord(w.s.layout, w.rec, w.saved); err != nil {
+	if w.saved, err = saveRecord(w.d.layout, w.rec, w.saved); err != nil {
 		w.log.Error("persist pod state", "err", err)
 	}
 	return err
@@ -371,5 +391,5 @@ func (w *podWorker) warnOnce(pod *v1.Pod) {
 
 // event is the worker's one way to report something to the event seam.
 func (w *podWorker) event(pod *v1.Pod, fieldPath, typ, reason, format string, args ...any) {
-	w.s.status.Record(status.Event{Pod: pod, FieldPath: fieldPath, Type: typ, Reason: reason, Message: fmt.Sprintf(format, args...)})
+	w.d.status.Record(status.Event{Pod: pod, FieldPath: fieldPath, Type: typ, Reason: reason, Message: fmt.Sprintf(format, args...)})
 }

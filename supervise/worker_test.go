@@ -2,11 +2,14 @@ package supervise
 
 import (
 	"context"
+	"maps"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/podvisor/podvisor/probes"
 	"github.com/podvisor/podvisor/status"
 	v1 "k8s.io/api/core/v1"
 )
@@ -298,7 +301,7 @@ func TestWorkerStopsRecordedPod(t *testing.T) {
 	w := e.worker(p)
 	e.step(w)
 	recs, _ := loadRecords(e.s.layout)
-	w2 := newPodWorker(e.s, p.UID, nil, recs[p.UID])
+	w2 := newPodWorker(&e.s.workerDeps, p.UID, nil, recs[p.UID])
 	w2.stopping = true
 	if _, finished := w2.step(context.Background()); !finished || len(e.rt.ctrs) != 0 {
 		t.Fatalf("finished %v, containers %v", finished, e.rt.ctrs)
@@ -308,5 +311,79 @@ func TestWorkerStopsRecordedPod(t *testing.T) {
 	w3.stopping = true
 	if _, finished := w3.step(context.Background()); !finished || e.rt.count("Create") != 1 {
 		t.Fatal("a worker stopped before its first step made something")
+	}
+}
+
+// copyRecord is a deep copy of r.
+func copyRecord(r *podRecord) *podRecord {
+	c := *r
+	c.Pod = r.Pod.DeepCopy()
+	if r.StartTime != nil {
+		t := *r.StartTime
+		c.StartTime = &t
+	}
+	if r.Sandbox != nil {
+		sb := *r.Sandbox
+		sb.IPs = append([]string(nil), r.Sandbox.IPs...)
+		sb.Ports = append(sb.Ports[:0:0], r.Sandbox.Ports...)
+		c.Sandbox = &sb
+	}
+	copyAll := func(m map[string]*containerRecord) map[string]*containerRecord {
+		out := make(map[string]*containerRecord, len(m))
+		for n, cr := range m {
+			x := *cr
+			x.Terminated, x.LastState = cr.Terminated.DeepCopy(), cr.LastState.DeepCopy()
+			out[n] = &x
+		}
+		return out
+	}
+	c.Init, c.Apps = copyAll(r.Init), copyAll(r.Apps)
+	return &c
+}
+
+// Gathering the planner's input writes nothing: what the prober says but
+// has not told yet does not leak into the record, an exit recorded by an
+// earlier podvisor does not start its back-off clock there, and twice on
+// the same state gives the same plan.
+func TestPlanInputWritesNothing(t *testing.T) {
+	e := newEnv(t)
+	p := testPod("web", v1.RestartPolicyAlways, []string{"i"}, "a", "b")
+	w := e.worker(p)
+	e.step(w)
+	e.rt.exit(e.rt.running()["i"], 0)
+	e.step(w)
+	id := e.rt.running()["a"]
+	if id == "" {
+		t.Fatalf("a not running: %v", e.rt.running())
+	}
+	// The prober's view moves on without a change told yet; an exit is
+	// seen by the runtime but not yet planned for.
+	e.pr.set(string(p.UID), "a", probes.Status{ContainerID: id, Started: true, Ready: false})
+	e.rt.exit(e.rt.running()["b"], 1)
+	w.observe(context.Background(), p)
+	// i's exit as if recorded by an earlier podvisor: never seen by this
+	// worker.
+	delete(w.exitSeen, init_("i"))
+
+	rec := copyRecord(w.rec)
+	seen := maps.Clone(w.exitSeen)
+	first := planPod(w.planInput(p))
+	second := planPod(w.planInput(p))
+	if !reflect.DeepEqual(first, second) {
+		t.Errorf("two plans of the same state differ:\n %+v\n %+v", first, second)
+	}
+	if len(first.Actions) == 0 {
+		t.Error("no plan for b's exit: the test proves nothing")
+	}
+	if !reflect.DeepEqual(rec, w.rec) {
+		t.Errorf("gathering the input changed the record:\n before %+v\n after  %+v", *rec.Apps["a"], *w.rec.Apps["a"])
+	}
+	if !maps.Equal(seen, w.exitSeen) {
+		t.Errorf("gathering the input changed the exits seen: %v, was %v", w.exitSeen, seen)
+	}
+	// Publishing reads the same way.
+	w.publish(p)
+	if !reflect.DeepEqual(rec, w.rec) {
+		t.Error("publishing changed the record")
 	}
 }
