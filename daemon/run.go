@@ -24,6 +24,7 @@ import (
 	ctrd "github.com/podvisor/podvisor/supervise/containerd"
 	"golang.org/x/sync/errgroup"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 )
 
 // Run runs podvisor's daemon with c until ctx ends, --exit-when-empty
@@ -151,6 +152,9 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 	if err != nil {
 		return err
 	}
+	// One clock decides every period, timer and back-off of the supervisor,
+	// its probes and hooks, and the mirror.
+	clk := clock.RealClock{}
 	store := status.NewStore(log)
 	if err := store.OpenJournal(d.paths.EventJournal()); err != nil {
 		log.Warn("events will not survive a restart", "err", err)
@@ -187,6 +191,7 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 	if c.Kubeconfig != "" {
 		ver, _ := client.Version(ctx)
 		mir, err = mirror.New(mirror.Options{
+			Clock:                   clk,
 			Kubeconfig:              c.Kubeconfig,
 			NodeName:                d.node,
 			NodeIP:                  d.nodeIP,
@@ -215,6 +220,7 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 		},
 	})
 	s := supervise.New(supervise.Options{
+		Clock:        clk,
 		Runtime:      rt,
 		Network:      net,
 		Status:       sink,

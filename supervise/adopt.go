@@ -150,7 +150,7 @@ func (s *Supervisor) sweep(records map[types.UID]*podRecord) []leftover {
 			continue
 		}
 		s.log.Warn("removing a sandbox no pod record names", "sandbox", e.Name())
-		sb := &sandboxRecord{ID: e.Name()}
+		sb := &Sandbox{ID: e.Name()}
 		left = append(left, leftover{what: "sandbox " + sb.ID, remove: func(context.Context) error { return s.sandboxes.Remove(sb) }})
 	}
 	for _, parent := range s.cg.dirs(s.opts.CgroupParent) {

@@ -428,11 +428,11 @@ type fakeSandboxes struct {
 	removed   []string
 }
 
-func (f *fakeSandboxes) Create(pod *v1.Pod) (*sandboxRecord, error) {
+func (f *fakeSandboxes) Create(pod *v1.Pod) (*Sandbox, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.n++
-	sb := &sandboxRecord{ID: fmt.Sprintf("sb%d", f.n)}
+	sb := &Sandbox{ID: fmt.Sprintf("sb%d", f.n)}
 	if !pod.Spec.HostNetwork {
 		sb.NetNS = "/fake/" + sb.ID + "/net"
 	}
@@ -443,13 +443,13 @@ func (f *fakeSandboxes) Create(pod *v1.Pod) (*sandboxRecord, error) {
 	return sb, f.createErr
 }
 
-func (f *fakeSandboxes) Alive(sb *sandboxRecord) bool {
+func (f *fakeSandboxes) Alive(sb *Sandbox) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.live[sb.ID]
 }
 
-func (f *fakeSandboxes) Remove(sb *sandboxRecord) error {
+func (f *fakeSandboxes) Remove(sb *Sandbox) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.live, sb.ID)
@@ -457,9 +457,9 @@ func (f *fakeSandboxes) Remove(sb *sandboxRecord) error {
 	return nil
 }
 
-func (f *fakeSandboxes) NetNS(sb *sandboxRecord) string { return sb.NetNS }
+func (f *fakeSandboxes) NetNS(sb *Sandbox) string { return sb.NetNS }
 
-func (f *fakeSandboxes) Find(id string) *sandboxRecord { return &sandboxRecord{ID: id, Network: true} }
+func (f *fakeSandboxes) Find(id string) *Sandbox { return &Sandbox{ID: id, Network: true} }
 
 // lose forgets every sandbox, as a reboot does.
 func (f *fakeSandboxes) lose() {

@@ -38,7 +38,7 @@ func live(init, apps map[string]*containerRecord) *podRecord {
 	if apps == nil {
 		apps = map[string]*containerRecord{}
 	}
-	return &podRecord{Sandbox: &sandboxRecord{ID: "sb", Network: true}, Init: init, Apps: apps}
+	return &podRecord{Sandbox: &Sandbox{ID: "sb", Network: true}, Init: init, Apps: apps}
 }
 
 // probing says every container in obs has its probes running: the tables
@@ -258,14 +258,14 @@ func TestPlanPod(t *testing.T) {
 		{
 			name:    "a failed sandbox step waits out its retry",
 			pod:     always,
-			rec:     &podRecord{Sandbox: &sandboxRecord{ID: "sb"}, Apps: map[string]*containerRecord{"a": {}, "b": {}}},
+			rec:     &podRecord{Sandbox: &Sandbox{ID: "sb"}, Apps: map[string]*containerRecord{"a": {}, "b": {}}},
 			sandbox: sandboxView{Alive: true, RetryUntil: t0.Add(10 * time.Second)},
 			wake:    t0.Add(10 * time.Second),
 		},
 		{
 			name:    "a sandbox without network is attached, then prepared",
 			pod:     always,
-			rec:     &podRecord{Sandbox: &sandboxRecord{ID: "sb"}, Apps: map[string]*containerRecord{"a": {}, "b": {}}},
+			rec:     &podRecord{Sandbox: &Sandbox{ID: "sb"}, Apps: map[string]*containerRecord{"a": {}, "b": {}}},
 			sandbox: sandboxView{Alive: true},
 			want:    []action{attachNetwork{}, prepareSandbox{}, startContainer{Ref: app("a")}, startContainer{Ref: app("b")}},
 		},
@@ -315,7 +315,7 @@ func TestPlanPod(t *testing.T) {
 		{
 			name: "Kill pod and restart the first init container if the pod sandbox is dead",
 			pod:  withInit,
-			rec: &podRecord{Sandbox: &sandboxRecord{ID: "sb", Network: true},
+			rec: &podRecord{Sandbox: &Sandbox{ID: "sb", Network: true},
 				Init: map[string]*containerRecord{"i1": {Done: true, Terminated: &v1.ContainerStateTerminated{}}, "i2": {Done: true}},
 				Apps: map[string]*containerRecord{"a": running("ca")}},
 			obs:     map[string]observation{"ca": obsRunning()},

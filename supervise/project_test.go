@@ -109,7 +109,7 @@ func TestProjectStatus(t *testing.T) {
 	pod := testPod("web", v1.RestartPolicyAlways, []string{"i"}, "a")
 	start := t0.Add(-time.Hour)
 	rec := &podRecord{Created: t0.Add(-2 * time.Hour), StartTime: &start,
-		Sandbox: &sandboxRecord{ID: "sb", Network: true, IPs: []string{"10.0.0.5", "fd00::5"}},
+		Sandbox: &Sandbox{ID: "sb", Network: true, IPs: []string{"10.0.0.5", "fd00::5"}},
 		Init:    map[string]*containerRecord{"i": {Done: true, Terminated: &v1.ContainerStateTerminated{Reason: "Completed"}}},
 		Apps:    map[string]*containerRecord{"a": running("c1")}}
 	del := metav1.NewTime(t0)

@@ -83,8 +83,8 @@ var _ Sandboxes = hostSandboxes{}
 // makes it, are 0700: the namespace files and the /dev/shm tmpfs (1777
 // inside, as the CRI makes it) are reached by runc and CNI plugins as
 // root, and by no other host user.
-func (h hostSandboxes) Create(pod *v1.Pod) (*sandboxRecord, error) {
-	sb := &sandboxRecord{ID: newID(), BootID: bootID()}
+func (h hostSandboxes) Create(pod *v1.Pod) (*Sandbox, error) {
+	sb := &Sandbox{ID: newID(), BootID: bootID()}
 	dir := h.layout.SandboxDir(sb.ID)
 	if !pod.Spec.HostNetwork || !pod.Spec.HostIPC {
 		if err := os.MkdirAll(h.layout.Sandboxes(), 0o700); err != nil {
@@ -119,10 +119,10 @@ func (h hostSandboxes) Create(pod *v1.Pod) (*sandboxRecord, error) {
 }
 
 // Alive reports whether the sandbox's namespaces and /dev/shm still exist.
-func (hostSandboxes) Alive(sb *sandboxRecord) bool { return sandboxAlive(sb) }
+func (hostSandboxes) Alive(sb *Sandbox) bool { return sandboxAlive(sb) }
 
 // NetNS is the sandbox's network namespace while it is one.
-func (hostSandboxes) NetNS(sb *sandboxRecord) string {
+func (hostSandboxes) NetNS(sb *Sandbox) string {
 	if cni.IsNetNS(sb.NetNS) {
 		return sb.NetNS
 	}
@@ -131,9 +131,9 @@ func (hostSandboxes) NetNS(sb *sandboxRecord) string {
 
 // Find rebuilds the record of a sandbox from its directory (its network
 // was attached; its IPs are not known any more).
-func (h hostSandboxes) Find(id string) *sandboxRecord {
+func (h hostSandboxes) Find(id string) *Sandbox {
 	dir := h.layout.SandboxDir(id)
-	sb := &sandboxRecord{ID: id, Network: true}
+	sb := &Sandbox{ID: id, Network: true}
 	if p := filepath.Join(dir, "net"); cni.IsNetNS(p) {
 		sb.NetNS = p
 	}
@@ -149,7 +149,7 @@ func (h hostSandboxes) Find(id string) *sandboxRecord {
 // Remove removes the namespaces, /dev/shm and the sandbox's directory:
 // those the record names, and those under the run dir for its ID (for
 // sandboxes no record names, and a run dir that moved).
-func (h hostSandboxes) Remove(sb *sandboxRecord) error {
+func (h hostSandboxes) Remove(sb *Sandbox) error {
 	var errs []error
 	dirs := []string{h.layout.SandboxDir(sb.ID)}
 	for _, p := range []string{sb.NetNS, sb.IPCNS, sb.Shm} {
@@ -181,7 +181,7 @@ func (h hostSandboxes) Remove(sb *sandboxRecord) error {
 // exist; after a reboot (or a cleared run dir) they do not. Only a definite
 // answer counts: a stat that fails for another reason than a missing file
 // is no proof of loss, and losing the sandbox kills every container.
-func sandboxAlive(sb *sandboxRecord) bool {
+func sandboxAlive(sb *Sandbox) bool {
 	if sb.NetNS != "" && nsGone(sb.NetNS) {
 		return false
 	}

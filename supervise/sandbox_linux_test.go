@@ -36,7 +36,7 @@ func TestSandboxGone(t *testing.T) {
 	if mountGone("/proc") {
 		t.Error("/proc counts as not mounted")
 	}
-	sb := &sandboxRecord{BootID: bootID()}
+	sb := &Sandbox{BootID: bootID()}
 	if !sandboxAlive(sb) {
 		t.Error("a hostNetwork+hostIPC sandbox of this boot is not alive")
 	}
@@ -89,7 +89,7 @@ func TestHostSandboxes(t *testing.T) {
 	if found.NetNS != sb.NetNS || found.IPCNS != sb.IPCNS || found.Shm != sb.Shm || !found.Network {
 		t.Errorf("found %+v, made %+v", found, sb)
 	}
-	if err := h.Remove(&sandboxRecord{ID: sb.ID}); err != nil {
+	if err := h.Remove(&Sandbox{ID: sb.ID}); err != nil {
 		t.Fatal(err)
 	}
 	if h.Alive(sb) || h.NetNS(sb) != "" {

@@ -28,13 +28,14 @@ type podRecord struct {
 	Pod       *v1.Pod                     `json:"pod"`
 	Created   time.Time                   `json:"created"`
 	StartTime *time.Time                  `json:"startTime,omitempty"`
-	Sandbox   *sandboxRecord              `json:"sandbox,omitempty"`
+	Sandbox   *Sandbox                    `json:"sandbox,omitempty"`
 	Init      map[string]*containerRecord `json:"init,omitempty"`
 	Apps      map[string]*containerRecord `json:"containers,omitempty"`
 }
 
-// sandboxRecord describes the pod's shared namespaces and network.
-type sandboxRecord struct {
+// Sandbox is the record of a pod's shared namespaces and network, as the
+// Sandboxes that made it and the pod record keep it.
+type Sandbox struct {
 	ID      string            `json:"id"`
 	NetNS   string            `json:"netns,omitempty"` // empty with hostNetwork
 	IPCNS   string            `json:"ipcns,omitempty"` // empty with hostIPC

@@ -39,16 +39,16 @@ type StatusSink interface {
 type Sandboxes interface {
 	// Create makes a new sandbox for pod. On failure the partial sandbox
 	// is returned beside the error, so it can be removed.
-	Create(pod *v1.Pod) (*sandboxRecord, error)
+	Create(pod *v1.Pod) (*Sandbox, error)
 	// Alive reports whether sb still exists in this boot.
-	Alive(sb *sandboxRecord) bool
+	Alive(sb *Sandbox) bool
 	// Remove removes sb's namespaces, /dev/shm and directory.
-	Remove(sb *sandboxRecord) error
+	Remove(sb *Sandbox) error
 	// NetNS is sb's network namespace path while it is one, else "" (for
 	// a CNI DEL after the namespace is gone).
-	NetNS(sb *sandboxRecord) string
+	NetNS(sb *Sandbox) string
 	// Find rebuilds the record of an existing sandbox from its ID.
-	Find(id string) *sandboxRecord
+	Find(id string) *Sandbox
 }
 
 var (
