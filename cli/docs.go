@@ -32,14 +32,13 @@ func newDocsCommand() *cobra.Command {
 }
 
 // writeManPages writes root's man pages, section 1, into dir (made if
-// missing): one per command that help lists, hidden ones left out. The
-// date is $SOURCE_DATE_EPOCH's when set (cobra's doc reads it), so a
-// packaged build is reproducible.
+// missing): one per command that help lists (completion too: Execute has
+// added it), hidden ones left out. The date is $SOURCE_DATE_EPOCH's when
+// set (cobra's doc reads it), so a packaged build is reproducible.
 func writeManPages(root *cobra.Command, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("man pages: %w", err)
 	}
-	root.InitDefaultCompletionCmd() // as Execute does: completion has a page too
 	root.DisableAutoGenTag = true
 	header := &doc.GenManHeader{
 		Section: "1",
