@@ -11,8 +11,9 @@ import (
 // TestMakeInstall runs `make install DESTDIR=<tmp>` as a packager would
 // and checks what it stages: the binaries, the unit, a man page per
 // visible command and the three shells' completion scripts, each
-// written by the podvisor it built. With Go's build cache warm it takes
-// seconds; the first run builds podvisor.
+// written by the podvisor it built. Like make build, it rebuilds bin/.
+// With Go's build cache warm it takes seconds; the first run compiles
+// podvisor with make's flags (minutes on 2 cores); -short skips it.
 func TestMakeInstall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: make install builds podvisor")
