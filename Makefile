@@ -19,10 +19,15 @@ CONTROLPLANE_LOG := $(CURDIR)/.cache/controlplane-build.log
 CONTROLPLANE_LDFLAGS := -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
 	-X $(p).gitVersion=$(CONTROLPLANE_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=37 -X $(p).gitTreeState=clean)
 DEBS := containerd runc containernetworking-plugins busybox-static iptables iproute2
-# make install: PREFIX/bin gets the binaries, UNITDIR the unit, all under
-# DESTDIR when set (for packaging).
+# make install: PREFIX/bin gets the binaries, UNITDIR the unit, MANDIR/man1
+# the man pages, the three *COMPDIR the shells' completion scripts, all
+# under DESTDIR when set (for packaging).
 PREFIX ?= /usr/local
 UNITDIR ?= /etc/systemd/system
+MANDIR ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 DESTDIR ?=
 DEMO_DIR ?= /var/lib/podvisor-demo
 DEMO_RUN ?= /run/podvisor-demo
@@ -47,13 +52,24 @@ build:
 	$(GO) build -trimpath -ldflags '-s -w' -o bin/probetarget ./test/probetarget
 
 # podvisor, its log driver and the systemd unit (examples/podvisor.service,
-# its ExecStart pointed at $(PREFIX)/bin/podvisor); systemd is told only
-# when it runs and nothing is staged in DESTDIR.
+# its ExecStart pointed at $(PREFIX)/bin/podvisor); the man pages
+# (podvisor.1 and one per command) and the bash, zsh and fish completion
+# scripts, each written by the podvisor just built (the hidden `podvisor
+# docs man DIR`, cobra's `podvisor completion SHELL`) into bin/share first;
+# systemd is told only when it runs and nothing is staged in DESTDIR.
 install: build
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR)
+	rm -rf bin/share; mkdir -p bin/share/completions
+	bin/podvisor docs man bin/share/man1
+	for sh in bash zsh fish; do bin/podvisor completion $$sh >bin/share/completions/$$sh || exit 1; done
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR) $(DESTDIR)$(MANDIR)/man1 \
+		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	install -m 0755 bin/podvisor bin/podvisor-log-driver $(DESTDIR)$(PREFIX)/bin/
 	sed 's|^ExecStart=/usr/local/bin/podvisor |ExecStart=$(PREFIX)/bin/podvisor |' examples/podvisor.service >$(DESTDIR)$(UNITDIR)/podvisor.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/podvisor.service
+	install -m 0644 bin/share/man1/*.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 bin/share/completions/bash $(DESTDIR)$(BASHCOMPDIR)/podvisor
+	install -m 0644 bin/share/completions/zsh $(DESTDIR)$(ZSHCOMPDIR)/_podvisor
+	install -m 0644 bin/share/completions/fish $(DESTDIR)$(FISHCOMPDIR)/podvisor.fish
 	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; \
 	else echo "not running systemctl daemon-reload (DESTDIR set, or systemd not running)"; fi
 

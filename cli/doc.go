@@ -1,6 +1,7 @@
 // Package cli is podvisor's command line, on cobra and pflag as kubectl's:
 // one file per verb (run, config, get, describe, logs, exec and attach,
-// restart, top, validate, fields, version, the hidden log-driver), and
+// restart, top, validate, fields, version, the hidden log-driver, and the
+// hidden docs that writes the man pages make install installs), and
 // cobra's completion command.
 //
 // Contract:

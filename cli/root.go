@@ -52,6 +52,7 @@ talk to it as kubectl talks to an apiserver.`,
 		newFieldsCommand(),
 		newVersionCommand(),
 		newLogDriverCommand(),
+		newDocsCommand(),
 	)
 	return root
 }
