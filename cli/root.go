@@ -50,7 +50,9 @@ talk to it as kubectl talks to an apiserver.`,
 		newTopCommand(g),
 		newValidateCommand(),
 		newFieldsCommand(),
-		newVersionCommand(),
+		newVersionCommand(g),
+		newImagesCommand(g),
+		newPSCommand(g),
 		newLogDriverCommand(),
 	)
 	return root
