@@ -129,11 +129,10 @@ func (o *getOptions) getPods(cmd *cobra.Command, g *globalOptions, names []strin
 	if list.Items, err = o.sel.filter(list.Items, names); err != nil {
 		return err
 	}
-	if len(list.Items) == 0 {
+	if len(list.Items) == 0 && o.print.Output != "json" && o.print.Output != "yaml" {
+		// kubectl's line; -o json and yaml print the empty List instead.
 		noResources(cmd.ErrOrStderr(), o.sel.ns())
-		if o.print.Output != "json" && o.print.Output != "yaml" {
-			return nil
-		}
+		return nil
 	}
 	return printers.Pods(cmd.OutOrStdout(), list, len(names) == 1, o.print, time.Now())
 }

@@ -112,9 +112,13 @@ func TestKubectlGetPods(t *testing.T) {
 			}
 		}
 	}
-	_, errOut, code := runCLI(t, "get", "pods", "-n", "nope", "--socket", socket)
-	if code != 0 || errOut != "No resources found in nope namespace.\n" {
-		t.Errorf("get pods -n nope: %d %q", code, errOut)
+	out, errOut, code := runCLI(t, "get", "pods", "-n", "nope", "--socket", socket)
+	if code != 0 || out != "" || errOut != "No resources found in nope namespace.\n" {
+		t.Errorf("get pods -n nope: %d %q %q", code, out, errOut)
+	}
+	out, errOut, code = runCLI(t, "get", "pods", "-l", "app=none", "-o", "json", "--socket", socket)
+	if code != 0 || errOut != "" || !strings.Contains(out, `"kind": "List"`) {
+		t.Errorf("get pods -l app=none -o json: %d %q %q", code, out, errOut)
 	}
 }
 
