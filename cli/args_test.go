@@ -43,6 +43,13 @@ func TestFlagsBeforeOrAfterArgs(t *testing.T) {
 		{"restart", "web", "-c", "app"},
 		{"attach", "web", "-c", "app"},
 		{"top", "--interval", "1s"},
+		{"get", "pod/web", "-n", "default"},
+		{"describe", "pod", "-l", "app=web"},
+		{"logs", "pod/web", "app", "--limit-bytes", "5"},
+		{"top", "pod", "web", "--containers"},
+		{"images", "-q"},
+		{"ps", "-a"},
+		{"version"},
 	}
 	for _, verb := range verbs {
 		for _, tc := range []struct {
@@ -93,6 +100,10 @@ func TestFlagsBeforeOrAfterArgs(t *testing.T) {
 		{[]string{"get", "pods", "--nope"}, "unknown flag: --nope"},
 		{[]string{"bogus"}, `unknown command "bogus" for "podvisor"`},
 		{[]string{"get", "bogus"}, `unknown command "bogus" for "podvisor get"`},
+		{[]string{"top", "pod", "--sort-by", "name"}, `--sort-by "name": want cpu or memory`},
+		{[]string{"top", "pod", "--interval", "0s"}, "--interval 0s: must be more than 0"},
+		{[]string{"logs", "web", "--limit-bytes", "-1"}, "--limit-bytes must be greater than 0"},
+		{[]string{"ps", "web"}, `unexpected argument "web"`},
 	} {
 		_, errOut, code := runCLI(t, tc.args...)
 		if code != 2 || !strings.Contains(errOut, tc.want) {

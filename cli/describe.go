@@ -1,41 +1,93 @@
 package cli
 
 import (
+	"bytes"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/podvisor/podvisor/cli/printers"
 	"github.com/spf13/cobra"
 )
 
-// newDescribeCommand is podvisor describe pod NAME.
+// describeOptions are podvisor describe's flags.
+type describeOptions struct {
+	sel podSelection
+}
+
+func (o *describeOptions) addFlags(cmd *cobra.Command) {
+	o.sel.addNamespaceFlag(cmd.Flags())
+	cmd.Flags().StringVarP(&o.sel.selector, "selector", "l", "", "label selector to filter on, as kubectl's (-l app=web)")
+}
+
+// newDescribeCommand is podvisor describe pod [NAME...], and describe
+// pod/NAME as kubectl's TYPE/NAME form.
 func newDescribeCommand(g *globalOptions) *cobra.Command {
+	o := &describeOptions{}
 	cmd := &cobra.Command{
 		Use:   "describe",
-		Short: "show one pod in detail with its events (podvisor describe pod NAME)",
-		RunE:  parentRun,
-	}
-	cmd.AddCommand(&cobra.Command{
-		Use:     "pod NAME",
-		Aliases: []string{"pods", "po"},
-		Short:   "show a pod in detail, as kubectl describe pod does",
+		Short: "show pods in detail with their events (podvisor describe pod [NAME...] | pod/NAME)",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageErrorf("usage: podvisor describe pod NAME")
+			if len(args) == 0 {
+				return cmd.Help()
 			}
-			client, err := g.client()
-			if err != nil {
-				return err
+			for _, a := range args {
+				if _, err := podName(a); err != nil {
+					return err
+				}
+				if !strings.Contains(a, "/") {
+					return usageErrorf("unknown command %q for %q", a, cmd.CommandPath())
+				}
 			}
-			pod, err := client.Pod(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			events, err := client.Events(cmd.Context())
-			if err != nil {
-				return err
-			}
-			return printers.PrintDescribe(cmd.OutOrStdout(), pod, events.Items, time.Now())
+			return o.run(cmd, g, args)
 		},
-	})
+	}
+	o.addFlags(cmd)
+	pod := &cobra.Command{
+		Use:     "pod [NAME...]",
+		Aliases: []string{"pods", "po"},
+		Short:   "show pods in detail, as kubectl describe pod does (no name: every pod)",
+		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd, g, args) },
+	}
+	o.addFlags(pod)
+	cmd.AddCommand(pod)
 	return cmd
+}
+
+func (o *describeOptions) run(cmd *cobra.Command, g *globalOptions, args []string) error {
+	if _, err := o.sel.matcher(args); err != nil {
+		return err
+	}
+	client, err := g.client()
+	if err != nil {
+		return err
+	}
+	list, err := client.Pods(cmd.Context())
+	if err != nil {
+		return err
+	}
+	pods, err := o.sel.filter(list.Items, args)
+	if err != nil {
+		return err
+	}
+	if len(pods) == 0 {
+		noResources(cmd.ErrOrStderr(), o.sel.ns())
+		return nil
+	}
+	events, err := client.Events(cmd.Context())
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	var out bytes.Buffer
+	for i := range pods {
+		if i > 0 {
+			out.WriteString("\n\n") // kubectl's separator between objects
+		}
+		if err := printers.PrintDescribe(&out, &pods[i], events.Items, now); err != nil {
+			return fmt.Errorf("describe pod %s: %w", pods[i].Name, err)
+		}
+	}
+	_, err = out.WriteTo(cmd.OutOrStdout())
+	return err
 }

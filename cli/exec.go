@@ -23,12 +23,14 @@ type streamOptions struct {
 	container string
 	stdin     bool
 	tty       bool
+	sel       podSelection
 }
 
 func (o *streamOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.container, "container", "c", "", "container name; default: the pod's kubectl.kubernetes.io/default-container or first container")
 	fs.BoolVarP(&o.stdin, "stdin", "i", false, "pass stdin to the container")
 	fs.BoolVarP(&o.tty, "tty", "t", false, "stdin is a TTY")
+	o.sel.addNamespaceFlag(fs)
 }
 
 func newExecCommand(g *globalOptions) *cobra.Command {
@@ -41,7 +43,7 @@ func newExecCommand(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return usageError{err}
 			}
-			return o.run(cmd, g, func(ctx context.Context, cl *api.Client, so api.StreamOptions) error {
+			return o.run(cmd, g, pod, func(ctx context.Context, cl *api.Client, pod string, so api.StreamOptions) error {
 				return cl.Exec(ctx, pod, command, so)
 			})
 		},
@@ -59,8 +61,8 @@ func newAttachCommand(g *globalOptions) *cobra.Command {
 			if len(args) != 1 {
 				return usageErrorf("usage: podvisor attach POD [-c CONTAINER] [-i] [-t]")
 			}
-			pod, stderr := args[0], cmd.ErrOrStderr()
-			return o.run(cmd, g, func(ctx context.Context, cl *api.Client, so api.StreamOptions) error {
+			stderr := cmd.ErrOrStderr()
+			return o.run(cmd, g, args[0], func(ctx context.Context, cl *api.Client, pod string, so api.StreamOptions) error {
 				interactive := so.TTY && so.Stdin != nil
 				if interactive {
 					fmt.Fprintln(stderr, "If you don't see a command prompt, try pressing enter.")
@@ -69,8 +71,12 @@ func newAttachCommand(g *globalOptions) *cobra.Command {
 				var ee *api.ExitError
 				if interactive && (err == nil || errors.Is(err, context.Canceled)) && !errors.As(err, &ee) {
 					// kubectl's words when a session is left and the process goes on.
-					fmt.Fprintf(stderr, "\r\nSession ended, resume using 'podvisor attach %s%s -i -t' command when the pod is running\r\n",
-						pod, containerArg(o.container))
+					name, nsArg := pod, ""
+					if ns, n, ok := strings.Cut(pod, "/"); ok {
+						name, nsArg = n, " -n "+ns
+					}
+					fmt.Fprintf(stderr, "\r\nSession ended, resume using 'podvisor attach %s%s%s -i -t' command when the pod is running\r\n",
+						name, containerArg(so.Container), nsArg)
 				}
 				return err
 			})
@@ -124,8 +130,31 @@ func streamSetup(stdinFlag, ttyFlag, stdinIsTerminal bool) (useStdin, useTTY boo
 
 // runStream runs one exec or attach session with the terminal set up and
 // restored, and turns its end into podvisor's exit code.
-func (so *streamOptions) run(cmd *cobra.Command, g *globalOptions, run func(context.Context, *api.Client, api.StreamOptions) error) error {
+// Without -c the container is picked here, as kubectl picks it
+// (streamDefaultContainer), before the terminal goes raw.
+func (so *streamOptions) run(cmd *cobra.Command, g *globalOptions, podArg string, run func(context.Context, *api.Client, string, api.StreamOptions) error) error {
 	stdin, stderr := cmd.InOrStdin(), cmd.ErrOrStderr()
+	name, err := podName(podArg)
+	if err != nil {
+		return err
+	}
+	client, err := g.client()
+	if err != nil {
+		return err
+	}
+	pod, container := so.sel.qualified(name), so.container
+	if container == "" {
+		lctx, cancel := context.WithTimeout(cmd.Context(), podLookupTimeout)
+		p, err := client.Pod(lctx, pod)
+		cancel()
+		if err != nil {
+			return sessionExit(err)
+		}
+		pod = p.Namespace + "/" + p.Name
+		if container, err = streamDefaultContainer(p, stderr); err != nil {
+			return sessionExit(err)
+		}
+	}
 	stdinFd := -1
 	if f, ok := stdin.(*os.File); ok {
 		stdinFd = int(f.Fd())
@@ -135,7 +164,7 @@ func (so *streamOptions) run(cmd *cobra.Command, g *globalOptions, run func(cont
 		fmt.Fprintln(stderr, warning)
 	}
 	o := api.StreamOptions{
-		Container: so.container,
+		Container: container,
 		Stdout:    cmd.OutOrStdout(),
 		Stderr:    stderr,
 		TTY:       useTTY,
@@ -179,12 +208,7 @@ func (so *streamOptions) run(cmd *cobra.Command, g *globalOptions, run func(cont
 			// Raw mode needs \r\n from the remote terminal, which it gives.
 		}
 	}
-	client, err := g.client()
-	if err != nil {
-		return err
-	}
-	err = run(ctx, client, o)
-	return sessionExit(err)
+	return sessionExit(run(ctx, client, pod, o))
 }
 
 // sessionExit maps a session's end to podvisor's exit: the remote

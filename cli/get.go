@@ -2,59 +2,85 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
 	"github.com/podvisor/podvisor/api"
 	"github.com/podvisor/podvisor/cli/printers"
-	"github.com/podvisor/podvisor/status"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
 // getOptions are the flags of podvisor get pods and get events.
 type getOptions struct {
-	output      string
+	print       printers.Options
+	sel         podSelection
 	watch       bool
 	watchOnly   bool
 	watchEvents bool
 }
 
-func (o *getOptions) addFlags(fs *pflag.FlagSet) {
-	fs.StringVarP(&o.output, "output", "o", "", "output format: wide, json or yaml")
+func (o *getOptions) addFlags(fs *pflag.FlagSet, pods bool) {
+	fs.StringVarP(&o.print.Output, "output", "o", "", "output format: wide, json, yaml, name, jsonpath=TEMPLATE, jsonpath-file=FILE, custom-columns=SPEC or custom-columns-file=FILE")
+	fs.BoolVar(&o.print.NoHeaders, "no-headers", false, "leave out the header line of tables and custom columns")
+	fs.StringVar(&o.print.SortBy, "sort-by", "", "sort by a JSONPath expression such as .metadata.name or '{.status.startTime}'")
 	fs.BoolVarP(&o.watch, "watch", "w", false, "after listing, print a line for each change (kubectl get -w)")
 	fs.BoolVar(&o.watchOnly, "watch-only", false, "print only the changes, not the list first")
 	fs.BoolVar(&o.watchEvents, "output-watch-events", false, "with --watch, show each change's type (ADDED, MODIFIED, DELETED) as an EVENT column")
-}
-
-func (o *getOptions) checkFormat() error {
-	switch o.output {
-	case "", "wide", "json", "yaml":
-		return nil
+	if pods {
+		o.sel.addFlags(fs)
+		fs.BoolVar(&o.print.ShowLabels, "show-labels", false, "show each pod's labels as a LABELS column")
+		return
 	}
-	return usageErrorf("unknown output format %q: want one of wide, json, yaml", o.output)
+	o.sel.addNamespaceFlag(fs)
+	fs.BoolVarP(&o.sel.allNamespaces, "all-namespaces", "A", false, "every namespace (podvisor's default too), with a NAMESPACE column")
 }
 
-// newGetCommand is podvisor get pods|events.
+// check refuses flags that cannot be used, before the daemon is asked.
+func (o *getOptions) check() error {
+	o.print.AllNamespaces = o.sel.allNamespaces
+	if err := o.print.Validate(); err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
+// newGetCommand is podvisor get pods|events, and get pod/NAME as kubectl's
+// TYPE/NAME form.
 func newGetCommand(g *globalOptions) *cobra.Command {
+	pods := &getOptions{}
 	cmd := &cobra.Command{
 		Use:   "get",
-		Short: "show pods or events (podvisor get pods|events [-o wide|json|yaml] [-w])",
-		RunE:  parentRun,
+		Short: "show pods or events (podvisor get pods|events|pod/NAME [-o wide|json|yaml|name|jsonpath=...] [-n NS] [-l SEL] [-w])",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			// kubectl get pod/web: every argument is TYPE/NAME.
+			for _, a := range args {
+				if _, err := podName(a); err != nil {
+					return err
+				}
+				if !strings.Contains(a, "/") {
+					return usageErrorf("unknown command %q for %q", a, cmd.CommandPath())
+				}
+			}
+			return pods.getPods(cmd, g, args)
+		},
 	}
-	pods := &getOptions{}
+	pods.addFlags(cmd.Flags(), true)
 	podsCmd := &cobra.Command{
 		Use:     "pods [NAME...]",
 		Aliases: []string{"pod", "po"},
-		Short:   "list pods with their status",
+		Short:   "list pods with their status (default: every namespace; -n NAMESPACE for one)",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return pods.getPods(cmd, g, args)
 		},
 	}
-	pods.addFlags(podsCmd.Flags())
+	pods.addFlags(podsCmd.Flags(), true)
 	events := &getOptions{}
 	eventsCmd := &cobra.Command{
 		Use:     "events",
@@ -62,18 +88,31 @@ func newGetCommand(g *globalOptions) *cobra.Command {
 		Short:   "list events as kubectl get events does, oldest first (-w: and follow new ones)",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageErrorf("usage: podvisor get events [-o wide|json|yaml] [-w]")
+				return usageErrorf("usage: podvisor get events [-o wide|json|yaml] [-n NAMESPACE|-A] [-w]")
 			}
 			return events.getEvents(cmd, g)
 		},
 	}
-	events.addFlags(eventsCmd.Flags())
+	events.addFlags(eventsCmd.Flags(), false)
 	cmd.AddCommand(podsCmd, eventsCmd)
 	return cmd
 }
 
+// noResources prints kubectl's line for an empty list, on stderr.
+func noResources(w io.Writer, ns string) {
+	if ns != "" {
+		fmt.Fprintf(w, "No resources found in %s namespace.\n", ns)
+		return
+	}
+	fmt.Fprintln(w, "No resources found")
+}
+
 func (o *getOptions) getPods(cmd *cobra.Command, g *globalOptions, names []string) error {
-	if err := o.checkFormat(); err != nil {
+	if err := o.check(); err != nil {
+		return err
+	}
+	match, err := o.sel.matcher(names)
+	if err != nil {
 		return err
 	}
 	client, err := g.client()
@@ -81,73 +120,31 @@ func (o *getOptions) getPods(cmd *cobra.Command, g *globalOptions, names []strin
 		return err
 	}
 	if o.watch || o.watchOnly {
-		return o.watchPods(cmd, client, names)
+		return o.watchPods(cmd, client, match)
 	}
 	list, err := client.Pods(cmd.Context())
 	if err != nil {
 		return err
 	}
-	if len(names) > 0 {
-		// The API's lookup, name by name: "namespace/name" narrows it, and
-		// an ambiguous name shows every pod it matches.
-		want := map[types.UID]bool{}
-		for _, arg := range names {
-			namespace, name, ok := strings.Cut(arg, "/")
-			if !ok {
-				namespace, name = "", arg
-			}
-			for _, p := range status.FindPods(list.Items, name, namespace) {
-				want[p.UID] = true
-			}
-		}
-		var keep []v1.Pod
-		for _, p := range list.Items {
-			if want[p.UID] {
-				keep = append(keep, p)
-			}
-		}
-		if len(keep) == 0 {
-			return exitf(1, "pod %q not found", strings.Join(names, ", "))
-		}
-		list.Items = keep
+	if list.Items, err = o.sel.filter(list.Items, names); err != nil {
+		return err
 	}
-	if len(list.Items) == 0 && (o.output == "" || o.output == "wide") {
-		fmt.Fprintln(cmd.ErrOrStderr(), "No resources found")
+	if len(list.Items) == 0 && o.print.Output != "json" && o.print.Output != "yaml" {
+		// kubectl's line; -o json and yaml print the empty List instead.
+		noResources(cmd.ErrOrStderr(), o.sel.ns())
 		return nil
 	}
-	if err := printers.PrintPods(cmd.OutOrStdout(), list, o.output, time.Now()); err != nil {
-		return usageError{err}
-	}
-	return nil
+	return printers.Pods(cmd.OutOrStdout(), list, len(names) == 1, o.print, time.Now())
 }
 
-// nameMatcher reports whether a pod is one of those the arguments name
-// (all with none): its full name or its manifest's name, in the namespace
-// given as "namespace/name".
-func nameMatcher(args []string) func(*v1.Pod) bool {
-	return func(p *v1.Pod) bool {
-		if len(args) == 0 {
-			return true
-		}
-		for _, arg := range args {
-			ns, name, ok := strings.Cut(arg, "/")
-			if !ok {
-				ns, name = "", arg
-			}
-			if (ns == "" || ns == p.Namespace) && (p.Name == name || p.Annotations[status.ManifestNameAnnotation] == name) {
-				return true
-			}
-		}
-		return false
+func (o *getOptions) watchPods(cmd *cobra.Command, client *api.Client, match func(*v1.Pod) bool) error {
+	p := newWatchPrinter(cmd.OutOrStdout(), o, o.print.PodHeader())
+	p.other = func(w io.Writer, obj any, po printers.Options) error {
+		pod := obj.(*v1.Pod)
+		return printers.Pods(w, &v1.PodList{Items: []v1.Pod{*pod}}, true, po, p.now())
 	}
-}
-
-func (o *getOptions) watchPods(cmd *cobra.Command, client *api.Client, names []string) error {
-	wide := o.output == "wide"
-	p := newWatchPrinter(cmd.OutOrStdout(), o, printers.PodHeader(wide))
-	match := nameMatcher(names)
 	show := func(typ watch.EventType, pod *v1.Pod, relist bool) error {
-		return p.print(typ, string(pod.UID), pod, printers.PodRow(pod, wide, p.now()), relist)
+		return p.print(typ, string(pod.UID), pod, o.print.PodRow(pod, p.now()), relist)
 	}
 	return client.WatchPods(cmd.Context(), api.WatchOptions[v1.Pod]{
 		List: func(items []v1.Pod, relist bool) error {
@@ -176,10 +173,21 @@ func (o *getOptions) watchPods(cmd *cobra.Command, client *api.Client, names []s
 	})
 }
 
+// eventNamespace is the namespace an event is about: its own, else its
+// object's.
+func eventNamespace(e *v1.Event) string {
+	if e.Namespace != "" {
+		return e.Namespace
+	}
+	return e.InvolvedObject.Namespace
+}
+
 func (o *getOptions) getEvents(cmd *cobra.Command, g *globalOptions) error {
-	if err := o.checkFormat(); err != nil {
+	if err := o.check(); err != nil {
 		return err
 	}
+	ns := o.sel.ns()
+	keep := func(e *v1.Event) bool { return ns == "" || eventNamespace(e) == ns }
 	client, err := g.client()
 	if err != nil {
 		return err
@@ -189,15 +197,31 @@ func (o *getOptions) getEvents(cmd *cobra.Command, g *globalOptions) error {
 		if err != nil {
 			return err
 		}
-		if len(list.Items) == 0 && (o.output == "" || o.output == "wide") {
-			fmt.Fprintln(cmd.ErrOrStderr(), "No events found")
+		var items []v1.Event
+		for i := range list.Items {
+			if keep(&list.Items[i]) {
+				items = append(items, list.Items[i])
+			}
+		}
+		list.Items = items
+		if len(list.Items) == 0 && o.print.Output != "json" && o.print.Output != "yaml" {
+			if ns != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "No events found in %s namespace.\n", ns)
+			} else {
+				fmt.Fprintln(cmd.ErrOrStderr(), "No events found")
+			}
 			return nil
 		}
-		return printers.PrintEvents(cmd.OutOrStdout(), list, o.output, time.Now())
+		return printers.Events(cmd.OutOrStdout(), list, o.print, time.Now())
 	}
-	wide := o.output == "wide"
-	p := newWatchPrinter(cmd.OutOrStdout(), o, printers.EventHeader(wide))
+	p := newWatchPrinter(cmd.OutOrStdout(), o, o.print.EventHeader())
+	p.other = func(w io.Writer, obj any, po printers.Options) error {
+		return printers.Events(w, &v1.EventList{Items: []v1.Event{*obj.(*v1.Event)}}, po, p.now())
+	}
 	show := func(typ watch.EventType, e *v1.Event, relist bool) error {
+		if !keep(e) {
+			return nil
+		}
 		e.APIVersion, e.Kind = "v1", "Event"
 		// A relist (podvisor restarted) prints only events new or
 		// updated since: the count says so, not the LAST SEEN column.
@@ -206,7 +230,7 @@ func (o *getOptions) getEvents(cmd *cobra.Command, g *globalOptions) error {
 			return nil
 		}
 		p.last[key+"#count"] = fmt.Sprint(e.Count)
-		return p.print(typ, key, e, printers.EventRow(e, wide, p.now()), false)
+		return p.print(typ, key, e, o.print.EventRow(e, p.now()), false)
 	}
 	return client.WatchEvents(cmd.Context(), api.WatchOptions[v1.Event]{
 		List: func(items []v1.Event, relist bool) error {

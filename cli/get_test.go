@@ -53,11 +53,18 @@ func TestGetPodsNames(t *testing.T) {
 		{[]string{"web"}, "default/web-node1"},
 		{[]string{"web-node1"}, "default/web-node1"},
 		{[]string{"api"}, "default/api-node1 kube-system/api-node1"},
-		{[]string{"kube-system/api"}, "kube-system/api-node1"},
+		{[]string{"-n", "kube-system", "api"}, "kube-system/api-node1"},
+		{[]string{"api", "--namespace=kube-system"}, "kube-system/api-node1"},
+		{[]string{"pod/web"}, "default/web-node1"},
+		{[]string{"pods/api", "po/etcd"}, "default/api-node1 kube-system/api-node1 kube-system/etcd-node1"},
+		{[]string{"-n", "kube-system"}, "kube-system/api-node1 kube-system/etcd-node1"},
+		{[]string{"-n", "kube-system", "-A", "web"}, "default/web-node1"},
+		{[]string{"deployment/web"}, `error: the server doesn't have a resource type "deployment"`},
 		{[]string{"etcd", "web"}, "default/web-node1 kube-system/etcd-node1"},
 		{[]string{"web", "nope"}, "default/web-node1"},
 		{[]string{"nope"}, `error: pod "nope" not found`},
-		{[]string{"default/etcd"}, `error: pod "default/etcd" not found`},
+		{[]string{"-n", "default", "etcd"}, `error: pod "etcd" not found in namespace "default"`},
+		{[]string{"kube-system/etcd"}, `error: the server doesn't have a resource type "kube-system"`},
 	} {
 		out, errOut, code := runCLI(t, append([]string{"get", "pods", "-o", "json", "--socket", socket}, tc.args...)...)
 		var got string
@@ -67,6 +74,15 @@ func TestGetPodsNames(t *testing.T) {
 			var list v1.PodList
 			if err := json.Unmarshal([]byte(out), &list); err != nil {
 				t.Fatalf("get pods %v: %v\n%s", tc.args, err, out)
+			}
+			if list.Kind == "Pod" { // one pod named: the Pod, as kubectl
+				var pod v1.Pod
+				if err := json.Unmarshal([]byte(out), &pod); err != nil {
+					t.Fatal(err)
+				}
+				list.Items = []v1.Pod{pod}
+			} else if list.Kind != "List" {
+				t.Errorf("get pods %v: kind %q, want Pod or List", tc.args, list.Kind)
 			}
 			var names []string
 			for _, p := range list.Items {

@@ -44,12 +44,14 @@ type logsOptions struct {
 	timestamps bool
 	all        bool
 	prefix     bool
+	limitBytes int64
+	sel        podSelection
 }
 
 func newLogsCommand(g *globalOptions) *cobra.Command {
 	o := &logsOptions{}
 	cmd := &cobra.Command{
-		Use:   "logs POD",
+		Use:   "logs POD [CONTAINER]",
 		Short: "print a container's logs, as kubectl logs does",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a, err := o.parse(cmd.Flags(), args, time.Now())
@@ -60,7 +62,9 @@ func newLogsCommand(g *globalOptions) *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVarP(&o.container, "container", "c", "", "the container (default: the only one, or the kubectl.kubernetes.io/default-container annotation's)")
+	fs.StringVarP(&o.container, "container", "c", "", "the container, also given as the second argument (default: the kubectl.kubernetes.io/default-container annotation's, else the first)")
+	fs.Int64Var(&o.limitBytes, "limit-bytes", 0, "stop after this many bytes of log (0: no limit)")
+	o.sel.addNamespaceFlag(fs)
 	fs.BoolVarP(&o.follow, "follow", "f", false, "go on printing new output, across rotations, restarts of the container and of podvisor, until the pod is gone")
 	fs.BoolVarP(&o.previous, "previous", "p", false, "the container's previous run (before its last restart)")
 	fs.Int64Var(&o.tail, "tail", -1, "only the last N lines (-1: all)")
@@ -83,12 +87,23 @@ type logsArgs struct {
 }
 
 func (o *logsOptions) parse(fs *pflag.FlagSet, args []string, now time.Time) (logsArgs, error) {
-	if len(args) != 1 {
-		return logsArgs{}, usageErrorf("usage: podvisor logs POD [-c CONTAINER] [-f] [-p] [--tail N] [--since D | --since-time T] [--timestamps] [--all-containers] [--prefix]")
+	if len(args) < 1 || len(args) > 2 {
+		return logsArgs{}, usageErrorf("usage: podvisor logs POD [CONTAINER] [-c CONTAINER] [-n NAMESPACE] [-f] [-p] [--tail N] [--since D | --since-time T] [--timestamps] [--all-containers] [--prefix] [--limit-bytes N]")
+	}
+	pod, err := podName(args[0])
+	if err != nil {
+		return logsArgs{}, err
+	}
+	container := o.container
+	if len(args) == 2 {
+		if container != "" && container != args[1] {
+			return logsArgs{}, usageErrorf("only one of -c or an inline [CONTAINER] arg is allowed")
+		}
+		container = args[1]
 	}
 	a := logsArgs{
-		pod:        args[0],
-		container:  o.container,
+		pod:        o.sel.qualified(pod),
+		container:  container,
 		all:        o.all,
 		prefix:     o.prefix,
 		timestamps: o.timestamps,
@@ -102,6 +117,11 @@ func (o *logsOptions) parse(fs *pflag.FlagSet, args []string, now time.Time) (lo
 	}
 	if a.all && a.container != "" {
 		return a, usageErrorf("--all-containers=true should not be specified with container name %s", a.container)
+	}
+	if n := o.limitBytes; n < 0 {
+		return a, usageErrorf("--limit-bytes must be greater than 0")
+	} else if n > 0 {
+		a.opts.LimitBytes = &n
 	}
 	if n := o.tail; n < -1 {
 		return a, usageErrorf("--tail must be greater than or equal to -1")
@@ -130,30 +150,23 @@ func (o *logsOptions) parse(fs *pflag.FlagSet, args []string, now time.Time) (lo
 }
 
 // logContainers picks the containers to read, as kubectl does: all of
-// them, the one named, the default-container annotation's, or the only
-// one; "" leaves the choice (and the error naming the choices) to the
-// server.
-func logContainers(pod *v1.Pod, a logsArgs, warn io.Writer) []string {
+// them, the one named, or the default (logsDefaultContainer).
+func logContainers(pod *v1.Pod, a logsArgs, warn io.Writer) ([]string, error) {
 	switch {
 	case a.all:
 		var names []string
 		for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
 			names = append(names, c.Name)
 		}
-		return names
+		return names, nil
 	case a.container != "":
-		return []string{a.container}
+		return []string{a.container}, nil
 	}
-	if d := pod.Annotations[defaultContainerAnnotation]; d != "" {
-		if slices.ContainsFunc(pod.Spec.Containers, func(c v1.Container) bool { return c.Name == d }) {
-			return []string{d}
-		}
-		fmt.Fprintf(warn, "Default container name %q not found in pod %s\n", d, pod.Name)
+	c, err := logsDefaultContainer(pod, warn)
+	if err != nil {
+		return nil, err
 	}
-	if len(pod.Spec.Containers) == 1 {
-		return []string{pod.Spec.Containers[0].Name}
-	}
-	return []string{""}
+	return []string{c}, nil
 }
 
 func (a logsArgs) run(cmd *cobra.Command, g *globalOptions) error {
@@ -168,7 +181,10 @@ func (a logsArgs) run(cmd *cobra.Command, g *globalOptions) error {
 	if err != nil {
 		return err
 	}
-	containers := logContainers(pod, a, stderr)
+	containers, err := logContainers(pod, a, stderr)
+	if err != nil {
+		return err
+	}
 	out := &lineOut{w: bufio.NewWriter(stdout)}
 	defer out.flush()
 	s := &logStreamer{client: client, stderr: stderr, out: out, timestamps: a.timestamps}

@@ -32,16 +32,20 @@ func TestLogContainers(t *testing.T) {
 		want []string
 		warn string
 	}{
-		{"the only container", pod("", "a"), logsArgs{}, []string{"a"}, ""},
-		{"several: the server says which there are", pod("", "a", "b"), logsArgs{}, []string{""}, ""},
+		{"the only container (an init container beside it)", pod("", "a"), logsArgs{}, []string{"a"}, `Defaulted container "a" out of: a, init (init)` + "\n"},
+		{"several: the first, saying so as kubectl 1.37", pod("", "a", "b"), logsArgs{}, []string{"a"}, `Defaulted container "a" out of: a, b, init (init)` + "\n"},
 		{"named", pod("", "a", "b"), logsArgs{container: "b"}, []string{"b"}, ""},
 		{"the default-container annotation", pod("b", "a", "b"), logsArgs{}, []string{"b"}, ""},
-		{"an annotation naming no container", pod("zz", "a", "b"), logsArgs{}, []string{""}, `Default container name "zz" not found in pod p` + "\n"},
+		{"an annotation naming no container", pod("zz", "a", "b"), logsArgs{}, []string{"a"},
+			`Default container name "zz" not found in pod p` + "\n" + `Defaulted container "a" out of: a, b, init (init)` + "\n"},
 		{"all, init containers first", pod("b", "a", "b"), logsArgs{all: true}, []string{"init", "a", "b"}, ""},
 	}
 	for _, tt := range tests {
 		var warn bytes.Buffer
-		got := logContainers(tt.pod, tt.args, &warn)
+		got, err := logContainers(tt.pod, tt.args, &warn)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if fmt.Sprint(got) != fmt.Sprint(tt.want) || warn.String() != tt.warn {
 			t.Errorf("%s: got %q (warning %q), want %q (%q)", tt.name, got, warn.String(), tt.want, tt.warn)
 		}

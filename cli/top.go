@@ -40,12 +40,13 @@ func newTopCommand(g *globalOptions) *cobra.Command {
 	o := &topOptions{}
 	cmd := &cobra.Command{
 		Use:   "top",
-		Short: "show each pod's and container's CPU, memory, restarts and probes, refreshed in place",
+		Short: "show each pod's and container's CPU, memory, restarts and probes, refreshed in place (top pod: kubectl's)",
 		Args:  noArgs,
 		RunE:  func(cmd *cobra.Command, args []string) error { return o.run(cmd, g) },
 	}
 	cmd.Flags().DurationVar(&o.interval, "interval", 2*time.Second, "time between refreshes, and between the two samples CPU use is computed from")
 	cmd.Flags().BoolVarP(&o.watch, "watch", "w", false, "when not on a terminal, print the table again at every refresh instead of once")
+	cmd.AddCommand(newTopPodCommand(g))
 	return cmd
 }
 

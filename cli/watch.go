@@ -19,15 +19,19 @@ type watchPrinter struct {
 	format     string
 	withEvents bool // --output-watch-events
 	header     []string
-	table      printers.Table
-	printed    bool              // the header is out
-	pending    [][]string        // table rows not printed yet
-	last       map[string]string // key → the row last printed, for relists
-	now        func() time.Time
+	// other prints one object in a format other than a table, json or
+	// yaml (name, jsonpath, custom-columns) with the options given.
+	other   func(w io.Writer, obj any, o printers.Options) error
+	opts    printers.Options
+	table   printers.Table
+	printed bool              // the header is out
+	pending [][]string        // table rows not printed yet
+	last    map[string]string // key → the row last printed, for relists
+	now     func() time.Time
 }
 
 func newWatchPrinter(w io.Writer, o *getOptions, header []string) *watchPrinter {
-	p := &watchPrinter{w: w, format: o.output, withEvents: o.watchEvents,
+	p := &watchPrinter{w: w, format: o.print.Output, opts: o.print, withEvents: o.watchEvents,
 		header: header, last: map[string]string{}, now: time.Now}
 	if p.withEvents {
 		p.header = append([]string{"EVENT"}, header...)
@@ -63,6 +67,14 @@ func (p *watchPrinter) print(typ watch.EventType, key string, obj any, row []str
 			p.printed = true
 		}
 		return printers.PrintObject(p.w, v, p.format)
+	case "", "wide":
+	default:
+		// name, jsonpath, custom-columns: each object as it comes, a
+		// custom-columns header only once.
+		po := p.opts
+		po.NoHeaders = po.NoHeaders || p.printed
+		p.printed = true
+		return p.other(p.w, obj, po)
 	}
 	if p.withEvents {
 		row = append([]string{string(typ)}, row...)
@@ -84,10 +96,10 @@ func (p *watchPrinter) flush() error {
 	}
 	rows := p.pending
 	p.pending = nil
-	if !p.printed {
+	if !p.printed && !p.opts.NoHeaders {
 		rows = append([][]string{p.header}, rows...)
-		p.printed = true
 	}
+	p.printed = true
 	return p.table.Print(p.w, rows...)
 }
 

@@ -130,7 +130,7 @@ var timestamped = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z (
 // TestLogs: podvisor logs prints a container's current run (a long line
 // whole), its previous run, the last lines, lines since a time, with
 // timestamps, every container with a prefix, kubectl's default container
-// and kubectl's errors; and the lines a container wrote while podvisor
+// (the annotation's, else the first, said on stderr) and kubectl's errors; and the lines a container wrote while podvisor
 // was killed are there once it is back.
 func TestLogs(t *testing.T) {
 	t.Parallel()
@@ -167,7 +167,11 @@ func TestLogs(t *testing.T) {
 		}
 	}
 
-	mustFail("a container name must be specified for pod talk-e2e, choose one of: [main side] or one of the init containers: [setup]", "talk")
+	// No container named: the first, said on stderr as kubectl 1.37 says it.
+	if out, errOut, code := d.logsCmd("talk", "--tail", "1"); code != 0 || out != strings.Repeat("x", 40000)+"\n" ||
+		errOut != `Defaulted container "main" out of: main, side, setup (init)`+"\n" {
+		t.Errorf("podvisor logs talk: exit %d, stdout %.40q…, stderr %q; want main's last line and the defaulted-container notice", code, out, errOut)
+	}
 	mustFail("container nope is not valid for pod talk-e2e", "talk", "-c", "nope")
 	mustFail(`previous terminated container "side" in pod "talk-e2e" not found`, "talk", "-c", "side", "--previous")
 	mustFail(`pods "nope" not found`, "nope")

@@ -82,16 +82,16 @@ func TestWebPod(t *testing.T) {
 	const name = "web-" + node
 	p := d.waitPod(name, 60*time.Second, "Running", running)
 
-	// get pods -o json through the CLI, flags after the positional name.
+	// get pods NAME -o json through the CLI, flags after the positional name.
 	out, err := exec.Command(podvisorBin, "get", "pods", "web", "-o", "json", "--socket", d.sock).Output()
 	if err != nil {
 		t.Fatalf("get pods: %v", err)
 	}
-	var list v1.PodList
-	if err := json.Unmarshal(out, &list); err != nil || len(list.Items) != 1 {
-		t.Fatalf("get pods -o json: %v, %d items\n%s", err, len(list.Items), out)
+	// One pod named: the Pod itself, as kubectl prints it.
+	var got v1.Pod
+	if err := json.Unmarshal(out, &got); err != nil || got.Kind != "Pod" || got.Name != name {
+		t.Fatalf("get pods web -o json: %v, kind %q name %q\n%s", err, got.Kind, got.Name, out)
 	}
-	got := list.Items[0]
 	if got.Status.Phase != v1.PodRunning || got.Status.PodIP == "" || got.Status.QOSClass != v1.PodQOSGuaranteed {
 		t.Fatalf("status: phase %s podIP %q qos %s", got.Status.Phase, got.Status.PodIP, got.Status.QOSClass)
 	}

@@ -93,8 +93,8 @@ spec:
 			t.Errorf("podvisor %s: %v\n%s", strings.Join(args, " "), err, out)
 			continue
 		}
-		var list v1.PodList
-		if err := json.Unmarshal(out, &list); err != nil || len(list.Items) != 1 || list.Items[0].Name != "sock-"+node {
+		var pod v1.Pod // one pod named: the Pod, as kubectl prints it
+		if err := json.Unmarshal(out, &pod); err != nil || pod.Kind != "Pod" || pod.Name != "sock-"+node {
 			t.Errorf("podvisor %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
