@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/podvisor/podvisor/cli/printers"
@@ -31,13 +30,8 @@ func newDescribeCommand(g *globalOptions) *cobra.Command {
 			if len(args) == 0 {
 				return cmd.Help()
 			}
-			for _, a := range args {
-				if _, err := podName(a); err != nil {
-					return err
-				}
-				if !strings.Contains(a, "/") {
-					return usageErrorf("unknown command %q for %q", a, cmd.CommandPath())
-				}
+			if err := typeNameArgs(cmd, args); err != nil {
+				return err
 			}
 			return o.run(cmd, g, args)
 		},

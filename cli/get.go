@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/podvisor/podvisor/api"
@@ -59,14 +58,8 @@ func newGetCommand(g *globalOptions) *cobra.Command {
 			if len(args) == 0 {
 				return cmd.Help()
 			}
-			// kubectl get pod/web: every argument is TYPE/NAME.
-			for _, a := range args {
-				if _, err := podName(a); err != nil {
-					return err
-				}
-				if !strings.Contains(a, "/") {
-					return usageErrorf("unknown command %q for %q", a, cmd.CommandPath())
-				}
+			if err := typeNameArgs(cmd, args); err != nil {
+				return err
 			}
 			return pods.getPods(cmd, g, args)
 		},

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/podvisor/podvisor/status"
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -31,6 +32,21 @@ func podName(arg string) (string, error) {
 		return "", usageErrorf("arguments in resource/name form must have a single resource and name")
 	}
 	return name, nil
+}
+
+// typeNameArgs checks the arguments of a verb given none of its
+// subcommands (kubectl get pod/web): each must be TYPE/NAME of a pod; a
+// bare word is an unknown subcommand.
+func typeNameArgs(cmd *cobra.Command, args []string) error {
+	for _, a := range args {
+		if _, err := podName(a); err != nil {
+			return err
+		}
+		if !strings.Contains(a, "/") {
+			return usageErrorf("unknown command %q for %q", a, cmd.CommandPath())
+		}
+	}
+	return nil
 }
 
 // podSelection is how a verb narrows the pods it shows, as kubectl's
