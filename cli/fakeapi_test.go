@@ -92,6 +92,10 @@ func (f *fakeAPI) serve(t *testing.T) string {
 		f.record("exec", r)
 		writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, "no exec in the fake")
 	})
+	mux.HandleFunc("POST /pods/{name}/restart", func(w http.ResponseWriter, r *http.Request) {
+		f.record("restart", r)
+		writeJSON(w, metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Message: "restarted"})
+	})
 	mux.HandleFunc("POST /pods/{name}/attach", func(w http.ResponseWriter, r *http.Request) {
 		f.record("attach", r)
 		writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, "no attach in the fake")

@@ -261,6 +261,35 @@ func TestKubectlLogs(t *testing.T) {
 
 // exec and attach pick the default container as kubectl 1.37 does, and
 // say so.
+// TestKubectlRestart: restart reads its pod as the other verbs do, NAME or
+// pod/NAME in -n's namespace (pod/web is not pod "web" of namespace "pod").
+func TestKubectlRestart(t *testing.T) {
+	f := kubectlFake()
+	socket := f.serve(t)
+	for i, tc := range []struct {
+		args    []string
+		pod, ns string
+	}{
+		{args: []string{"restart", "web"}, pod: "web"},
+		{args: []string{"restart", "pod/web", "-c", "app"}, pod: "web"},
+		{args: []string{"restart", "-n", "kube-system", "po/etcd"}, pod: "etcd", ns: "kube-system"},
+	} {
+		if _, errOut, code := runCLI(t, append(tc.args, "--socket", socket)...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", tc.args, code, errOut)
+		}
+		got := f.recorded("restart")
+		if len(got) != i+1 {
+			t.Fatalf("%v: %d restart requests, want %d", tc.args, len(got), i+1)
+		}
+		if q := got[i]; q.Get("pod") != tc.pod || q.Get("namespace") != tc.ns {
+			t.Errorf("%v: restarted pod %q in namespace %q, want %q in %q", tc.args, q.Get("pod"), q.Get("namespace"), tc.pod, tc.ns)
+		}
+	}
+	if _, errOut, code := runCLI(t, "restart", "deploy/web", "--socket", socket); code != 2 || !strings.Contains(errOut, `resource type "deploy"`) {
+		t.Errorf("restart deploy/web: exit %d, %q; want 2 and kubectl's unknown resource type", code, errOut)
+	}
+}
+
 func TestKubectlExecAttachDefaultContainer(t *testing.T) {
 	f := kubectlFake()
 	socket := f.serve(t)

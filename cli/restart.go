@@ -10,9 +10,11 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// newRestartCommand is `podvisor restart POD [-c C]`.
+// newRestartCommand is `podvisor restart POD [-c C]`; POD is NAME or
+// pod/NAME, in -n's namespace, as the other verbs read it.
 func newRestartCommand(g *globalOptions) *cobra.Command {
 	var container string
+	var sel podSelection
 	cmd := &cobra.Command{
 		Use:   "restart POD [-c CONTAINER]",
 		Short: "restart a pod's containers now, resetting their crash back-off (podvisor restart POD [-c CONTAINER])",
@@ -20,13 +22,17 @@ func newRestartCommand(g *globalOptions) *cobra.Command {
 			if len(args) != 1 {
 				return usageErrorf("usage: podvisor restart POD [-c CONTAINER]")
 			}
+			name, err := podName(args[0])
+			if err != nil {
+				return err
+			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 			defer cancel()
 			client, err := g.client()
 			if err != nil {
 				return err
 			}
-			msg, err := client.Restart(ctx, args[0], container)
+			msg, err := client.Restart(ctx, sel.qualified(name), container)
 			if err != nil {
 				var ae *api.APIError
 				if errors.As(err, &ae) {
@@ -38,6 +44,7 @@ func newRestartCommand(g *globalOptions) *cobra.Command {
 			return nil
 		},
 	}
+	sel.addNamespaceFlag(cmd.Flags())
 	cmd.Flags().StringVarP(&container, "container", "c", "", "restart only this container (default: every app container and sidecar)")
 	return cmd
 }
