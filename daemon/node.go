@@ -10,6 +10,7 @@ import (
 
 	"github.com/podvisor/podvisor/internal/layout"
 	"golang.org/x/sys/unix"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // lockStateDir takes an exclusive lock on the state dir so a second
@@ -46,11 +47,12 @@ func normalNodeName(given string) string {
 func NodeName(given, stateDir string) (string, error) {
 	name := normalNodeName(given)
 	var p string
+	from := "" // where a name not given came from
 	if stateDir != "" {
 		p = layout.Layout{StateDir: stateDir}.NodeNameFile()
 		if name == "" {
 			if b, err := os.ReadFile(p); err == nil {
-				name = strings.TrimSpace(string(b))
+				name, from = strings.TrimSpace(string(b)), "the name remembered in "+p
 			}
 		}
 	}
@@ -59,7 +61,15 @@ func NodeName(given, stateDir string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("hostname: %w", err)
 		}
-		name = normalNodeName(h)
+		name, from = normalNodeName(h), "the hostname"
+	}
+	// A given name is checked by Validate; one found here is checked now,
+	// before any pod is named for it (the apiserver would refuse the Node
+	// much later).
+	if from != "" {
+		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+			return "", invalidError{fmt.Errorf("node name %q (%s) is not a valid node name: %s; give --node-name", name, from, strings.Join(errs, "; "))}
+		}
 	}
 	if p != "" {
 		if err := os.WriteFile(p, []byte(name+"\n"), 0o644); err != nil {

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,5 +47,21 @@ func TestNodeNameRemembered(t *testing.T) {
 	// Without a state dir (podvisor validate): nothing remembered.
 	if got, _ := NodeName("", ""); got != strings.ToLower(h) {
 		t.Fatalf("without a state dir = %q, want %q", got, strings.ToLower(h))
+	}
+}
+
+// TestNodeNameFoundInvalid: a node name podvisor finds (remembered in the
+// state dir, or the hostname) that Kubernetes would refuse stops podvisor
+// at start, naming where it came from and --node-name; a given valid name
+// replaces it.
+func TestNodeNameFoundInvalid(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "node-name"), []byte("edge_7!\n"), 0o644)
+	_, err := NodeName("", dir)
+	if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "remembered in") || !strings.Contains(err.Error(), "--node-name") {
+		t.Fatalf("remembered edge_7!: %v, want an ErrInvalid naming the file and --node-name", err)
+	}
+	if got, err := NodeName("edge-7", dir); err != nil || got != "edge-7" {
+		t.Fatalf("--node-name edge-7 = %q, %v", got, err)
 	}
 }
