@@ -24,11 +24,10 @@
 //     manager is told STOPPING=1; the supervisor stops its pod workers
 //     (never the pods); the API stops, its exec and attach sessions ended;
 //     the manifests watch, the images watcher, the mirror, the metrics
-//     watch and /healthz end.
-//  3. Once every part has returned, the containerd client closes (no
-//     worker or session uses it any more), then the event journal (no one
-//     records an event any more).
-//  4. The keeper of --embedded-containerd returns; containerd itself and
-//     the pods' shims keep running.
-//  5. Last, the state-dir lock is released: another podvisor may start.
+//     watch and /healthz end; the keeper of --embedded-containerd returns
+//     (containerd itself and the pods' shims keep running).
+//  3. Once every part has returned, the event journal closes (no one
+//     records an event any more), then the containerd client (no worker or
+//     session uses it any more).
+//  4. Last, the state-dir lock is released: another podvisor may start.
 package daemon
