@@ -83,6 +83,7 @@ type logsArgs struct {
 	all        bool
 	prefix     bool
 	timestamps bool
+	limitBytes int64 // --limit-bytes; 0: none
 	opts       v1.PodLogOptions
 }
 
@@ -120,9 +121,11 @@ func (o *logsOptions) parse(fs *pflag.FlagSet, args []string, now time.Time) (lo
 	}
 	if n := o.limitBytes; n < 0 {
 		return a, usageErrorf("--limit-bytes must be greater than 0")
-	} else if n > 0 {
-		a.opts.LimitBytes = &n
 	}
+	// The limit is the client's to keep: the server would count the
+	// timestamps always asked for (and a resumed stream starts its count
+	// anew), where --limit-bytes counts what is printed.
+	a.limitBytes = o.limitBytes
 	if n := o.tail; n < -1 {
 		return a, usageErrorf("--tail must be greater than or equal to -1")
 	} else if n >= 0 {
@@ -187,7 +190,7 @@ func (a logsArgs) run(cmd *cobra.Command, g *globalOptions) error {
 	}
 	out := &lineOut{w: bufio.NewWriter(stdout)}
 	defer out.flush()
-	s := &logStreamer{client: client, stderr: stderr, out: out, timestamps: a.timestamps}
+	s := &logStreamer{client: client, stderr: stderr, out: out, timestamps: a.timestamps, limitBytes: a.limitBytes}
 	// By namespace/name: the pod's full name, never ambiguous.
 	name := pod.Namespace + "/" + pod.Name
 	prefixOf := func(container string) string {
@@ -244,6 +247,7 @@ type logStreamer struct {
 	stderr     io.Writer
 	out        *lineOut
 	timestamps bool
+	limitBytes int64 // of each container's log printed, prefixes aside; 0: none
 	sayOnce    sync.Once
 }
 
@@ -258,9 +262,13 @@ func (s *logStreamer) stream(ctx context.Context, pod, container string, o v1.Po
 	atLast := 0         // lines printed with that timestamp
 	var broke time.Time // when a followed stream broke; zero: it did not
 	catchUp := false    // read the rest of the run before the current one first
+	left := int64(-1)   // bytes --limit-bytes still lets through; -1: no limit
+	if s.limitBytes > 0 {
+		left = s.limitBytes
+	}
 	for {
 		if catchUp {
-			if err := s.catchUp(ctx, pod, o, prefix, time.Since(broke) >= resumeGrace, &last, &atLast); err != nil {
+			if err := s.catchUp(ctx, pod, o, prefix, time.Since(broke) >= resumeGrace, &last, &atLast, &left); err != nil {
 				if ctx.Err() != nil {
 					return nil
 				}
@@ -293,7 +301,7 @@ func (s *logStreamer) stream(ctx context.Context, pod, container string, o v1.Po
 		}
 		broke = time.Time{}
 		retry.Reset()
-		err = s.copy(body, prefix, &last, &atLast)
+		err = s.copy(body, prefix, &last, &atLast, &left)
 		body.Close()
 		if err == nil || ctx.Err() != nil {
 			return nil
@@ -344,7 +352,7 @@ func resumeAt(o *v1.PodLogOptions, last []byte) {
 // without a previous run is no error.
 // Until settled, other refusals (a podvisor still adopting its pods) are
 // errors, to be tried again.
-func (s *logStreamer) catchUp(ctx context.Context, pod string, o v1.PodLogOptions, prefix string, settled bool, last *[]byte, atLast *int) error {
+func (s *logStreamer) catchUp(ctx context.Context, pod string, o v1.PodLogOptions, prefix string, settled bool, last *[]byte, atLast *int, left *int64) error {
 	resumeAt(&o, *last)
 	o.Previous, o.Follow = true, false
 	body, err := s.client.Logs(ctx, pod, &o)
@@ -357,7 +365,7 @@ func (s *logStreamer) catchUp(ctx context.Context, pod string, o v1.PodLogOption
 		return err
 	}
 	defer body.Close()
-	return s.copy(body, prefix, last, atLast)
+	return s.copy(body, prefix, last, atLast, left)
 }
 
 func (s *logStreamer) wait(ctx context.Context, d time.Duration) bool {
@@ -374,10 +382,14 @@ func (s *logStreamer) wait(ctx context.Context, d time.Duration) bool {
 // copy prints the lines of one response; *last and *atLast carry which
 // lines were printed already across responses. It returns nil at the
 // stream's end and the read error when it broke.
-func (s *logStreamer) copy(body io.Reader, prefix string, last *[]byte, atLast *int) error {
+func (s *logStreamer) copy(body io.Reader, prefix string, last *[]byte, atLast *int, left *int64) error {
 	skip := *atLast // a resumed stream repeats the lines of the last time
 	br := bufio.NewReaderSize(body, 64<<10)
 	for {
+		if *left == 0 {
+			s.out.flush()
+			return nil // --limit-bytes printed: the end, as kubectl's
+		}
 		line, err := br.ReadBytes('\n')
 		if len(line) > 0 && line[len(line)-1] == '\n' {
 			ts, content := line, line[len(line):]
@@ -394,11 +406,15 @@ func (s *logStreamer) copy(body io.Reader, prefix string, last *[]byte, atLast *
 				skip = 0
 				*last, *atLast = slices.Clone(ts), 1
 			}
+			out := content
 			if s.timestamps {
-				s.out.line([]byte(prefix), line)
-			} else {
-				s.out.line([]byte(prefix), content)
+				out = line
 			}
+			if *left >= 0 {
+				out = out[:min(int64(len(out)), *left)]
+				*left -= int64(len(out))
+			}
+			s.out.line([]byte(prefix), out)
 		}
 		if br.Buffered() == 0 {
 			s.out.flush()

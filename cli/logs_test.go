@@ -63,6 +63,25 @@ func (b brokenBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// TestLogCopyLimitAcrossResume: --limit-bytes counts what is printed
+// (prefixes aside) over a stream and its resumption, and cuts the last
+// line as kubectl does.
+func TestLogCopyLimitAcrossResume(t *testing.T) {
+	var out bytes.Buffer
+	s := &logStreamer{out: &lineOut{w: bufio.NewWriter(&out)}}
+	var last []byte
+	atLast, left := 0, int64(7)
+	if err := s.copy(brokenBody{strings.NewReader("T1 a\nT2 b\nT2 c\nT2 half")}, "[x] ", &last, &atLast, &left); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("copy of a broken stream = %v, want io.ErrUnexpectedEOF", err)
+	}
+	if err := s.copy(strings.NewReader("T2 b\nT2 c\nT2 c2\nT3 d\n"), "[x] ", &last, &atLast, &left); err != nil {
+		t.Fatalf("copy = %v", err)
+	}
+	if want := "[x] a\n[x] b\n[x] c\n[x] c"; out.String() != want || left != 0 {
+		t.Errorf("printed %q (%d left), want %q (0 left)", out.String(), left, want)
+	}
+}
+
 // TestLogCopyResumes: a resumed stream starts again at the last line's
 // time; the lines of that time printed already are skipped, new ones of
 // the same time are not.
@@ -71,13 +90,13 @@ func TestLogCopyResumes(t *testing.T) {
 		var out bytes.Buffer
 		s := &logStreamer{out: &lineOut{w: bufio.NewWriter(&out)}, timestamps: timestamps}
 		var last []byte
-		atLast := 0
+		atLast, noLimit := 0, int64(-1)
 		first := "T1 a\nT2 b\nT2 c\nT2 half"
-		if err := s.copy(brokenBody{strings.NewReader(first)}, "[x] ", &last, &atLast); !errors.Is(err, io.ErrUnexpectedEOF) {
+		if err := s.copy(brokenBody{strings.NewReader(first)}, "[x] ", &last, &atLast, &noLimit); !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Fatalf("copy of a broken stream = %v, want io.ErrUnexpectedEOF", err)
 		}
 		second := "T2 b\nT2 c\nT2 c2\nT3 d\n"
-		if err := s.copy(strings.NewReader(second), "[x] ", &last, &atLast); err != nil {
+		if err := s.copy(strings.NewReader(second), "[x] ", &last, &atLast, &noLimit); err != nil {
 			t.Fatalf("copy = %v", err)
 		}
 		want := "[x] a\n[x] b\n[x] c\n[x] c2\n[x] d\n"

@@ -256,6 +256,10 @@ func TestLogs(t *testing.T) {
 	if got, want := limited(v1.PodLogOptions{Container: "side", Follow: true}, 20), "tick 1\ntick 2\ntick 3"; got != want {
 		t.Errorf("follow with limitBytes 20 = %q, want %q", got, want)
 	}
+	// The CLI counts what it prints, not the timestamps it asks for.
+	if got, want := mustLogs("talk", "main", "--limit-bytes", "15"), "second run\nxxxx"; got != want {
+		t.Errorf("podvisor logs talk main --limit-bytes 15 = %q, want %q", got, want)
+	}
 
 	// podvisor is killed; the container goes on writing; what it wrote
 	// meanwhile is in its log once podvisor is back.
