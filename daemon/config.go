@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	ctrd "github.com/podvisor/podvisor/supervise/containerd"
 	"path/filepath"
 	"strings"
 	"time"
@@ -16,35 +17,53 @@ import (
 // the yaml key of each the flag's configuration-file key. Default gives
 // every field its flag's default; Validate says what is wrong with it.
 type Config struct {
-	Manifests             string        `yaml:"manifests"`
-	NodeName              string        `yaml:"nodeName"`
-	UnknownFields         string        `yaml:"unknownFields"`
-	NodeIP                string        `yaml:"nodeIP"`
-	ContainerdAddress     string        `yaml:"containerdAddress"`
-	ContainerdNamespace   string        `yaml:"containerdNamespace"`
-	StateDir              string        `yaml:"stateDir"`
-	RunDir                string        `yaml:"runDir"`
-	LogDir                string        `yaml:"logDir"`
-	CNIConfDir            string        `yaml:"cniConfDir"`
-	CNIBinDir             string        `yaml:"cniBinDir"`
-	PodCIDR               string        `yaml:"podCIDR"`
-	ImagesDir             string        `yaml:"imagesDir"`
-	EmbeddedContainerd    bool          `yaml:"embeddedContainerd"`
-	ContainerdBinary      string        `yaml:"containerdBinary"`
-	ContainerLogMaxSize   string        `yaml:"containerLogMaxSize"`
-	ContainerLogMaxFiles  int           `yaml:"containerLogMaxFiles"`
-	ContainerLogLinks     string        `yaml:"containerLogLinks"` // "": none
-	LogLevel              string        `yaml:"logLevel"`
-	RuntimeRequestTimeout time.Duration `yaml:"runtimeRequestTimeout"` // 0: no bound
-	RelistPeriod          time.Duration `yaml:"relistPeriod"`
-	ManifestRelistPeriod  time.Duration `yaml:"manifestRelistPeriod"`
-	Kubeconfig            string        `yaml:"kubeconfig"`
-	HealthzBindAddress    string        `yaml:"healthzBindAddress"`
-	TLSBindAddress        string        `yaml:"tlsBindAddress"`
-	TLSCertFile           string        `yaml:"tlsCertFile"`
-	TLSPrivateKeyFile     string        `yaml:"tlsPrivateKeyFile"`
-	ClientCAFile          string        `yaml:"clientCAFile"`
-	ExitWhenEmpty         bool          `yaml:"exitWhenEmpty"`
+	Manifests                 string        `yaml:"manifests"`
+	NodeName                  string        `yaml:"nodeName"`
+	UnknownFields             string        `yaml:"unknownFields"`
+	NodeIP                    string        `yaml:"nodeIP"`
+	ContainerdAddress         string        `yaml:"containerdAddress"`
+	ContainerdNamespace       string        `yaml:"containerdNamespace"`
+	StateDir                  string        `yaml:"stateDir"`
+	RunDir                    string        `yaml:"runDir"`
+	LogDir                    string        `yaml:"logDir"`
+	CNIConfDir                string        `yaml:"cniConfDir"`
+	CNIBinDir                 string        `yaml:"cniBinDir"`
+	PodCIDR                   string        `yaml:"podCIDR"`
+	ImagesDir                 string        `yaml:"imagesDir"`
+	EmbeddedContainerd        bool          `yaml:"embeddedContainerd"`
+	ContainerdBinary          string        `yaml:"containerdBinary"`
+	ContainerLogMaxSize       string        `yaml:"containerLogMaxSize"`
+	ContainerLogMaxFiles      int           `yaml:"containerLogMaxFiles"`
+	ContainerLogLinks         string        `yaml:"containerLogLinks"` // "": none
+	LogLevel                  string        `yaml:"logLevel"`
+	RuntimeRequestTimeout     time.Duration `yaml:"runtimeRequestTimeout"` // 0: no bound
+	ImagePullProgressDeadline time.Duration `yaml:"imagePullProgressDeadline"`
+	RegistryConfigDir         string        `yaml:"registryConfigDir"`
+	ImageCredentialsFile      string        `yaml:"imageCredentialsFile"`
+	RelistPeriod              time.Duration `yaml:"relistPeriod"`
+	ManifestRelistPeriod      time.Duration `yaml:"manifestRelistPeriod"`
+	Kubeconfig                string        `yaml:"kubeconfig"`
+	HealthzBindAddress        string        `yaml:"healthzBindAddress"`
+	TLSBindAddress            string        `yaml:"tlsBindAddress"`
+	TLSCertFile               string        `yaml:"tlsCertFile"`
+	TLSPrivateKeyFile         string        `yaml:"tlsPrivateKeyFile"`
+	ClientCAFile              string        `yaml:"clientCAFile"`
+	ExitWhenEmpty             bool          `yaml:"exitWhenEmpty"`
+}
+
+// DefaultImageCredentialsFile is --image-credentials-file's default;
+// KubeletCredentialsFile is read in its place when it is missing.
+const (
+	DefaultImageCredentialsFile = "/var/lib/podvisor/config.json"
+	KubeletCredentialsFile      = "/var/lib/kubelet/config.json"
+)
+
+// credentialsFiles are the files of node-wide credentials, in order.
+func (c *Config) credentialsFiles() []string {
+	if c.ImageCredentialsFile == DefaultImageCredentialsFile {
+		return []string{DefaultImageCredentialsFile, KubeletCredentialsFile}
+	}
+	return []string{c.ImageCredentialsFile}
 }
 
 // DefaultLogDir is kubelet's log directory, podvisor's default.
@@ -53,25 +72,28 @@ const DefaultLogDir = "/var/log/pods"
 // Default is the configuration of `podvisor run` without flags or file.
 func Default() Config {
 	return Config{
-		Manifests:             "/etc/kubernetes/manifests",
-		UnknownFields:         "error",
-		ContainerdAddress:     "/run/containerd/containerd.sock",
-		ContainerdNamespace:   "podvisor",
-		StateDir:              "/var/lib/podvisor",
-		RunDir:                "/run/podvisor",
-		LogDir:                DefaultLogDir,
-		CNIConfDir:            "/etc/cni/net.d",
-		CNIBinDir:             "/opt/cni/bin:/usr/lib/cni",
-		PodCIDR:               "10.88.0.0/16",
-		ImagesDir:             "/var/lib/podvisor/images",
-		ContainerdBinary:      "containerd",
-		ContainerLogMaxSize:   "10Mi",
-		ContainerLogMaxFiles:  crilog.DefaultMaxFiles,
-		ContainerLogLinks:     DefaultLogLinks(DefaultLogDir),
-		LogLevel:              "info",
-		RuntimeRequestTimeout: supervise.DefaultRequestTimeout,
-		RelistPeriod:          10 * time.Second,
-		ManifestRelistPeriod:  manifest.DefaultRelistPeriod,
+		Manifests:                 "/etc/kubernetes/manifests",
+		UnknownFields:             "error",
+		ContainerdAddress:         "/run/containerd/containerd.sock",
+		ContainerdNamespace:       "podvisor",
+		StateDir:                  "/var/lib/podvisor",
+		RunDir:                    "/run/podvisor",
+		LogDir:                    DefaultLogDir,
+		CNIConfDir:                "/etc/cni/net.d",
+		CNIBinDir:                 "/opt/cni/bin:/usr/lib/cni",
+		PodCIDR:                   "10.88.0.0/16",
+		ImagesDir:                 "/var/lib/podvisor/images",
+		ContainerdBinary:          "containerd",
+		ContainerLogMaxSize:       "10Mi",
+		ContainerLogMaxFiles:      crilog.DefaultMaxFiles,
+		ContainerLogLinks:         DefaultLogLinks(DefaultLogDir),
+		LogLevel:                  "info",
+		RuntimeRequestTimeout:     supervise.DefaultRequestTimeout,
+		RelistPeriod:              10 * time.Second,
+		ImagePullProgressDeadline: ctrd.DefaultPullProgressDeadline,
+		RegistryConfigDir:         ctrd.DefaultRegistryConfigDir,
+		ImageCredentialsFile:      DefaultImageCredentialsFile,
+		ManifestRelistPeriod:      manifest.DefaultRelistPeriod,
 	}
 }
 
@@ -110,7 +132,10 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.ContainerLogMaxFiles, "container-log-max-files", c.ContainerLogMaxFiles, "files a container's log may take, the live one included (at least 2); older rotated files are gzipped")
 	fs.StringVar(&c.ContainerLogLinks, "container-log-links", c.ContainerLogLinks, `directory of kubelet's <pod>_<namespace>_<container>-<id>.log links to the live logs, for log shippers ("": none; default: /var/log/containers when --log-dir is /var/log/pods, else none)`)
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error (default: info, or debug with -v 4 or more)")
-	fs.DurationVar(&c.RuntimeRequestTimeout, "runtime-request-timeout", c.RuntimeRequestTimeout, "bound of every containerd call, CNI ADD/DEL, image pull and import (a CNI plugin still running then is killed; 0: none)")
+	fs.DurationVar(&c.RuntimeRequestTimeout, "runtime-request-timeout", c.RuntimeRequestTimeout, "bound of every containerd call, CNI ADD/DEL, image lookup, unpack and import (a pull is bounded by --image-pull-progress-deadline) (a CNI plugin still running then is killed; 0: none)")
+	fs.DurationVar(&c.ImagePullProgressDeadline, "image-pull-progress-deadline", c.ImagePullProgressDeadline, "an image pull that receives no byte for this long is cut (ErrImagePull); one that keeps receiving is never cut, whatever --runtime-request-timeout says")
+	fs.StringVar(&c.RegistryConfigDir, "registry-config-dir", c.RegistryConfigDir, "per-registry mirrors, CAs and plain HTTP in containerd's layout, <dir>/<host>/hosts.toml (a registry on localhost needs none: plain HTTP or unverified HTTPS)")
+	fs.StringVar(&c.ImageCredentialsFile, "image-credentials-file", c.ImageCredentialsFile, "node-wide registry credentials, a docker config.json whose auths match by registry host and path as kubelet's; with the default, "+KubeletCredentialsFile+" is read when it is missing")
 	fs.DurationVar(&c.RelistPeriod, "relist-period", c.RelistPeriod, "how often every pod's containers are re-checked against containerd (a safety net: exits arrive as events)")
 	fs.DurationVar(&c.ManifestRelistPeriod, "manifest-relist-period", c.ManifestRelistPeriod, "how often the manifests directory is re-read in full (a safety net: changes arrive through inotify)")
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", c.Kubeconfig, "kubeconfig of an apiserver to register the node and mirror the pods in, as kubelet does for static pods (e.g. /etc/kubernetes/kubelet.conf); it need not answer, nor exist, yet (default: none)")

@@ -163,11 +163,15 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 	mets := metrics.New(metrics.Options{Store: store, CgroupParent: c.ContainerdNamespace})
 	logRot := c.logPolicy()
 	rt := ctrd.New(client, ctrd.Options{
-		Namespace:   c.ContainerdNamespace,
-		LogDriver:   d.logDriver,
-		LogMaxSize:  logRot.MaxSize,
-		LogMaxFiles: logRot.MaxFiles,
-		StdinDir:    filepath.Join(d.paths.RunDir, "stdin"),
+		Namespace:            c.ContainerdNamespace,
+		LogDriver:            d.logDriver,
+		LogMaxSize:           logRot.MaxSize,
+		LogMaxFiles:          logRot.MaxFiles,
+		StdinDir:             filepath.Join(d.paths.RunDir, "stdin"),
+		PullProgressDeadline: c.ImagePullProgressDeadline,
+		RequestTimeout:       c.RuntimeRequestTimeout,
+		RegistryConfigDir:    c.RegistryConfigDir,
+		Credentials:          ctrd.NodeCredentials(c.credentialsFiles()...),
 	})
 	unknown, _ := manifest.ParseUnknownFieldPolicy(c.UnknownFields)
 	snapshots := make(chan manifest.Snapshot, 1)

@@ -72,8 +72,9 @@ var fieldChecks = map[string]func(c *Config) error{
 		}
 		return nil
 	},
-	"relist-period":          func(c *Config) error { return positive(c.RelistPeriod) },
-	"manifest-relist-period": func(c *Config) error { return positive(c.ManifestRelistPeriod) },
+	"relist-period":                func(c *Config) error { return positive(c.RelistPeriod) },
+	"image-pull-progress-deadline": func(c *Config) error { return positive(c.ImagePullProgressDeadline) },
+	"manifest-relist-period":       func(c *Config) error { return positive(c.ManifestRelistPeriod) },
 }
 
 func positive(d time.Duration) error {

@@ -58,6 +58,7 @@ func TestValidate(t *testing.T) {
 		{"log level", func(c *Config) { c.LogLevel = "loud" }, `--log-level: "loud": want debug`},
 		{"unknown fields", func(c *Config) { c.UnknownFields = "ignore" }, "--unknown-fields:"},
 		{"timeout", func(c *Config) { c.RuntimeRequestTimeout = -time.Second }, "--runtime-request-timeout: -1s: must not be negative"},
+		{"pull deadline", func(c *Config) { c.ImagePullProgressDeadline = 0 }, "--image-pull-progress-deadline: 0s: must be more than 0"},
 		{"tls without address", func(c *Config) { c.TLSCertFile = "/x" }, "need --tls-bind-address"},
 	} {
 		c := Default()

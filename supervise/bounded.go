@@ -21,7 +21,8 @@ var ErrRuntimeUnavailable = errors.New("container runtime unavailable")
 
 // Bounded returns rt with every call bounded by d: a call that hangs (a
 // stuck shim, a registry that never answers, an import of a huge archive)
-// fails with context.DeadlineExceeded instead of holding its pod. Stop is
+// fails with context.DeadlineExceeded instead of holding its pod. EnsureImage
+// is left to the runtime's own bounds (a pull's progress deadline). Stop is
 // bounded by its grace period plus d; Events and Exec by their callers.
 func Bounded(rt Runtime, d time.Duration) Runtime {
 	if d <= 0 {
@@ -39,9 +40,11 @@ func (b boundedRuntime) ctx(ctx context.Context, extra time.Duration) (context.C
 	return context.WithTimeout(ctx, b.d+extra)
 }
 
+// EnsureImage is not bounded by d: a pull that keeps receiving bytes is
+// never cut, one that stalls is cut by the runtime's progress deadline,
+// and the runtime bounds its other calls of it (supervise/containerd's
+// Options.RequestTimeout).
 func (b boundedRuntime) EnsureImage(ctx context.Context, c *v1.Container) (Image, error) {
-	ctx, cancel := b.ctx(ctx, 0)
-	defer cancel()
 	return b.rt.EnsureImage(ctx, c)
 }
 

@@ -88,6 +88,7 @@ type Image struct {
 	Ref     string // normalised name, docker.io/library/busybox:latest
 	ID      string // repo digest, as kubelet reports imageID
 	Warning string // set when a pull failed and the local image is used
+	Pulled  string // set when the image was pulled: kubelet's Pulled event message
 }
 
 // ContainerConfig is what a container is created from.

@@ -36,9 +36,19 @@ type Options struct {
 	// crilog.Policy; zero is its default).
 	LogMaxSize  int64
 	LogMaxFiles int
-	// PullTimeout bounds a registry pull (default 30 s), so an unreachable
-	// registry does not hold a pod on an air-gapped box for long.
-	PullTimeout time.Duration
+	// PullProgressDeadline cuts a pull that received no byte for so long
+	// (default DefaultPullProgressDeadline); a pull that keeps receiving is
+	// never cut, however long it takes.
+	PullProgressDeadline time.Duration
+	// RequestTimeout bounds each other containerd call of EnsureImage (the
+	// image lookup, unpack); 0: none. supervise.Bounded leaves EnsureImage
+	// to it, so that a pull is bounded by its progress only.
+	RequestTimeout time.Duration
+	// RegistryConfigDir is the root of containerd's hosts.toml layout
+	// (<dir>/<host>/hosts.toml: mirrors, CAs, plain HTTP); "": none.
+	RegistryConfigDir string
+	// Credentials looks up the credentials of a pull; nil: anonymous.
+	Credentials Credentials
 	// StdinDir holds the stdin fifos of containers with stdin: true.
 	StdinDir string
 }
@@ -65,15 +75,17 @@ func New(c *client.Client, opts Options) *Runtime {
 	if opts.Snapshotter == "" {
 		opts.Snapshotter = "overlayfs"
 	}
-	if opts.PullTimeout == 0 {
-		opts.PullTimeout = 30 * time.Second
+	if opts.PullProgressDeadline <= 0 {
+		opts.PullProgressDeadline = DefaultPullProgressDeadline
 	}
 	return &Runtime{client: c, opts: opts, unpacked: map[string]bool{}, images: map[string]client.Image{}, execs: map[string]execTarget{}, instance: randomID()}
 }
 
 // EnsureImage finds (or pulls) and unpacks the container's image according
-// to its pull policy. With Always and an unreachable registry, a local image
-// is used with a warning: an air-gapped box must boot.
+// to its pull policy. With Always and a registry that cannot be reached (a
+// network error or a stalled pull), a local image is used with a warning:
+// an air-gapped box must boot. A registry that answers with an error (401,
+// 403, 404) fails the pull even with a local image.
 func (r *Runtime) EnsureImage(ctx context.Context, c *v1.Container) (_ supervise.Image, err error) {
 	defer markUnavailable(&err)
 	ref, err := images.Normalize(c.Image)
@@ -81,7 +93,9 @@ func (r *Runtime) EnsureImage(ctx context.Context, c *v1.Container) (_ supervise
 		return supervise.Image{}, err
 	}
 	res := supervise.Image{Ref: ref}
-	img, getErr := r.client.GetImage(ctx, ref)
+	lctx, cancel := r.callContext(ctx)
+	img, getErr := r.client.GetImage(lctx, ref)
+	cancel()
 	if getErr != nil && !errdefs.IsNotFound(getErr) {
 		return res, fmt.Errorf("look up image %s: %w", ref, getErr)
 	}
@@ -90,22 +104,23 @@ func (r *Runtime) EnsureImage(ctx context.Context, c *v1.Container) (_ supervise
 		return res, supervise.ErrImageNeverPull
 	}
 	if c.ImagePullPolicy == v1.PullAlways || !present {
-		pctx, cancel := context.WithTimeout(ctx, r.opts.PullTimeout)
-		var pulled client.Image
-		err := r.withLease(pctx, "pull", func(ctx context.Context) (err error) {
-			pulled, err = r.client.Pull(ctx, ref, client.WithPullUnpack, client.WithPullSnapshotter(r.opts.Snapshotter))
-			return err
-		})
-		cancel()
+		start := time.Now()
+		pulled, n, err := r.pull(ctx, ref)
 		switch {
 		case err == nil:
 			img = pulled
-		case present:
+			d := time.Since(start).Round(time.Millisecond)
+			res.Pulled = fmt.Sprintf("Successfully pulled image %q in %s (%s including waiting). Image size: %d bytes.", c.Image, d, d, imageSize(ctx, pulled, n))
+		case ctx.Err() != nil:
+			return res, fmt.Errorf("pull image %s: %w", ref, err)
+		case present && isNetworkError(err):
 			res.Warning = fmt.Sprintf("pull of %s failed, using the local image (imagePullPolicy Always, registry unreachable): %v", ref, err)
 		default:
 			return res, fmt.Errorf("pull image %s: %w", ref, err)
 		}
 	}
+	ctx, cancel = r.callContext(ctx)
+	defer cancel()
 	// Checking that an image is unpacked walks its layers' snapshots; once
 	// an image (by digest) is known to be unpacked, skip that. A snapshot
 	// removed behind podvisor's back makes container creation fail, which

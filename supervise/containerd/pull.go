@@ -1,0 +1,188 @@
+package containerd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	client "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/remotes"
+	"github.com/containerd/containerd/v2/core/remotes/docker"
+	"github.com/containerd/containerd/v2/core/remotes/docker/config"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// DefaultPullProgressDeadline is how long a pull may go without receiving
+// a byte before it is cut, as kubelet's old --image-pull-progress-deadline.
+const DefaultPullProgressDeadline = time.Minute
+
+// DefaultRegistryConfigDir is containerd's hosts.toml root.
+const DefaultRegistryConfigDir = "/etc/containerd/certs.d"
+
+// Credentials returns the user name and secret (a password or an identity
+// token) for pulling image (a normalized reference) from host, the
+// registry or mirror being contacted. Empty strings: anonymous.
+type Credentials func(ctx context.Context, image, host string) (user, secret string, err error)
+
+// ErrPullStalled is the error of a pull cut because no byte arrived for the
+// progress deadline.
+var ErrPullStalled = errors.New("image pull made no progress")
+
+// progress counts the bytes a pull received and when it last received one.
+type progress struct {
+	bytes atomic.Int64
+	last  atomic.Int64 // UnixNano
+}
+
+func (p *progress) add(n int) {
+	if n > 0 {
+		p.bytes.Add(int64(n))
+		p.last.Store(time.Now().UnixNano())
+	}
+}
+
+// pull fetches ref through a resolver configured from the hosts.toml
+// layout and the credentials, cutting it when no byte arrives for the
+// progress deadline; a pull that keeps receiving is never cut.
+func (r *Runtime) pull(ctx context.Context, ref string) (client.Image, int64, error) {
+	p := &progress{}
+	p.last.Store(time.Now().UnixNano())
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	done := make(chan struct{})
+	defer close(done)
+	go r.watchProgress(p, done, cancel)
+
+	resolver := &countingResolver{Resolver: r.resolver(ctx, ref), p: p}
+	var img client.Image
+	err := r.withLease(ctx, "pull", func(ctx context.Context) (err error) {
+		img, err = r.client.Pull(ctx, ref, client.WithPullUnpack, client.WithPullSnapshotter(r.opts.Snapshotter), client.WithResolver(resolver))
+		return err
+	})
+	if cause := context.Cause(ctx); errors.Is(cause, ErrPullStalled) {
+		err = fmt.Errorf("%w (%d bytes received): %w", cause, p.bytes.Load(), err)
+	}
+	return img, p.bytes.Load(), err
+}
+
+// watchProgress cancels the pull when it has received nothing for the
+// progress deadline.
+func (r *Runtime) watchProgress(p *progress, done <-chan struct{}, cancel context.CancelCauseFunc) {
+	d := r.opts.PullProgressDeadline
+	tick := time.NewTicker(min(d/4, time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+			if idle := time.Since(time.Unix(0, p.last.Load())); idle >= d {
+				cancel(fmt.Errorf("%w for %s", ErrPullStalled, d))
+				return
+			}
+		}
+	}
+}
+
+// resolver is containerd's docker resolver on the hosts of
+// --registry-config-dir (mirrors, CAs, plain HTTP, as containerd's CRI;
+// a registry on localhost needs none) with r's credentials.
+func (r *Runtime) resolver(ctx context.Context, ref string) remotes.Resolver {
+	opts := config.HostOptions{}
+	if r.opts.RegistryConfigDir != "" {
+		opts.HostDir = config.HostDirFromRoot(r.opts.RegistryConfigDir)
+	}
+	if creds := r.opts.Credentials; creds != nil {
+		opts.Credentials = func(host string) (string, string, error) { return creds(ctx, ref, host) }
+	}
+	return docker.NewResolver(docker.ResolverOptions{Hosts: config.ConfigureHosts(ctx, opts)})
+}
+
+// countingResolver counts the bytes its fetchers read into a progress.
+type countingResolver struct {
+	remotes.Resolver
+	p *progress
+}
+
+func (c *countingResolver) Fetcher(ctx context.Context, ref string) (remotes.Fetcher, error) {
+	f, err := c.Resolver.Fetcher(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	return countingFetcher{f: f, p: c.p}, nil
+}
+
+type countingFetcher struct {
+	f remotes.Fetcher
+	p *progress
+}
+
+func (c countingFetcher) Fetch(ctx context.Context, desc ocispec.Descriptor) (io.ReadCloser, error) {
+	rc, err := c.f.Fetch(ctx, desc)
+	if err != nil {
+		return nil, err
+	}
+	return &countingReader{ReadCloser: rc, p: c.p}, nil
+}
+
+type countingReader struct {
+	io.ReadCloser
+	p *progress
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.ReadCloser.Read(b)
+	c.p.add(n)
+	return n, err
+}
+
+// isNetworkError reports whether a pull failed to reach its registry
+// (connection refused, no route, DNS, a timeout or a stall), the only
+// failures after which imagePullPolicy Always may use a local image. A
+// registry that answered (401, 403, 404, a bad manifest) is not one.
+func isNetworkError(err error) bool {
+	if errors.Is(err, ErrPullStalled) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return true
+	}
+	for _, errno := range []syscall.Errno{syscall.ECONNREFUSED, syscall.EHOSTUNREACH, syscall.ENETUNREACH, syscall.ECONNRESET, syscall.ETIMEDOUT} {
+		if errors.Is(err, errno) {
+			return true
+		}
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) && opErr.Op == "dial" {
+		return true
+	}
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) && urlErr.Timeout() {
+		return true
+	}
+	return false
+}
+
+// callContext bounds one containerd call by the request timeout.
+func (r *Runtime) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if r.opts.RequestTimeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, r.opts.RequestTimeout)
+}
+
+// imageSize is the size of a pulled image's content as containerd tells
+// it, else the bytes the pull received.
+func imageSize(ctx context.Context, img client.Image, received int64) int64 {
+	if n, err := img.Size(ctx); err == nil {
+		return n
+	}
+	return received
+}
