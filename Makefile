@@ -18,7 +18,7 @@ CONTROLPLANE_LOG := $(CURDIR)/.cache/controlplane-build.log
 # the apiserver report v1.37.2, not v0.0.0-master.
 CONTROLPLANE_LDFLAGS := -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
 	-X $(p).gitVersion=$(CONTROLPLANE_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=37 -X $(p).gitTreeState=clean)
-DEBS := containerd runc containernetworking-plugins busybox-static iptables iproute2
+DEBS := containerd runc containernetworking-plugins busybox-static iptables iproute2 docker-registry apache2-utils
 # make install: PREFIX/bin gets the binaries, UNITDIR the unit, MANDIR/man1
 # the man pages, the three *COMPDIR the shells' completion scripts, all
 # under DESTDIR when set (for packaging).

@@ -1,0 +1,228 @@
+package containerd
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/containerd/containerd/v2/core/images"
+	"github.com/podvisor/podvisor/test/registry"
+	"github.com/podvisor/podvisor/test/testimage"
+	v1 "k8s.io/api/core/v1"
+)
+
+// TestRegistryPull pulls from real registries (docker-registry on
+// loopback): one with TLS from a test CA and htpasswd auth, one plain
+// HTTP and anonymous, and a proxy in front of the plain one that stalls or
+// trickles blob bytes.
+func TestRegistryPull(t *testing.T) {
+	dir, env, c, base := startRuntime(t)
+	secure := registry.Start(t, registry.Options{User: "puller", Password: "s3cret", TLS: true})
+	plain := registry.Start(t, registry.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := base.Import(ctx, env.ImageArchive); err != nil {
+		t.Fatal(err)
+	}
+	secureRef, err := secure.Push(ctx, c, env.ImageRef, "podvisor/busybox:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plainRef, err := plain.Push(ctx, c, env.ImageRef, "busybox:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b64 := base64.StdEncoding.EncodeToString([]byte("puller:s3cret"))
+	credFile := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(credFile, []byte(fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, secure.Host, b64)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runtime := func(mod func(*Options)) *Runtime {
+		o := base.opts
+		mod(&o)
+		return New(c, o)
+	}
+	ensure := func(rt *Runtime, ref string, policy v1.PullPolicy) (string, error) {
+		img, err := rt.EnsureImage(ctx, &v1.Container{Image: ref, ImagePullPolicy: policy})
+		if err == nil && img.Warning != "" {
+			return "", fmt.Errorf("local image used: %s", img.Warning)
+		}
+		return img.Pulled, err
+	}
+	anonymous := runtime(func(*Options) {})
+	withCreds := runtime(func(o *Options) { o.Credentials = NodeCredentials(filepath.Join(dir, "missing.json"), credFile) })
+
+	t.Run("anonymous refused", func(t *testing.T) {
+		_, err := ensure(anonymous, secureRef, v1.PullIfNotPresent)
+		if err == nil || !strings.Contains(err.Error(), "401") {
+			t.Fatalf("anonymous pull = %v, want a 401", err)
+		}
+	})
+	t.Run("node credentials", func(t *testing.T) {
+		pulled, err := ensure(withCreds, secureRef, v1.PullIfNotPresent)
+		if err != nil || !strings.HasPrefix(pulled, fmt.Sprintf("Successfully pulled image %q in ", secureRef)) || !strings.Contains(pulled, "Image size: ") {
+			t.Fatalf("pull with credentials = %q, %v", pulled, err)
+		}
+	})
+	t.Run("Always refused is no fallback", func(t *testing.T) {
+		// With the image local, a 401 is the registry's answer, not an
+		// unreachable registry.
+		if _, err := ensure(withCreds, secureRef, v1.PullIfNotPresent); err != nil {
+			t.Fatal(err)
+		}
+		img, err := anonymous.EnsureImage(ctx, &v1.Container{Image: secureRef, ImagePullPolicy: v1.PullAlways})
+		if err == nil || !strings.Contains(err.Error(), "401") || img.Warning != "" {
+			t.Fatalf("Always, anonymous, local image = %+v, %v; want the 401", img, err)
+		}
+	})
+	t.Run("plain HTTP on 127.0.0.1 without config", func(t *testing.T) {
+		if _, err := ensure(anonymous, plainRef, v1.PullAlways); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("mirror with CA from hosts.toml", func(t *testing.T) {
+		certs := filepath.Join(t.TempDir(), "certs.d")
+		write := func(ca string) {
+			t.Helper()
+			toml := fmt.Sprintf("server = \"https://registry.invalid\"\n\n[host.\"https://%s\"]\n  capabilities = [\"pull\", \"resolve\"]\n%s", secure.Host, ca)
+			if err := os.MkdirAll(filepath.Join(certs, "registry.invalid"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(certs, "registry.invalid", "hosts.toml"), []byte(toml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rt := runtime(func(o *Options) { o.RegistryConfigDir = certs; o.Credentials = withCreds.opts.Credentials })
+		// Without the CA the mirror's certificate is refused (the mirror
+		// is not localhost: it is verified), and registry.invalid
+		// itself does not resolve.
+		write("")
+		if _, err := ensure(rt, "registry.invalid/podvisor/busybox:1", v1.PullIfNotPresent); err == nil {
+			t.Fatal("a mirror with an unknown CA was trusted")
+		}
+		write(fmt.Sprintf("  ca = %q\n", secure.CAFile))
+		if _, err := ensure(rt, "registry.invalid/podvisor/busybox:1", v1.PullIfNotPresent); err != nil {
+			t.Fatalf("through the mirror: %v", err)
+		}
+	})
+
+	// A bigger image whose blobs are only in the plain registry (pushed,
+	// then deleted here), behind a proxy that stalls or trickles blobs.
+	big := filepath.Join(dir, "big.tar")
+	noise := filepath.Join(dir, "noise")
+	buf := make([]byte, 1<<20)
+	rand.Read(buf)
+	if err := os.WriteFile(noise, buf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := testimage.Build(big, testimage.Options{Ref: "docker.io/library/big:1", ExtraFiles: map[string]string{"/noise": noise}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := base.Import(ctx, big); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plain.Push(ctx, c, "docker.io/library/big:1", "big:1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ImageService().Delete(ctx, "docker.io/library/big:1", images.SynchronousDelete()); err != nil {
+		t.Fatal(err)
+	}
+	var mode atomicMode
+	proxy := blobProxy(t, plain.URL(), &mode)
+	bigRef := strings.TrimPrefix(proxy.URL, "http://") + "/big:1"
+	deadlined := runtime(func(o *Options) { o.PullProgressDeadline = time.Second })
+
+	t.Run("stalled pull cut", func(t *testing.T) {
+		mode.set("stall")
+		start := time.Now()
+		_, err := ensure(deadlined, bigRef, v1.PullIfNotPresent)
+		if !errors.Is(err, ErrPullStalled) || !strings.Contains(err.Error(), "bytes received") {
+			t.Fatalf("stalled pull = %v, want ErrPullStalled", err)
+		}
+		if d := time.Since(start); d > 30*time.Second {
+			t.Errorf("the stalled pull was cut after %s", d)
+		}
+	})
+	t.Run("slow pull not cut", func(t *testing.T) {
+		mode.set("slow")
+		start := time.Now()
+		pulled, err := ensure(deadlined, bigRef, v1.PullIfNotPresent)
+		if err != nil {
+			t.Fatalf("slow pull: %v", err)
+		}
+		if d := time.Since(start); d < 3*time.Second {
+			t.Errorf("the slow pull took only %s: the proxy did not slow it past the 1s deadline", d)
+		}
+		t.Log(pulled)
+	})
+}
+
+// atomicMode is what blobProxy does with blobs, set by the test.
+type atomicMode struct{ v atomic.Value }
+
+func (m *atomicMode) set(s string) { m.v.Store(s) }
+
+func (m *atomicMode) get() string { s, _ := m.v.Load().(string); return s }
+
+// blobProxy forwards to target, but serves the body of every blob GET as
+// its mode says: "stall" sends 64 KiB then nothing until the client
+// leaves; "slow" sends 64 KiB every 200 ms.
+func blobProxy(t *testing.T, target string, mode *atomicMode) *httptest.Server {
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.FlushInterval = -1
+	rp.ModifyResponse = func(resp *http.Response) error {
+		if resp.Request.Method != http.MethodGet || !strings.Contains(resp.Request.URL.Path, "/blobs/") {
+			return nil
+		}
+		resp.Body = &throttled{ReadCloser: resp.Body, mode: mode.get(), done: resp.Request.Context().Done()}
+		return nil
+	}
+	s := httptest.NewServer(rp)
+	t.Cleanup(s.Close)
+	return s
+}
+
+type throttled struct {
+	io.ReadCloser
+	mode string
+	done <-chan struct{}
+	sent int
+}
+
+func (r *throttled) Read(b []byte) (int, error) {
+	const chunk = 64 << 10
+	if r.sent >= chunk {
+		switch r.mode {
+		case "stall":
+			<-r.done
+			return 0, io.ErrUnexpectedEOF
+		case "slow":
+			select {
+			case <-r.done:
+				return 0, io.ErrUnexpectedEOF
+			case <-time.After(200 * time.Millisecond):
+			}
+			r.sent = 0
+		}
+	}
+	n, err := r.ReadCloser.Read(b[:min(len(b), chunk-r.sent)])
+	r.sent += n
+	return n, err
+}
