@@ -82,3 +82,16 @@ func TestBoundedRuntime(t *testing.T) {
 		t.Errorf("%d calls reached the runtime: %v", n, rt.calls)
 	}
 }
+
+// A pull's progress and its end are events of the container, as
+// kubelet's Pulling and Pulled.
+func TestPullEvents(t *testing.T) {
+	e := newEnv(t)
+	e.rt.pulls = true
+	p := testPod("web", v1.RestartPolicyAlways, nil, "a")
+	e.step(e.worker(p))
+	got := strings.Join(e.st.events, "\n")
+	if !strings.Contains(got, "Pulling: Pulling image ") || !strings.Contains(got, "bytes received") || !strings.Contains(got, "Pulled: Successfully pulled image ") {
+		t.Errorf("events:\n%s", got)
+	}
+}

@@ -169,6 +169,9 @@ type fakeRuntime struct {
 	stopIgnores bool
 	pid         uint32
 	graces      map[string]time.Duration // the grace of the last Stop of each container
+	// pulls makes EnsureImage pull: report through the ctx's
+	// PullReporter and say it pulled.
+	pulls bool
 }
 
 func newFakeRuntime(clk *fakeClock) *fakeRuntime {
@@ -208,11 +211,19 @@ func (r *fakeRuntime) count(name string) int {
 	return n
 }
 
-func (r *fakeRuntime) EnsureImage(_ context.Context, c *v1.Container) (Image, error) {
+func (r *fakeRuntime) EnsureImage(ctx context.Context, c *v1.Container) (Image, error) {
 	if err := r.call("EnsureImage", c.Image); err != nil {
 		return Image{}, err
 	}
-	return Image{Ref: "docker.io/library/" + c.Image + ":latest", ID: "docker.io/library/" + c.Image + "@sha256:1"}, nil
+	img := Image{Ref: "docker.io/library/" + c.Image + ":latest", ID: "docker.io/library/" + c.Image + "@sha256:1"}
+	r.mu.Lock()
+	pulls := r.pulls
+	r.mu.Unlock()
+	if pulls {
+		PullReporterFrom(ctx)("Pulling", "Pulling image "+c.Image+": 42 bytes received in 10s")
+		img.Pulled = "Successfully pulled image " + c.Image
+	}
+	return img, nil
 }
 
 func (r *fakeRuntime) Create(_ context.Context, cfg ContainerConfig) error {

@@ -64,7 +64,9 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef,
 		w.event(pod, fp, v1.EventTypeWarning, "Failed", "Error: %v", err)
 		return err
 	}
-	img, err := w.d.ensureImage(ctx, c)
+	img, err := w.d.ensureImage(WithPullReporter(ctx, func(reason, msg string) {
+		w.event(pod, fp, v1.EventTypeNormal, reason, "%s", msg)
+	}), c)
 	if err != nil {
 		if ctx.Err() != nil {
 			return err
@@ -73,6 +75,9 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef,
 			return fail("ErrImageNeverPull", fmt.Errorf("container image %q is not present with pull policy of Never", c.Image))
 		}
 		return fail("ErrImagePull", err)
+	}
+	if img.Pulled != "" {
+		w.event(pod, fp, v1.EventTypeNormal, "Pulled", "%s", img.Pulled)
 	}
 	if img.Warning != "" && !w.warned["pull/"+img.Ref] {
 		w.warned["pull/"+img.Ref] = true

@@ -23,4 +23,14 @@
 //     shim gives a binary-logged process no stdin) a fifo in StdinDir,
 //     removed with the container. Attach writes to that fifo and follows
 //     the log; it never stops the container.
+//   - A pull is cut only when no byte arrives for PullProgressDeadline
+//     (ErrPullStalled), never for its length; it reports its start and
+//     the bytes received through the ctx's supervise.PullReporter. Hosts
+//     come from the hosts.toml layout in RegistryConfigDir (containerd's
+//     own config.ConfigureHosts: a localhost registry needs none), the
+//     credentials from Options.Credentials (NodeCredentials: a docker
+//     config.json matched as kubelet's keyring), asked per image and host.
+//   - With imagePullPolicy Always, a local image replaces a failed pull
+//     only when the registry could not be reached (network error, stall);
+//     a registry's refusal (401, 403, 404) is the pull's error.
 package containerd

@@ -16,6 +16,7 @@ import (
 	"github.com/containerd/containerd/v2/core/remotes/docker"
 	"github.com/containerd/containerd/v2/core/remotes/docker/config"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/podvisor/podvisor/supervise"
 )
 
 // DefaultPullProgressDeadline is how long a pull may go without receiving
@@ -55,9 +56,13 @@ func (r *Runtime) pull(ctx context.Context, ref string) (client.Image, int64, er
 	p.last.Store(time.Now().UnixNano())
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	report := supervise.PullReporterFrom(ctx)
+	report("Pulling", fmt.Sprintf("Pulling image %q", ref))
 	done := make(chan struct{})
 	defer close(done)
-	go r.watchProgress(p, done, cancel)
+	go r.watchProgress(p, done, cancel, func(bytes int64, d time.Duration) {
+		report("Pulling", fmt.Sprintf("Pulling image %q: %d bytes received in %s", ref, bytes, d.Round(time.Second)))
+	})
 
 	resolver := &countingResolver{Resolver: r.resolver(ctx, ref), p: p}
 	var img client.Image
@@ -72,16 +77,23 @@ func (r *Runtime) pull(ctx context.Context, ref string) (client.Image, int64, er
 }
 
 // watchProgress cancels the pull when it has received nothing for the
-// progress deadline.
-func (r *Runtime) watchProgress(p *progress, done <-chan struct{}, cancel context.CancelCauseFunc) {
+// progress deadline, and reports the bytes received every
+// PullReportInterval while it runs.
+func (r *Runtime) watchProgress(p *progress, done <-chan struct{}, cancel context.CancelCauseFunc, report func(int64, time.Duration)) {
 	d := r.opts.PullProgressDeadline
 	tick := time.NewTicker(min(d/4, time.Second))
 	defer tick.Stop()
+	start := time.Now()
+	lastReport := start
 	for {
 		select {
 		case <-done:
 			return
-		case <-tick.C:
+		case now := <-tick.C:
+			if now.Sub(lastReport) >= r.opts.PullReportInterval {
+				lastReport = now
+				report(p.bytes.Load(), now.Sub(start))
+			}
 			if idle := time.Since(time.Unix(0, p.last.Load())); idle >= d {
 				cancel(fmt.Errorf("%w for %s", ErrPullStalled, d))
 				return

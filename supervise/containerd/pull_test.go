@@ -13,12 +13,15 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/containerd/containerd/v2/core/images"
+	"github.com/podvisor/podvisor/supervise"
 	"github.com/podvisor/podvisor/test/registry"
 	"github.com/podvisor/podvisor/test/testimage"
 	v1 "k8s.io/api/core/v1"
@@ -143,7 +146,7 @@ func TestRegistryPull(t *testing.T) {
 	var mode atomicMode
 	proxy := blobProxy(t, plain.URL(), &mode)
 	bigRef := strings.TrimPrefix(proxy.URL, "http://") + "/big:1"
-	deadlined := runtime(func(o *Options) { o.PullProgressDeadline = time.Second })
+	deadlined := runtime(func(o *Options) { o.PullProgressDeadline = time.Second; o.PullReportInterval = time.Second })
 
 	t.Run("stalled pull cut", func(t *testing.T) {
 		mode.set("stall")
@@ -158,15 +161,27 @@ func TestRegistryPull(t *testing.T) {
 	})
 	t.Run("slow pull not cut", func(t *testing.T) {
 		mode.set("slow")
+		var mu sync.Mutex
+		var reports []string
+		rctx := supervise.WithPullReporter(ctx, func(reason, msg string) {
+			mu.Lock()
+			defer mu.Unlock()
+			reports = append(reports, reason+": "+msg)
+		})
 		start := time.Now()
-		pulled, err := ensure(deadlined, bigRef, v1.PullIfNotPresent)
-		if err != nil {
-			t.Fatalf("slow pull: %v", err)
+		img, err := deadlined.EnsureImage(rctx, &v1.Container{Image: bigRef, ImagePullPolicy: v1.PullIfNotPresent})
+		if err != nil || img.Warning != "" {
+			t.Fatalf("slow pull: %+v, %v", img, err)
 		}
 		if d := time.Since(start); d < 3*time.Second {
 			t.Errorf("the slow pull took only %s: the proxy did not slow it past the 1s deadline", d)
 		}
-		t.Log(pulled)
+		mu.Lock()
+		defer mu.Unlock()
+		if len(reports) < 2 || reports[0] != fmt.Sprintf("Pulling: Pulling image %q", bigRef) || !regexp.MustCompile(`^Pulling: Pulling image ".*": [1-9][0-9]* bytes received in [1-9]`).MatchString(reports[1]) {
+			t.Errorf("reports %q, want the start then the bytes received", reports)
+		}
+		t.Log(img.Pulled)
 	})
 }
 

@@ -40,6 +40,9 @@ type Options struct {
 	// (default DefaultPullProgressDeadline); a pull that keeps receiving is
 	// never cut, however long it takes.
 	PullProgressDeadline time.Duration
+	// PullReportInterval is how often a running pull reports the bytes
+	// it received (supervise.PullReporter; default 10 s).
+	PullReportInterval time.Duration
 	// RequestTimeout bounds each other containerd call of EnsureImage (the
 	// image lookup, unpack); 0: none. supervise.Bounded leaves EnsureImage
 	// to it, so that a pull is bounded by its progress only.
@@ -77,6 +80,9 @@ func New(c *client.Client, opts Options) *Runtime {
 	}
 	if opts.PullProgressDeadline <= 0 {
 		opts.PullProgressDeadline = DefaultPullProgressDeadline
+	}
+	if opts.PullReportInterval <= 0 {
+		opts.PullReportInterval = 10 * time.Second
 	}
 	return &Runtime{client: c, opts: opts, unpacked: map[string]bool{}, images: map[string]client.Image{}, execs: map[string]execTarget{}, instance: randomID()}
 }
