@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func TestNodeCredentials(t *testing.T) {
@@ -69,5 +70,34 @@ func TestIsNetworkError(t *testing.T) {
 		if got := isNetworkError(c.err); got != c.want {
 			t.Errorf("isNetworkError(%v) = %v", c.err, got)
 		}
+	}
+}
+
+// The progress deadline counts only while the pull waits on its registry
+// (resolving, or a fetch open): containerd unpacking after the last byte
+// is not a stall.
+func TestWatchProgress(t *testing.T) {
+	r := &Runtime{opts: Options{PullProgressDeadline: 200 * time.Millisecond, PullReportInterval: time.Hour}}
+	p := &progress{}
+	p.last.Store(time.Now().UnixNano())
+	p.fetched.Store(true) // fetched, none open: unpacking
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	done := make(chan struct{})
+	defer close(done)
+	go r.watchProgress(p, done, cancel, func(int64, time.Duration) {})
+	select {
+	case <-ctx.Done():
+		t.Fatalf("cut while unpacking: %v", context.Cause(ctx))
+	case <-time.After(time.Second):
+	}
+	p.open.Add(1) // a fetch that receives nothing
+	select {
+	case <-ctx.Done():
+		if !errors.Is(context.Cause(ctx), ErrPullStalled) {
+			t.Errorf("cause %v", context.Cause(ctx))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a stalled fetch was not cut")
 	}
 }

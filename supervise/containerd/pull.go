@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -35,10 +36,21 @@ type Credentials func(ctx context.Context, image, host string) (user, secret str
 // progress deadline.
 var ErrPullStalled = errors.New("image pull made no progress")
 
-// progress counts the bytes a pull received and when it last received one.
+// progress counts the bytes a pull received and when it last received
+// one. Only a pull waiting on its registry can stall: while no fetch is
+// open after one was (containerd unpacking the last layer, writing
+// metadata), the pull counts as progressing.
 type progress struct {
-	bytes atomic.Int64
-	last  atomic.Int64 // UnixNano
+	bytes   atomic.Int64
+	last    atomic.Int64 // UnixNano
+	open    atomic.Int32 // fetches under way: requests and unclosed bodies
+	fetched atomic.Bool  // a fetch was made
+}
+
+// waiting reports whether the pull is waiting on its registry: resolving,
+// or with a fetch under way.
+func (p *progress) waiting() bool {
+	return !p.fetched.Load() || p.open.Load() > 0
 }
 
 func (p *progress) add(n int) {
@@ -94,7 +106,10 @@ func (r *Runtime) watchProgress(p *progress, done <-chan struct{}, cancel contex
 				lastReport = now
 				report(p.bytes.Load(), now.Sub(start))
 			}
-			if idle := time.Since(time.Unix(0, p.last.Load())); idle >= d {
+			if !p.waiting() {
+				p.last.Store(now.UnixNano())
+			}
+			if idle := now.Sub(time.Unix(0, p.last.Load())); idle >= d {
 				cancel(fmt.Errorf("%w for %s", ErrPullStalled, d))
 				return
 			}
@@ -136,8 +151,11 @@ type countingFetcher struct {
 }
 
 func (c countingFetcher) Fetch(ctx context.Context, desc ocispec.Descriptor) (io.ReadCloser, error) {
+	c.p.fetched.Store(true)
+	c.p.open.Add(1)
 	rc, err := c.f.Fetch(ctx, desc)
 	if err != nil {
+		c.p.open.Add(-1)
 		return nil, err
 	}
 	return &countingReader{ReadCloser: rc, p: c.p}, nil
@@ -145,7 +163,13 @@ func (c countingFetcher) Fetch(ctx context.Context, desc ocispec.Descriptor) (io
 
 type countingReader struct {
 	io.ReadCloser
-	p *progress
+	p      *progress
+	closed sync.Once
+}
+
+func (c *countingReader) Close() error {
+	c.closed.Do(func() { c.p.open.Add(-1) })
+	return c.ReadCloser.Close()
 }
 
 func (c *countingReader) Read(b []byte) (int, error) {
