@@ -74,3 +74,16 @@ func TestValidate(t *testing.T) {
 		t.Errorf("node name Edge-7: %v", err)
 	}
 }
+
+// The default credentials file falls back to kubelet's; a given one is
+// read alone.
+func TestCredentialsFiles(t *testing.T) {
+	c := Default()
+	if got := c.credentialsFiles(); len(got) != 2 || got[0] != DefaultImageCredentialsFile || got[1] != KubeletCredentialsFile {
+		t.Errorf("default: %v", got)
+	}
+	c.ImageCredentialsFile = "/etc/podvisor/auth.json"
+	if got := c.credentialsFiles(); len(got) != 1 || got[0] != "/etc/podvisor/auth.json" {
+		t.Errorf("given: %v", got)
+	}
+}
