@@ -407,7 +407,7 @@ func TestWarnings(t *testing.T) {
 		{"other node", "  nodeName: elsewhere\n", []string{"spec.nodeName: ignored by podvisor (set to this node)"}},
 		{"several", "  nodeSelector: {a: b}\n  priorityClassName: system-node-critical\n  imagePullSecrets: [{name: s}]\n",
 			[]string{"spec.nodeSelector: ignored by podvisor (there is only this node)",
-				"spec.imagePullSecrets: ignored by podvisor (no registry credentials are used)"}},
+				"spec.imagePullSecrets: ignored by podvisor (not read yet: pulls use the node-wide credentials of --image-credentials-file)"}},
 		{"ephemeral storage", "    resources: {limits: {ephemeral-storage: 1Gi}}\n",
 			[]string{"spec.containers[0].resources.limits[ephemeral-storage]: ignored by podvisor (no local storage accounting)"}},
 	}
