@@ -121,6 +121,7 @@ type Supervisor struct {
 	mu      sync.Mutex
 	workers map[types.UID]*podWorker
 	sent    map[types.UID]*manifest.Pod // the spec last sent to each worker
+	objs    Objects                     // the ConfigMaps and Secrets last sent to the workers
 }
 
 // New returns a Supervisor.
