@@ -35,9 +35,14 @@ type containerEnv struct {
 	// Env is the KEY=VALUE list, each name once, in the order first
 	// defined (envFrom, then env).
 	Env []string
-	// Skipped are the messages of kubelet's InvalidEnvironmentVariableNames
-	// events: envFrom keys that are not valid names. They name keys,
-	// never values.
+	// Skipped are the messages of InvalidEnvironmentVariableNames events:
+	// envFrom keys that, with their prefix, are not valid names (printable
+	// ASCII but "="; the relaxed rule Kubernetes validates env names with
+	// since 1.34). Older kubelets skipped keys failing the C identifier
+	// rule with this event; kubelet 1.37 no longer checks, and a key the
+	// apiserver's ConfigMap and Secret validation accepts always passes,
+	// so this only guards objects that bypassed it. They name keys, never
+	// values.
 	Skipped []string
 }
 
@@ -128,8 +133,7 @@ func (s envSource) keyRef(vf *v1.EnvVarSource) (string, bool, error) {
 
 // resolveEnv builds a container's environment as kubelet's
 // makeEnvironmentVariables: envFrom first (a later source overrides an
-// earlier one; keys, with their prefix, that are not valid names are
-// skipped), then env, each value expanding $(VAR) references to what is
+// earlier one), then env, each value expanding $(VAR) references to what is
 // defined before it; an env entry overrides an envFrom key. Values from
 // sources are never expanded.
 func resolveEnv(pod *v1.Pod, c *v1.Container, objs Objects, f envFacts) (containerEnv, error) {
@@ -147,7 +151,7 @@ func resolveEnv(pod *v1.Pod, c *v1.Container, objs Objects, f envFacts) (contain
 		var invalid []string
 		for _, k := range keys {
 			k2 := prefix + k
-			if len(utilvalidation.IsEnvVarName(k2)) != 0 {
+			if len(utilvalidation.IsRelaxedEnvVarName(k2)) != 0 {
 				invalid = append(invalid, k2)
 				continue
 			}
