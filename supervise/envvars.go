@@ -23,7 +23,8 @@ type Objects struct {
 
 // envFacts are what fieldRef and resourceFieldRef resolve from beyond the
 // pod: its IPs, the node's, and the node's allocatable resources, which an
-// unset limit resolves to (kubelet's defaultPodLimitsForDownwardAPI).
+// unset limit resolves to (kubelet's defaultPodLimitsForDownwardAPI): the
+// host's CPUs and memory, the state dir's filesystem as ephemeral storage.
 type envFacts struct {
 	PodIPs      []string
 	HostIPs     []string

@@ -61,6 +61,9 @@ func (w *podWorker) envFacts() envFacts {
 	if w.d.machineMem > 0 {
 		f.Allocatable[v1.ResourceMemory] = *resource.NewQuantity(w.d.machineMem, resource.BinarySI)
 	}
+	if w.d.stateFS > 0 {
+		f.Allocatable[v1.ResourceEphemeralStorage] = *resource.NewQuantity(w.d.stateFS, resource.BinarySI)
+	}
 	if w.d.nodeIP != "" {
 		f.HostIPs = []string{w.d.nodeIP}
 	}

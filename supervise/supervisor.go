@@ -196,6 +196,10 @@ func New(opts Options) *Supervisor {
 	if unix.Sysinfo(&si) == nil {
 		s.machineMem = int64(si.Totalram) * int64(si.Unit)
 	}
+	var fs unix.Statfs_t
+	if unix.Statfs(s.layout.StateDir, &fs) == nil {
+		s.stateFS = int64(fs.Blocks) * fs.Bsize
+	}
 	return s
 }
 

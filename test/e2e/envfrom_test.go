@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -65,6 +66,7 @@ spec:
     - {name: CPU_LIM, valueFrom: {resourceFieldRef: {resource: limits.cpu}}}
     - {name: MEM_LIM_MI, valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: 1Mi}}}
     - {name: MEM_REQ_MI, valueFrom: {resourceFieldRef: {resource: requests.memory, divisor: 1Mi}}}
+    - {name: EPH_LIM, valueFrom: {resourceFieldRef: {resource: limits.ephemeral-storage}}}
     - {name: FROM_CM, valueFrom: {configMapKeyRef: {name: conf, key: URL}}}
     - {name: PASS, valueFrom: {secretKeyRef: {name: creds, key: password}}}
     - {name: OPT, valueFrom: {secretKeyRef: {name: creds, key: nope, optional: true}}}
@@ -118,6 +120,11 @@ func TestEnvFrom(t *testing.T) {
 		"MEM_LIM_MI": "64", "MEM_REQ_MI": "3", // 2.86Mi rounds up
 		"FROM_CM": "$(HOST)/x", "PASS": "pw-7f3a9c1e",
 	}
+	var fs unix.Statfs_t
+	if err := unix.Statfs(d.state, &fs); err != nil {
+		t.Fatal(err)
+	}
+	want["EPH_LIM"] = strconv.FormatInt(int64(fs.Blocks)*fs.Bsize, 10) // unset: the state dir's filesystem
 	for k, v := range want {
 		if g, ok := got[k]; !ok || g != v {
 			t.Errorf("%s = %q (set %v), want %q", k, g, ok, v)
