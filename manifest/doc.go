@@ -22,7 +22,8 @@
 //     are its names, kept here. A scan that parsed a lot returns the memory
 //     to the OS. Every problem is a *FileError ("path:line: field: reason"); all
 //     of them wrap ErrInvalid unless they are I/O errors. Warnings wrap
-//     ErrInsecure or ErrIgnored.
+//     ErrInsecure, ErrIgnored or ErrMissingObject (a pod referencing a
+//     ConfigMap or Secret not defined is accepted and waits for it).
 //   - Documents are independent. A valid document takes effect; an invalid
 //     one keeps the last good content of the same document index (its pods
 //     marked with Pod.Err) until it is fixed or the document or file is

@@ -74,6 +74,11 @@ var ErrDuplicate = podfile.ErrDuplicate
 // ignored (podfile.ErrIgnored).
 var ErrIgnored = podfile.ErrIgnored
 
+// ErrMissingObject is wrapped by the warnings about a ConfigMap or Secret a
+// pod needs that is not defined: the pod runs and its containers wait
+// (podfile.ErrMissingObject).
+var ErrMissingObject = podfile.ErrMissingObject
+
 // ErrInsecure is wrapped by the Snapshot.Warnings about permissions: a
 // directory or file that a user other than root can change.
 var ErrInsecure = errors.New("insecure manifest permissions")
@@ -111,8 +116,10 @@ type Snapshot struct {
 	// Errors holds every problem found in this scan, sorted by path and line.
 	Errors []*FileError
 	// Warnings holds problems that change nothing but deserve an event:
-	// insecure permissions (wrapping ErrInsecure) and ignored fields of
-	// ConfigMaps, Secrets and Lists (wrapping ErrIgnored). Sorted by path and
+	// insecure permissions (wrapping ErrInsecure), ignored fields of
+	// ConfigMaps, Secrets and Lists (wrapping ErrIgnored) and ConfigMaps
+	// or Secrets a pod needs that are not defined (wrapping
+	// ErrMissingObject). Sorted by path and
 	// line. A Source logs each one once, when it appears.
 	Warnings []*FileError
 }

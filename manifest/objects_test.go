@@ -77,3 +77,25 @@ func TestUnknownFieldPolicy(t *testing.T) {
 		}
 	}
 }
+
+// A pod whose ConfigMap is not defined yet is accepted, with a warning: its
+// containers wait for the object, as kubelet's do.
+func TestMissingObjectWaits(t *testing.T) {
+	dir := t.TempDir()
+	pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n  - name: app\n    image: busybox\n" +
+		"    env:\n    - name: A\n      valueFrom: {configMapKeyRef: {name: conf, key: a}}\n    envFrom: [{secretRef: {name: creds}}]\n"
+	writeFile(t, dir+"/web.yaml", pod)
+	s := Load(dir, node)
+	if len(s.Errors) != 0 || len(s.Pods) != 1 || len(s.Warnings) != 2 {
+		t.Fatalf("errors %v warnings %v pods %d, want the pod and 2 warnings", s.Errors, s.Warnings, len(s.Pods))
+	}
+	for _, w := range s.Warnings {
+		if !errors.Is(w, ErrMissingObject) || errors.Is(w, ErrInvalid) {
+			t.Errorf("warning %q does not wrap ErrMissingObject alone", w)
+		}
+	}
+	writeFile(t, dir+"/conf.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: conf}\ndata: {a: x}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: creds}\n")
+	if s := Load(dir, node); len(s.Errors) != 0 || len(s.Pods) != 1 || len(s.Warnings) != 0 {
+		t.Errorf("with the objects: errors %v warnings %v pods %d", s.Errors, s.Warnings, len(s.Pods))
+	}
+}

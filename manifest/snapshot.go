@@ -63,10 +63,8 @@ func (s *scanner) build(dirErr *FileError, manifests []entry) Snapshot {
 			}
 			snap.Secrets[c.obj.Key] = c.obj.Secret
 		default:
-			if missing := podfile.MissingReferences(c.pod, func(id string) bool { return have[id] }); len(missing) > 0 {
-				errs = append(errs, missing...)
-				continue
-			}
+			// A pod waits for what it references, as kubelet's does.
+			warns = append(warns, podfile.MissingReferences(c.pod, func(id string) bool { return have[id] })...)
 			snap.Pods = append(snap.Pods, c.pod)
 		}
 	}

@@ -45,6 +45,9 @@ type workerDeps struct {
 
 	oomFloor   int // lowest oom_score_adj this host accepts (0 or -1000)
 	machineMem int64
+	// stateFS is the size of the state dir's filesystem: the node's
+	// ephemeral storage, as kubelet's is its root dir's (0: unknown).
+	stateFS int64
 
 	// imageGen counts image imports, so a pod waiting out a failed pull
 	// retries at once when new images arrive.

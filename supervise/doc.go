@@ -5,8 +5,8 @@
 //
 // A Supervisor receives full desired-set snapshots from manifest.Source and
 // owns one pod worker per pod UID. Each worker runs in its own goroutine: a
-// loop that takes messages from a typed inbox (the desired spec, a stop
-// request, OOM kills, probe results, restart requests, wake-ups), observes
+// loop that takes messages from a typed inbox (the desired spec, the
+// ConfigMaps and Secrets, a stop request, OOM kills, probe results, restart requests, wake-ups), observes
 // its containers, and then plans and executes until a plan has nothing to
 // do:
 //
@@ -57,6 +57,14 @@
 //     /var/log/containers link to its live log from its creation to its
 //     removal; links into the log dir of containers the runtime no longer
 //     has are pruned at start and each relist, others are never touched.
+//   - A container's environment is resolved when it starts, as kubelet's
+//     makeEnvironmentVariables, from the pod, the node and the snapshot's
+//     local ConfigMaps and Secrets (sent to every worker when they change,
+//     as the planner's input). A container needing an object or key that
+//     is missing (not optional) waits in CreateContainerConfigError with
+//     kubelet's message, and starts with the snapshot that has it. Secret
+//     values go only into the container's spec: never into a log line, an
+//     event, a status or a metric.
 //   - Drops of a log driver (a full log filesystem) are noticed within
 //     seconds, while they go on, and reported as one LogDropped event for
 //     each episode.

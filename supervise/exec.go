@@ -312,6 +312,18 @@ func (w *podWorker) applyBackOffs(pod *v1.Pod, bs []backOff) {
 	}
 }
 
+// applyConfigWaits shows the containers waiting for a ConfigMap, Secret or
+// key, with a Failed event each time the reason changes, as kubelet's.
+func (w *podWorker) applyConfigWaits(pod *v1.Pod, cw []configWait) {
+	for _, c := range cw {
+		if wt := w.waiting[c.Ref.Name]; wt != nil && wt.Reason == "CreateContainerConfigError" && wt.Message == c.Message {
+			continue
+		}
+		w.waiting[c.Ref.Name] = &v1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: c.Message}
+		w.event(pod, c.Ref.fieldPath(), v1.EventTypeWarning, "Failed", "Error: %s", c.Message)
+	}
+}
+
 // cleanup removes everything the stopped pod owns. With every container
 // gone the pod is stopped, and a replacement of the same name may start.
 // What fails to clean up now is reported, and repaired at podvisor's next

@@ -14,6 +14,10 @@ type message interface{ isMessage() }
 // one not yet taken (the latest update wins, as kubelet's pod workers).
 type specMsg struct{ pod *manifest.Pod }
 
+// objectsMsg carries the latest local ConfigMaps and Secrets; a newer one
+// replaces one not yet taken. Containers waiting for one start on it.
+type objectsMsg struct{ objs Objects }
+
 // stopMsg asks the worker to stop the pod and clean up (manifest removed).
 type stopMsg struct{}
 
@@ -24,10 +28,11 @@ type oomMsg struct{ containerID string }
 // images); it carries nothing.
 type wakeMsg struct{}
 
-func (specMsg) isMessage() {}
-func (stopMsg) isMessage() {}
-func (oomMsg) isMessage()  {}
-func (wakeMsg) isMessage() {}
+func (specMsg) isMessage()    {}
+func (objectsMsg) isMessage() {}
+func (stopMsg) isMessage()    {}
+func (oomMsg) isMessage()     {}
+func (wakeMsg) isMessage()    {}
 
 // inbox holds the messages a worker has not taken yet, with a buffer-1
 // signal that never blocks a sender.
@@ -48,12 +53,10 @@ func (b *inbox) send(m message) {
 	b.mu.Lock()
 	switch m.(type) {
 	case specMsg:
-		for i, old := range b.pending {
-			if _, ok := old.(specMsg); ok {
-				b.pending = append(b.pending[:i], b.pending[i+1:]...)
-				break
-			}
-		}
+		b.replace(func(old message) bool { _, ok := old.(specMsg); return ok })
+		b.pending = append(b.pending, m)
+	case objectsMsg:
+		b.replace(func(old message) bool { _, ok := old.(objectsMsg); return ok })
 		b.pending = append(b.pending, m)
 	case wakeMsg:
 		// The signal alone is the wake-up.
@@ -69,6 +72,16 @@ func (b *inbox) send(m message) {
 	select {
 	case b.signal <- struct{}{}:
 	default:
+	}
+}
+
+// replace drops the first pending message same says is of m's kind.
+func (b *inbox) replace(same func(message) bool) {
+	for i, old := range b.pending {
+		if same(old) {
+			b.pending = append(b.pending[:i], b.pending[i+1:]...)
+			return
+		}
 	}
 }
 

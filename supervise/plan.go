@@ -92,6 +92,9 @@ type planInput struct {
 	Waits      map[ctrRef]waits
 	// Restarts are the containers podvisor restart asked to restart now.
 	Restarts map[ctrRef]bool
+	// Objects are the local ConfigMaps and Secrets: a container whose
+	// environment needs one (or a key) that is missing waits for it.
+	Objects Objects
 }
 
 // plan is what to do now, and when to look again.
@@ -100,6 +103,9 @@ type plan struct {
 	// BackOffs are containers waiting out a back-off (shown as
 	// CrashLoopBackOff or ImagePullBackOff).
 	BackOffs []backOff
+	// ConfigWaits are containers that would start but wait for a
+	// ConfigMap, Secret or key (shown as CreateContainerConfigError).
+	ConfigWaits []configWait
 	// Wake is when to plan again without a wake-up; zero: only on one.
 	Wake time.Time
 }
@@ -194,6 +200,13 @@ type backOff struct {
 	Ref   ctrRef
 	Until time.Time
 	Crash bool // crash back-off; else a retry of a failed start
+}
+
+// configWait is a container waiting for what its environment needs;
+// Message is kubelet's (it names objects and keys, never values).
+type configWait struct {
+	Ref     ctrRef
+	Message string
 }
 
 func (a adoptContainer) String() string  { return "adopt " + a.Ref.Name + " " + a.ID }

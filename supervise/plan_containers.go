@@ -188,6 +188,11 @@ func startOrWait(p *plan, in planInput, ref ctrRef, cr *containerRecord) {
 		p.BackOffs = append(p.BackOffs, backOff{Ref: ref, Until: w.CrashUntil, Crash: true})
 		p.wakeAt(w.CrashUntil)
 	default:
+		if err := envConfigError(in.Pod, containerSpec(in.Pod, ref), in.Objects); err != nil {
+			// No wake-up: a new snapshot with the object wakes the worker.
+			p.ConfigWaits = append(p.ConfigWaits, configWait{Ref: ref, Message: err.Error()})
+			return
+		}
 		p.add(startContainer{Ref: ref, Restart: cr.Terminated != nil})
 	}
 }

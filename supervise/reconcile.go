@@ -1,6 +1,8 @@
 package supervise
 
 import (
+	"maps"
+
 	"github.com/podvisor/podvisor/manifest"
 	"github.com/podvisor/podvisor/status"
 	v1 "k8s.io/api/core/v1"
@@ -17,6 +19,13 @@ func (s *Supervisor) reconcile(snap manifest.Snapshot, records map[types.UID]*po
 	want := map[types.UID]*manifest.Pod{}
 	for _, p := range snap.Pods {
 		want[p.Pod.UID] = p
+	}
+	objs := Objects{ConfigMaps: snap.ConfigMaps, Secrets: snap.Secrets}
+	if !sameObjects(objs, s.objs) {
+		s.objs = objs
+		for _, w := range s.workers {
+			w.inbox.send(objectsMsg{objs: objs})
+		}
 	}
 	busyNames := map[string]bool{}
 	for uid, w := range s.workers {
@@ -50,10 +59,17 @@ func (s *Supervisor) reconcile(snap manifest.Snapshot, records map[types.UID]*po
 			continue
 		}
 		w := newPodWorker(&s.workerDeps, uid, p, records[uid])
+		w.objs = s.objs
 		delete(records, uid)
 		s.sent[uid] = p
 		start(w)
 	}
+}
+
+// sameObjects reports whether a and b hold the same objects: the Source
+// hands out an unchanged object as the same pointer.
+func sameObjects(a, b Objects) bool {
+	return maps.Equal(a.ConfigMaps, b.ConfigMaps) && maps.Equal(a.Secrets, b.Secrets)
 }
 
 func (s *Supervisor) wakeAll() {

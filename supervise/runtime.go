@@ -98,6 +98,10 @@ type ContainerConfig struct {
 	Image     Image
 	Pod       *v1.Pod
 	Container *v1.Container
+	// Env is the container's resolved environment (KEY=VALUE, valueFrom
+	// and envFrom resolved, $(VAR) expanded); nil: built from
+	// Container.Env's values. It may hold Secret values: never logged.
+	Env []string
 	// Sandbox: the pod's shared namespaces and /dev/shm (empty for host
 	// namespaces).
 	SandboxID string

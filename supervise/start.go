@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"time"
 
 	"github.com/podvisor/podvisor/internal/crilog"
 	"github.com/podvisor/podvisor/mounts"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // start creates and starts one run of a container, and keeps its back-off
@@ -51,6 +53,26 @@ func (w *podWorker) start(ctx context.Context, pod *v1.Pod, a startContainer) er
 	return nil
 }
 
+// envFacts are the pod's and the node's facts its environment may name.
+func (w *podWorker) envFacts() envFacts {
+	f := envFacts{Allocatable: v1.ResourceList{
+		v1.ResourceCPU: *resource.NewQuantity(int64(runtime.NumCPU()), resource.DecimalSI),
+	}}
+	if w.d.machineMem > 0 {
+		f.Allocatable[v1.ResourceMemory] = *resource.NewQuantity(w.d.machineMem, resource.BinarySI)
+	}
+	if w.d.stateFS > 0 {
+		f.Allocatable[v1.ResourceEphemeralStorage] = *resource.NewQuantity(w.d.stateFS, resource.BinarySI)
+	}
+	if w.d.nodeIP != "" {
+		f.HostIPs = []string{w.d.nodeIP}
+	}
+	if sb := w.rec.Sandbox; sb != nil {
+		f.PodIPs = sb.IPs
+	}
+	return f
+}
+
 // startContainer creates and starts one run of container c. A restart is a
 // new container with a fresh writable layer; the previous run's state
 // becomes lastState.
@@ -82,6 +104,17 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef,
 	if img.Warning != "" && !w.warned["pull/"+img.Ref] {
 		w.warned["pull/"+img.Ref] = true
 		w.event(pod, fp, v1.EventTypeWarning, "PullFailedUsingLocal", "%s", img.Warning)
+	}
+
+	env, err := resolveEnv(pod, c, w.objs, w.envFacts())
+	if err != nil {
+		return fail("CreateContainerConfigError", err)
+	}
+	for _, msg := range env.Skipped {
+		if !w.warned["env/"+msg] {
+			w.warned["env/"+msg] = true
+			w.event(pod, "", v1.EventTypeWarning, "InvalidEnvironmentVariableNames", "%s", msg)
+		}
 	}
 
 	restartCount := cr.RestartCount
@@ -122,6 +155,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef,
 		Image:       img,
 		Pod:         pod,
 		Container:   c,
+		Env:         env.Env,
 		SandboxID:   sb.ID,
 		NetNS:       sb.NetNS,
 		IPCNS:       sb.IPCNS,

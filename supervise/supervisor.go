@@ -121,6 +121,7 @@ type Supervisor struct {
 	mu      sync.Mutex
 	workers map[types.UID]*podWorker
 	sent    map[types.UID]*manifest.Pod // the spec last sent to each worker
+	objs    Objects                     // the ConfigMaps and Secrets last sent to the workers
 }
 
 // New returns a Supervisor.
@@ -194,6 +195,10 @@ func New(opts Options) *Supervisor {
 	var si unix.Sysinfo_t
 	if unix.Sysinfo(&si) == nil {
 		s.machineMem = int64(si.Totalram) * int64(si.Unit)
+	}
+	var fs unix.Statfs_t
+	if unix.Statfs(s.layout.StateDir, &fs) == nil {
+		s.stateFS = int64(fs.Blocks) * fs.Bsize
 	}
 	return s
 }

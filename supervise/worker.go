@@ -41,6 +41,7 @@ type podWorker struct {
 	done     chan struct{}
 
 	desired *manifest.Pod
+	objs    Objects // the local ConfigMaps and Secrets, as last sent
 	// recorded is the spec from the pod's record, for a pod found at
 	// start-up that is no longer desired (stopped from what it ran).
 	recorded *v1.Pod
@@ -200,6 +201,8 @@ func (w *podWorker) receive(msgs []message) {
 		switch m := m.(type) {
 		case specMsg:
 			w.desired = m.pod
+		case objectsMsg:
+			w.objs = m.objs
 		case stopMsg:
 			w.stopping = true
 		case oomMsg:
@@ -277,6 +280,7 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 		p := planPod(w.planInput(pod))
 		if len(p.Actions) == 0 {
 			w.applyBackOffs(pod, p.BackOffs)
+			w.applyConfigWaits(pod, p.ConfigWaits)
 			wake = p.Wake
 			if w.failed {
 				wake = earliest(wake, w.d.clock.Now().Add(errorRetry))
@@ -321,6 +325,7 @@ func (w *podWorker) planInput(pod *v1.Pod) planInput {
 		HookFailed: w.hookFailed,
 		Waits:      map[ctrRef]waits{},
 		Restarts:   w.restarts,
+		Objects:    w.objs,
 	}
 	if w.deleting != nil {
 		in.StopSince = w.deleting.Time

@@ -68,10 +68,10 @@ func PrintDescribe(w io.Writer, pod *v1.Pod, events []v1.Event, now time.Time) e
 	}
 	if len(pod.Spec.InitContainers) > 0 {
 		p(0, "Init Containers:")
-		describeContainers(p, pod.Spec.InitContainers, pod.Status.InitContainerStatuses, probeResults, now)
+		describeContainers(p, pod, pod.Spec.InitContainers, pod.Status.InitContainerStatuses, probeResults, now)
 	}
 	p(0, "Containers:")
-	describeContainers(p, pod.Spec.Containers, pod.Status.ContainerStatuses, probeResults, now)
+	describeContainers(p, pod, pod.Spec.Containers, pod.Status.ContainerStatuses, probeResults, now)
 	if len(pod.Status.Conditions) > 0 {
 		p(0, "Conditions:")
 		p(1, "Type\tStatus")
@@ -183,7 +183,7 @@ func tolerationsString(ts []v1.Toleration) string {
 	return strings.Join(parts, ", ")
 }
 
-func describeContainers(p printer, cs []v1.Container, statuses []v1.ContainerStatus, results status.ProbeResults, now time.Time) {
+func describeContainers(p printer, pod *v1.Pod, cs []v1.Container, statuses []v1.ContainerStatus, results status.ProbeResults, now time.Time) {
 	byName := map[string]v1.ContainerStatus{}
 	for _, s := range statuses {
 		byName[s.Name] = s
@@ -246,14 +246,7 @@ func describeContainers(p printer, cs []v1.Container, statuses []v1.ContainerSta
 				p(3, "Last Result:\t%s", message(3, 1, last))
 			}
 		}
-		if len(c.Env) == 0 {
-			p(2, "Environment:\t<none>")
-		} else {
-			p(2, "Environment:")
-			for _, e := range c.Env {
-				p(3, "%s:\t%s", e.Name, e.Value)
-			}
-		}
+		describeEnv(p, pod, &c)
 		if len(c.VolumeMounts) == 0 {
 			p(2, "Mounts:\t<none>")
 		} else {

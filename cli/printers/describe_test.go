@@ -106,3 +106,51 @@ func TestPrintDescribeProbes(t *testing.T) {
 		t.Errorf("the results annotation is printed:\n%s", out)
 	}
 }
+
+// TestPrintDescribeEnv: env from ConfigMaps and Secrets is named as kubectl
+// names it, never shown; fieldRefs and resourceFieldRefs are resolved.
+func TestPrintDescribeEnv(t *testing.T) {
+	yes := true
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-n1", Namespace: "default", UID: "u1"},
+		Spec: v1.PodSpec{NodeName: "n1", Containers: []v1.Container{{
+			Name: "app", Image: "busybox",
+			Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("250m")}},
+			EnvFrom: []v1.EnvFromSource{
+				{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "conf"}}},
+				{Prefix: "DB_", SecretRef: &v1.SecretEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "creds"}, Optional: &yes}},
+			},
+			Env: []v1.EnvVar{
+				{Name: "PLAIN", Value: "v"},
+				{Name: "NAME", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}},
+				{Name: "IP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.podIP"}}},
+				{Name: "CPU", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "requests.cpu", Divisor: resource.MustParse("1m")}}},
+				{Name: "MEM", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.memory"}}},
+				{Name: "PASS", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "creds"}, Key: "password"}}},
+				{Name: "URL", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "conf"}, Key: "url"}}},
+			},
+		}}},
+		Status: v1.PodStatus{PodIP: "10.88.0.2"},
+	}
+	var b strings.Builder
+	if err := PrintDescribe(&b, pod, nil, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"Environment Variables from:",
+		"conf   ConfigMap                 Optional: false",
+		"creds  Secret with prefix 'DB_'  Optional: true",
+		"PLAIN:  v",
+		"NAME:   web-n1 (v1:metadata.name)",
+		"IP:     10.88.0.2 (v1:status.podIP)",
+		"CPU:    250 (requests.cpu)",
+		"MEM:    node allocatable (limits.memory)",
+		"PASS:   <set to the key 'password' in secret 'creds'>  Optional: false",
+		"URL:    <set to the key 'url' of config map 'conf'>    Optional: false",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("describe lacks %q:\n%s", want, out)
+		}
+	}
+}

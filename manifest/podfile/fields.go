@@ -125,8 +125,8 @@ var fieldTable = []FieldSupport{
 	{"Container", "args", impl, ""},
 	{"Container", "workingDir", impl, ""},
 	{"Container", "ports", impl, ""},
-	{"Container", "envFrom", reject, ""},
-	{"Container", "env", impl, "value only; valueFrom is rejected"},
+	{"Container", "envFrom", impl, "configMapRef and secretRef of local ConfigMaps and Secrets, with prefix and optional; keys that are not valid names are skipped with an event"},
+	{"Container", "env", impl, "value, and valueFrom: fieldRef, resourceFieldRef, configMapKeyRef and secretKeyRef of local objects (fileKeyRef is rejected); a missing object or key waits in CreateContainerConfigError"},
 	{"Container", "resources", impl, "cpu and memory; ephemeral-storage ignored with a warning; claims and other resources rejected"},
 	{"Container", "resizePolicy", ignore, "resources change only by editing the manifest"},
 	{"Container", "restartPolicy", impl, "Always on initContainers only (sidecar containers); app containers follow the pod's restartPolicy"},
@@ -438,8 +438,8 @@ func (c *supportChecker) checkContainer(path string, ctr *v1.Container) {
 	c.checkStruct(path, reflect.ValueOf(ctr).Elem())
 
 	for i, e := range ctr.Env {
-		if e.ValueFrom != nil {
-			c.p.invalid(fmt.Sprintf("%s.env[%d].valueFrom", path, i), notSupported("not yet"))
+		if e.ValueFrom != nil && e.ValueFrom.FileKeyRef != nil {
+			c.p.invalid(fmt.Sprintf("%s.env[%d].valueFrom.fileKeyRef", path, i), notSupported(""))
 		}
 	}
 	c.checkResourceList(path+".resources.limits", ctr.Resources.Limits)

@@ -25,6 +25,11 @@ var ErrDuplicate = fmt.Errorf("duplicate name: %w", ErrInvalid)
 // under UnknownFieldsWarn); pods carry theirs in Pod.Warnings.
 var ErrIgnored = errors.New("ignored field")
 
+// ErrMissingObject is wrapped by the warnings about a ConfigMap or Secret
+// a pod needs that is not defined (yet): the pod is accepted, and its
+// containers wait for the object, as kubelet's do.
+var ErrMissingObject = errors.New("missing ConfigMap or Secret")
+
 // Annotations podvisor sets on every static pod, as kubelet does.
 const (
 	// AnnotationConfigHash carries the pod UID (the static pod's content hash).

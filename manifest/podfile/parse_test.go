@@ -150,7 +150,7 @@ func TestParseFileBad(t *testing.T) {
 		{"configMap volume", basePod + "  volumes:\n  - name: d\n    configMap: {name: c}\n", []string{"spec.volumes[0].configMap: not supported"}, 0},
 		{"windows pod", basePod + "  os: {name: windows}\n", []string{"spec.os.name: not supported"}, 0},
 		{"user namespaces", basePod + "  hostUsers: false\n", []string{"spec.hostUsers: not supported"}, 9},
-		{"env valueFrom", basePod + "    env:\n    - name: A\n      valueFrom: {fieldRef: {fieldPath: metadata.name}}\n", []string{"spec.containers[0].env[0].valueFrom: not supported"}, 11},
+		{"env fileKeyRef", basePod + "    env:\n    - name: A\n      valueFrom: {fileKeyRef: {volumeName: v, path: p, key: k}}\n", []string{"spec.containers[0].env[0].valueFrom.fileKeyRef: not supported"}, 0},
 		{"gpu", basePod + "    resources:\n      limits: {nvidia.com/gpu: 1}\n", []string{"spec.containers[0].resources.limits[nvidia.com/gpu]: not supported"}, 10},
 		{"hugepages request", basePod + "    resources:\n      requests: {hugepages-2Mi: 10Mi}\n", []string{"resources.requests[hugepages-2Mi]: not supported"}, 0},
 		{"resource claims", basePod + "    resources:\n      claims: [{name: gpu}]\n", []string{"spec.containers[0].resources.claims: not supported"}, 0},

@@ -78,9 +78,10 @@ func podReferences(pod *v1.Pod) []objectRef {
 	return refs
 }
 
-// MissingReferences returns an error for every ConfigMap or Secret the pod
-// needs that is not defined in the manifest directory. have is given the
-// object's id ("ConfigMap namespace/name").
+// MissingReferences returns a warning (wrapping ErrMissingObject) for every
+// ConfigMap or Secret the pod needs that is not defined in the manifest
+// directory. have is given the object's id ("ConfigMap namespace/name").
+// The pod is not refused: its containers wait for the object, as kubelet's.
 func MissingReferences(p *Pod, have func(id string) bool) []*FileError {
 	var errs []*FileError
 	for _, r := range podReferences(p.Pod) {
@@ -90,7 +91,8 @@ func MissingReferences(p *Pod, have func(id string) bool) []*FileError {
 		}
 		errs = append(errs, &FileError{
 			Path: p.Path, Line: p.Line, Field: r.field,
-			Reason: fmt.Sprintf("%s %s is not defined in the manifest directory (static pods can only use local ConfigMaps and Secrets)", r.kind, key),
+			Reason: fmt.Sprintf("%s %s is not defined in the manifest directory (static pods can only use local ConfigMaps and Secrets); the containers that need it wait for it", r.kind, key),
+			Err:    ErrMissingObject,
 		})
 	}
 	return errs

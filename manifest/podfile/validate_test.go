@@ -46,7 +46,12 @@ func TestValidateAccepts(t *testing.T) {
     command: [etcd]
     args: [--data-dir=/var/lib/etcd]
     workingDir: /var/lib/etcd
-    env: [{name: ETCD_NAME, value: one}, {name: GODEBUG, value: ""}]
+    env: [{name: ETCD_NAME, value: one}, {name: GODEBUG, value: ""},
+      {name: POD, valueFrom: {fieldRef: {fieldPath: "metadata.labels['app']"}}},
+      {name: MEM, valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: 1Mi}}},
+      {name: K, valueFrom: {configMapKeyRef: {name: conf, key: k}}},
+      {name: P, valueFrom: {secretKeyRef: {name: creds, key: p, optional: true}}}]
+    envFrom: [{configMapRef: {name: conf}}, {prefix: S_, secretRef: {name: creds, optional: true}}]
     ports:
     - {name: client, containerPort: 2379}
     - {name: peer, containerPort: 2380, protocol: TCP}

@@ -55,7 +55,8 @@ func expandAll(in []string, lookup func(string) (string, bool)) []string {
 
 // containerEnv builds the container's env list: each value may refer to
 // variables defined earlier in the list with $(VAR) (kubelet's
-// makeEnvironmentVariables). valueFrom is rejected by manifest validation.
+// makeEnvironmentVariables), for a config without a resolved Env: values
+// only, valueFrom is supervise's to resolve.
 func containerEnv(c *v1.Container) []string {
 	defined := map[string]string{}
 	lookup := func(k string) (string, bool) { v, ok := defined[k]; return v, ok }
@@ -122,7 +123,10 @@ func specOpts(in supervise.ContainerConfig, imageEntrypoint, imageCmd []string) 
 
 func (h host) specOpts(in supervise.ContainerConfig, imageEntrypoint, imageCmd []string) ([]oci.SpecOpts, error) {
 	pod, c := in.Pod, in.Container
-	env := containerEnv(c)
+	env := in.Env
+	if env == nil {
+		env = containerEnv(c)
+	}
 	lookup := envLookup(env)
 	// $(VAR) is expanded in the manifest's command and args only, never in
 	// the image's ENTRYPOINT or CMD (kubelet expands the container's own).

@@ -381,3 +381,27 @@ func TestSpecTTY(t *testing.T) {
 		})
 	}
 }
+
+// A resolved Env (valueFrom, envFrom) is the process's env, and the
+// manifest's command and args expand $(VAR) against it, as kubelet's.
+func TestSpecResolvedEnv(t *testing.T) {
+	pod := &v1.Pod{Spec: v1.PodSpec{HostNetwork: true, HostIPC: true}}
+	c := &v1.Container{Name: "c", Command: []string{"echo", "$(FROM_CM)"}, Env: []v1.EnvVar{{Name: "FROM_CM", ValueFrom: &v1.EnvVarSource{
+		ConfigMapKeyRef: &v1.ConfigMapKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "conf"}, Key: "k"}}}}}
+	opts, err := testHost(t).specOpts(supervise.ContainerConfig{Pod: pod, Container: c, SandboxID: "sb", Env: []string{"FROM_CM=v", "DB_USER=u"}}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := applyOpts(t, opts)
+	if want := []string{"echo", "v"}; !reflect.DeepEqual(s.Process.Args, want) {
+		t.Errorf("args = %q, want %q", s.Process.Args, want)
+	}
+	for _, kv := range []string{"FROM_CM=v", "DB_USER=u"} {
+		if !slices.Contains(s.Process.Env, kv) {
+			t.Errorf("env %q lacks %q", s.Process.Env, kv)
+		}
+	}
+	if slices.Contains(s.Process.Env, "FROM_CM=") {
+		t.Errorf("env %q holds the unresolved entry", s.Process.Env)
+	}
+}
