@@ -151,15 +151,7 @@ type topRow struct {
 
 // topRows computes the rows from two samples of /stats; prev may be nil.
 func topRows(prev, cur *stats.Summary) []topRow {
-	before := map[string]*stats.Container{}
-	if prev != nil {
-		for i := range prev.Pods {
-			p := &prev.Pods[i]
-			for j := range p.Containers {
-				before[p.UID+"/"+p.Containers[j].Name] = &p.Containers[j]
-			}
-		}
-	}
+	milliCPU := printers.CPUSince(prev)
 	var rows []topRow
 	for _, p := range cur.Pods {
 		pod := topRow{Namespace: p.Namespace, Pod: p.Name, MilliCPU: -1, Memory: -1, State: p.Phase, Started: "-", Probes: "-"}
@@ -176,7 +168,7 @@ func topRows(prev, cur *stats.Summary) []topRow {
 			if c.Started != nil {
 				r.Started = fmt.Sprint(*c.Started)
 			}
-			if m := printers.MilliCPU(before[p.UID+"/"+c.Name], &c); m >= 0 {
+			if m := milliCPU(&p, &c); m >= 0 {
 				r.MilliCPU = m
 				cpuSum += m
 				cpuKnown = true

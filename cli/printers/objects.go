@@ -2,6 +2,7 @@ package printers
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -126,7 +127,7 @@ func compareValues(a, b any) int {
 	}
 	if fa, ok := number(a); ok {
 		if fb, ok := number(b); ok {
-			return cmpFloat(fa, fb)
+			return cmp.Compare(fa, fb)
 		}
 	}
 	sa, oka := a.(string)
@@ -155,16 +156,6 @@ func number(v any) (float64, bool) {
 		return v, true
 	}
 	return 0, false
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func cmpBool(a, b bool) int {

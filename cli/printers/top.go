@@ -26,15 +26,7 @@ func TopPods(w io.Writer, prev, cur *stats.Summary, o Options) error {
 	if o.SortBy != "" && o.SortBy != "cpu" && o.SortBy != "memory" {
 		return fmt.Errorf("--sort-by %q: top sorts by cpu or memory", o.SortBy)
 	}
-	before := map[string]*stats.Container{}
-	if prev != nil {
-		for i := range prev.Pods {
-			p := &prev.Pods[i]
-			for j := range p.Containers {
-				before[p.UID+"/"+p.Containers[j].Name] = &p.Containers[j]
-			}
-		}
-	}
+	milliCPU := CPUSince(prev)
 	type usage struct {
 		name     string
 		milliCPU int64 // -1: unknown
@@ -53,7 +45,7 @@ func TopPods(w io.Writer, prev, cur *stats.Summary, o Options) error {
 				if c.CPU == nil && c.Memory == nil {
 					continue // not running: no metrics
 				}
-				u := usage{name: c.Name, milliCPU: MilliCPU(before[p.UID+"/"+c.Name], &c)}
+				u := usage{name: c.Name, milliCPU: milliCPU(&p, &c)}
 				if c.Memory != nil {
 					u.memory = int64(c.Memory.WorkingSetBytes)
 				}
@@ -109,6 +101,21 @@ func TopPods(w io.Writer, prev, cur *stats.Summary, o Options) error {
 		}
 	}
 	return (&Table{}).Print(w, rows...)
+}
+
+// CPUSince returns the CPU use, in millicores, of a container of a later
+// sample since the sample prev (which may be nil), as MilliCPU tells it.
+func CPUSince(prev *stats.Summary) func(p *stats.Pod, c *stats.Container) int64 {
+	before := map[string]*stats.Container{}
+	if prev != nil {
+		for i := range prev.Pods {
+			p := &prev.Pods[i]
+			for j := range p.Containers {
+				before[p.UID+"/"+p.Containers[j].Name] = &p.Containers[j]
+			}
+		}
+	}
+	return func(p *stats.Pod, c *stats.Container) int64 { return MilliCPU(before[p.UID+"/"+c.Name], c) }
 }
 
 // MilliCPU is the CPU use of one container instance between two samples
