@@ -34,32 +34,10 @@ const (
 // MaxFileSize is the largest manifest file podvisor reads.
 const MaxFileSize = podfile.MaxFileSize
 
-// MaxDocumentSize is the largest YAML document podvisor decodes.
-const MaxDocumentSize = podfile.MaxDocumentSize
-
-// FieldSupport is one row of podvisor's PodSpec field table
-// (podfile.FieldSupport).
-type FieldSupport = podfile.FieldSupport
-
-// Support says what podvisor does with a PodSpec field (podfile.Support).
-type Support = podfile.Support
-
-// The values of Support.
-const (
-	Implemented        = podfile.Implemented
-	IgnoredWithWarning = podfile.IgnoredWithWarning
-	Rejected           = podfile.Rejected
-)
-
-// FieldTable returns podvisor's PodSpec field table (podfile.FieldTable).
-func FieldTable() []FieldSupport { return podfile.FieldTable() }
-
-// Annotations podvisor sets on every static pod, as kubelet does.
-const (
-	AnnotationConfigHash   = podfile.AnnotationConfigHash
-	AnnotationConfigSource = podfile.AnnotationConfigSource
-	AnnotationConfigSeen   = podfile.AnnotationConfigSeen
-)
+// AnnotationConfigSeen is the annotation podvisor sets on every static
+// pod, as kubelet does, with the time its manifest was first seen
+// (podfile.AnnotationConfigSeen).
+const AnnotationConfigSeen = podfile.AnnotationConfigSeen
 
 // ErrInvalid is wrapped by every validation and decode error
 // (podfile.ErrInvalid).
