@@ -46,10 +46,14 @@ func (s *scanner) build(dirErr *FileError, manifests []entry) Snapshot {
 	winners, dupErrs := s.resolve(cands)
 	errs = append(errs, dupErrs...)
 	snap := Snapshot{}
-	have := map[string]bool{}
+	objs := map[string]*podfile.Object{}
 	for _, c := range winners {
-		have[c.id] = true
+		if c.obj != nil {
+			objs[c.id] = c.obj
+			snap.Objects = append(snap.Objects, c.obj)
+		}
 	}
+	slices.SortFunc(snap.Objects, func(a, b *Object) int { return strings.Compare(a.ID(), b.ID()) })
 	for _, c := range winners {
 		switch {
 		case c.obj != nil && c.obj.ConfigMap != nil:
@@ -64,7 +68,7 @@ func (s *scanner) build(dirErr *FileError, manifests []entry) Snapshot {
 			snap.Secrets[c.obj.Key] = c.obj.Secret
 		default:
 			// A pod waits for what it references, as kubelet's does.
-			warns = append(warns, podfile.MissingReferences(c.pod, func(id string) bool { return have[id] })...)
+			warns = append(warns, podfile.MissingReferences(c.pod, func(id string) *podfile.Object { return objs[id] })...)
 			snap.Pods = append(snap.Pods, c.pod)
 		}
 	}
