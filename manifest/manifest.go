@@ -98,6 +98,10 @@ type Snapshot struct {
 	// each is taken from (a kept last good version when its document is
 	// invalid now), sorted by Object.ID.
 	Objects []*Object
+	// ObjectErrors maps the Object.ID of each object whose document (or
+	// file) is invalid now to that error: the object is its last good
+	// version, kept, as a pod is (Pod.Err). Nil when there is none.
+	ObjectErrors map[string]error
 	// Errors holds every problem found in this scan, sorted by path and line.
 	Errors []*FileError
 	// Warnings holds problems that change nothing but deserve an event:
