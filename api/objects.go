@@ -80,7 +80,7 @@ type ObjectReference struct {
 }
 
 // RedactedValue replaces what would show a Secret's value.
-const RedactedValue = "<redacted>"
+const RedactedValue = "(redacted)"
 
 // lastApplied is kubectl apply's annotation: it holds the whole object
 // as applied, values included.
