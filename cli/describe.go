@@ -30,6 +30,12 @@ func newDescribeCommand(g *globalOptions) *cobra.Command {
 			if len(args) == 0 {
 				return cmd.Help()
 			}
+			if k, names, ok, err := objectArgs(args); ok {
+				if err != nil {
+					return err
+				}
+				return (&objectOptions{sel: o.sel}).describe(cmd, g, k, names)
+			}
 			if err := typeNameArgs(cmd, args); err != nil {
 				return err
 			}

@@ -58,6 +58,16 @@ func newGetCommand(g *globalOptions) *cobra.Command {
 			if len(args) == 0 {
 				return cmd.Help()
 			}
+			if k, names, ok, err := objectArgs(args); ok {
+				if err != nil {
+					return err
+				}
+				if pods.watch || pods.watchOnly {
+					return usageErrorf("--watch: podvisor watches pods and events only")
+				}
+				o := &objectOptions{print: pods.print, sel: pods.sel}
+				return o.get(cmd, g, k, names)
+			}
 			if err := typeNameArgs(cmd, args); err != nil {
 				return err
 			}

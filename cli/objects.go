@@ -111,26 +111,32 @@ func newGetObjectsCommand(g *globalOptions, k objectKind) *cobra.Command {
 		Aliases: k.aliases,
 		Short:   fmt.Sprintf("list the local %ss of the manifests directory, as kubectl get %s (the versions in use; -o wide: file and pods)", k.kind, k.plural),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.print.AllNamespaces = o.sel.allNamespaces
-			if err := o.print.Validate(); err != nil {
-				return usageError{err}
-			}
-			items, notFound := o.list(cmd, g, k, args)
-			if notFound != nil && len(items) == 0 {
-				return notFound
-			}
-			if len(items) == 0 && o.print.Output != "json" && o.print.Output != "yaml" {
-				noResources(cmd.ErrOrStderr(), o.sel.ns())
-				return nil
-			}
-			if err := printers.LocalObjects(cmd.OutOrStdout(), k.kind, items, len(args) == 1, o.print, time.Now()); err != nil {
-				return err
-			}
-			return notFound
+			return o.get(cmd, g, k, args)
 		},
 	}
 	o.addFlags(cmd.Flags(), true)
 	return cmd
+}
+
+// get prints the objects of kind k that names (none: all) and the flags
+// select.
+func (o *objectOptions) get(cmd *cobra.Command, g *globalOptions, k objectKind, names []string) error {
+	o.print.AllNamespaces = o.sel.allNamespaces
+	if err := o.print.Validate(); err != nil {
+		return usageError{err}
+	}
+	items, notFound := o.list(cmd, g, k, names)
+	if notFound != nil && len(items) == 0 {
+		return notFound
+	}
+	if len(items) == 0 && o.print.Output != "json" && o.print.Output != "yaml" {
+		noResources(cmd.ErrOrStderr(), o.sel.ns())
+		return nil
+	}
+	if err := printers.LocalObjects(cmd.OutOrStdout(), k.kind, items, len(names) == 1, o.print, time.Now()); err != nil {
+		return err
+	}
+	return notFound
 }
 
 // newDescribeObjectsCommand is podvisor describe configmap|secret [NAME...].
@@ -142,42 +148,86 @@ func newDescribeObjectsCommand(g *globalOptions, k objectKind) *cobra.Command {
 		Aliases: append([]string{k.plural}, k.aliases[1:]...),
 		Short:   fmt.Sprintf("show local %ss in detail, as kubectl describe %s, with the pods using each (no name: every one)", k.kind, singular),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			items, notFound := o.list(cmd, g, k, args)
-			if notFound != nil && len(items) == 0 {
-				return notFound
-			}
-			if len(items) == 0 {
-				noResources(cmd.ErrOrStderr(), o.sel.ns())
-				return nil
-			}
-			client, err := g.client()
-			if err != nil {
-				return err
-			}
-			events, err := client.Events(cmd.Context())
-			if err != nil {
-				return err
-			}
-			now := time.Now()
-			var out bytes.Buffer
-			for i := range items {
-				if i > 0 {
-					out.WriteString("\n\n")
-				}
-				describe := printers.DescribeConfigMap
-				if k.kind == "Secret" {
-					describe = printers.DescribeSecret
-				}
-				if err := describe(&out, &items[i], events.Items, now); err != nil {
-					return fmt.Errorf("describe %s %s: %w", singular, items[i].Name, err)
-				}
-			}
-			if _, err := out.WriteTo(cmd.OutOrStdout()); err != nil {
-				return err
-			}
-			return notFound
+			return o.describe(cmd, g, k, args)
 		},
 	}
 	o.addFlags(cmd.Flags(), false)
 	return cmd
+}
+
+// describe prints the objects of kind k that names (none: all) and the
+// flags select, as kubectl describe.
+func (o *objectOptions) describe(cmd *cobra.Command, g *globalOptions, k objectKind, names []string) error {
+	singular := k.aliases[0]
+	items, notFound := o.list(cmd, g, k, names)
+	if notFound != nil && len(items) == 0 {
+		return notFound
+	}
+	if len(items) == 0 {
+		noResources(cmd.ErrOrStderr(), o.sel.ns())
+		return nil
+	}
+	client, err := g.client()
+	if err != nil {
+		return err
+	}
+	events, err := client.Events(cmd.Context())
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	var out bytes.Buffer
+	for i := range items {
+		if i > 0 {
+			out.WriteString("\n\n")
+		}
+		describe := printers.DescribeConfigMap
+		if k.kind == "Secret" {
+			describe = printers.DescribeSecret
+		}
+		if err := describe(&out, &items[i], events.Items, now); err != nil {
+			return fmt.Errorf("describe %s %s: %w", singular, items[i].Name, err)
+		}
+	}
+	if _, err := out.WriteTo(cmd.OutOrStdout()); err != nil {
+		return err
+	}
+	return notFound
+}
+
+// objectArgs reads kubectl's TYPE/NAME arguments of a ConfigMap or Secret
+// type (configmap/conf, cm/conf, secrets/creds): ok is false when the
+// first argument is not one; otherwise every argument must name the same
+// kind.
+func objectArgs(args []string) (k objectKind, names []string, ok bool, err error) {
+	kindOf := func(arg string) (objectKind, string, bool) {
+		typ, name, found := strings.Cut(arg, "/")
+		if !found {
+			return objectKind{}, "", false
+		}
+		for _, k := range []objectKind{configMapKind, secretKind} {
+			if strings.EqualFold(typ, k.plural) || slices.ContainsFunc(k.aliases, func(a string) bool { return strings.EqualFold(typ, a) }) {
+				return k, name, true
+			}
+		}
+		return objectKind{}, "", false
+	}
+	if len(args) == 0 {
+		return k, nil, false, nil
+	}
+	k, _, ok = kindOf(args[0])
+	if !ok {
+		return k, nil, false, nil
+	}
+	for _, a := range args {
+		ak, name, aok := kindOf(a)
+		if !aok || ak.kind != k.kind {
+			return k, nil, true, usageErrorf("%q: podvisor shows one resource type at a time (%s/NAME...)", a, k.plural)
+		}
+		if name == "" || strings.Contains(name, "/") {
+			return k, nil, true, usageErrorf("arguments in resource/name form must have a single resource and name")
+		}
+		names = append(names, name)
+	}
+	return k, names, true, nil
 }

@@ -97,6 +97,9 @@ func TestGetObjects(t *testing.T) {
 		{[]string{"secrets"}, "NAME    TYPE     DATA   AGE\ncreds   Opaque   2      120m\n"},
 		{[]string{"secret", "-o", "wide", "--no-headers"}, "creds   Opaque   2     120m   /etc/m/objs.yaml:10   web-n1\n"},
 		{[]string{"secrets", "-o", "jsonpath={.items[0].data.password}"}, api.RedactedValue},
+		{[]string{"cm/conf"}, "NAME   DATA   AGE\nconf   3      120m\n"},
+		{[]string{"configmaps/proxy", "ConfigMap/conf", "-o", "name"}, "configmap/conf\nconfigmap/proxy\n"},
+		{[]string{"secret/creds", "-o", "name"}, "secret/creds\n"},
 	} {
 		out, errOut, code := get(tc.args...)
 		if code != 0 || out != tc.want {
@@ -125,6 +128,9 @@ func TestGetObjects(t *testing.T) {
 	}
 	if out, errOut, code := get("cm", "conf", "nope", "-o", "name"); code != 1 || out != "configmap/conf\n" || !strings.Contains(errOut, `configmaps "nope" not found`) {
 		t.Errorf("get cm conf nope: exit %d, %q %q", code, out, errOut)
+	}
+	if _, errOut, code := get("cm/conf", "secret/creds"); code != 2 || !strings.Contains(errOut, "one resource type at a time") {
+		t.Errorf("get cm/conf secret/creds: exit %d, %q", code, errOut)
 	}
 	if _, errOut, code := get("secrets", "-n", "other"); code != 0 || !strings.Contains(errOut, "No resources found in other namespace.") {
 		t.Errorf("get secrets -n other: exit %d, %q", code, errOut)
@@ -172,7 +178,7 @@ Events:
 		!strings.Contains(out, "Used by:  <none>") {
 		t.Errorf("describe cm -n kube-system: exit %d\n%s", code, out)
 	}
-	out, _, code = runCLI(t, "describe", "secret", "creds", "--socket", socket)
+	out, _, code = runCLI(t, "describe", "secret/creds", "--socket", socket)
 	want = `Name:         creds
 Namespace:    default
 Labels:       <none>
