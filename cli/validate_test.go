@@ -54,8 +54,8 @@ func TestValidateReferences(t *testing.T) {
 		paths []string
 		want  string
 	}{
-		{[]string{pods}, "warning: " + filepath.Join(pods, "web.yaml") + ":4: spec.containers[0].env[0].valueFrom.configMapKeyRef.name: ConfigMap default/conf is not defined in the manifest directory"},
-		{[]string{pods, conf}, "warning: " + filepath.Join(pods, "web.yaml") + `:4: spec.containers[0].env[0].valueFrom.configMapKeyRef: key "a" is not in ConfigMap default/conf (` + conf + ":4)"},
+		{[]string{pods}, "warning: " + filepath.Join(pods, "web.yaml") + ":11: spec.containers[0].env[0].valueFrom.configMapKeyRef.name: ConfigMap default/conf is not defined in the manifest directory"},
+		{[]string{pods, conf}, "warning: " + filepath.Join(pods, "web.yaml") + `:11: spec.containers[0].env[0].valueFrom.configMapKeyRef: key "a" is not in ConfigMap default/conf (` + conf + ":4)"},
 	} {
 		out, _, code := runCLI(t, append([]string{"validate", "--node-name", "n1"}, tc.paths...)...)
 		if code != 0 || !strings.HasPrefix(out, tc.want) || strings.Count(out, "\n") != 1 {

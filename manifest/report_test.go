@@ -181,11 +181,11 @@ func TestValidateReferencesAcrossPaths(t *testing.T) {
 
 	alone := Validate([]string{pods}, node, ParseOptions{})
 	if !alone.Valid() || len(alone.Warnings) != 2 ||
-		!strings.HasPrefix(alone.Warnings[0].Error(), pods+"/web.yaml:4: spec.containers[0].env[0].valueFrom.configMapKeyRef.name: ConfigMap default/conf is not defined") {
+		!strings.HasPrefix(alone.Warnings[0].Error(), pods+"/web.yaml:11: spec.containers[0].env[0].valueFrom.configMapKeyRef.name: ConfigMap default/conf is not defined") {
 		t.Errorf("pods alone: valid %v warnings %v", alone.Valid(), alone.Warnings)
 	}
 	both := Validate([]string{pods, conf}, node, ParseOptions{})
-	want := `web.yaml:4: spec.containers[0].env[1].valueFrom.secretKeyRef: key "b" is not in Secret default/creds (` + conf + ":8)"
+	want := `web.yaml:13: spec.containers[0].env[1].valueFrom.secretKeyRef: key "b" is not in Secret default/creds (` + conf + ":8)"
 	if !both.Valid() || len(both.Warnings) != 1 || !strings.Contains(both.Warnings[0].Error(), want) || !errors.Is(both.Warnings[0], ErrMissingObject) {
 		t.Errorf("with the objects: valid %v warnings %v, want one: %s", both.Valid(), both.Warnings, want)
 	}

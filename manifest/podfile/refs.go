@@ -122,7 +122,8 @@ func (o *Object) HasKey(key string) bool {
 
 // MissingReferences returns a warning (wrapping ErrMissingObject) for every
 // ConfigMap or Secret the pod needs that is not defined in the manifest
-// directory, and for every key it needs that such an object lacks;
+// directory, and for every key it needs that such an object lacks, at the
+// line of the field (Pod.RefLines; else the pod's Line);
 // optional references are left out, as a missing optional object is no
 // error in Kubernetes either. object is given the object's id
 // ("ConfigMap namespace/name") and returns it, or nil. The pod is not
@@ -131,7 +132,14 @@ func (o *Object) HasKey(key string) bool {
 func MissingReferences(p *Pod, object func(id string) *Object) []*FileError {
 	var errs []*FileError
 	warn := func(field, reason string) {
-		errs = append(errs, &FileError{Path: p.Path, Line: p.Line, Field: field, Reason: reason, Err: ErrMissingObject})
+		line := p.Line
+		if l := p.RefLines[strings.TrimSuffix(field, ".name")]; l > 0 {
+			line = l
+		}
+		if l := p.RefLines[field]; l > 0 {
+			line = l
+		}
+		errs = append(errs, &FileError{Path: p.Path, Line: line, Field: field, Reason: reason, Err: ErrMissingObject})
 	}
 	for _, r := range References(p.Pod) {
 		if r.Optional {
