@@ -42,6 +42,12 @@
 //     pods whose containers use them, from the Store. The log endpoint
 //     takes limitBytes as kubelet does (output cut after that many bytes,
 //     a followed log ending there).
+//   - GET /objects lists the local ConfigMaps and Secrets the daemon uses
+//     (Options.Objects: the last good version of each, its file and line,
+//     its file's errors, the pods using it, and the pods' references to
+//     objects that do not exist). No Secret value ever leaves through it:
+//     the handler replaces every Secret by a copy with data's keys only
+//     (and their sizes), whatever the ObjectSource gives.
 //   - The Client checks each unix socket connection before sending on it:
 //     the serving process (SO_PEERCRED) must be root or the client's own
 //     user, else ErrUntrustedSocket, naming the socket and that uid.

@@ -77,6 +77,9 @@ type Options struct {
 	// Images, when set, answers GET /images (10s deadline); without it
 	// /images answers 501.
 	Images ImageLister
+	// Objects, when set, answers GET /objects; without it /objects
+	// answers 501.
+	Objects ObjectSource
 
 	streams *streams // the exec and attach sessions in flight
 }
@@ -126,6 +129,9 @@ func (o Options) withDefaults() Options {
 //	GET /stats         Stats as JSON, when Options.Stats is set
 //	GET /version       VersionInfo: podvisor's and containerd's versions
 //	GET /images        ImageList, when Options.Images is set
+//	GET /objects       ObjectList: the ConfigMaps and Secrets in use, when
+//	                   Options.Objects is set (?kind=ConfigMap|Secret);
+//	                   Secret values never leave (see Object.Secret)
 //
 // The writes: with Options.Restarter (see registerRestart)
 //
@@ -291,6 +297,7 @@ func newHandler(o Options) http.Handler {
 	registerRestart(mux, o)
 	registerVersion(mux, o)
 	registerImages(mux, o)
+	registerObjects(mux, o)
 	registerMetrics(mux, o)
 	registerStreams(mux, o)
 	// Go's profiler, for operators chasing CPU or memory use; the socket

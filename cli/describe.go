@@ -25,10 +25,16 @@ func newDescribeCommand(g *globalOptions) *cobra.Command {
 	o := &describeOptions{}
 	cmd := &cobra.Command{
 		Use:   "describe",
-		Short: "show pods in detail with their events (podvisor describe pod [NAME...] | pod/NAME)",
+		Short: "show pods, ConfigMaps or Secrets in detail with their events (podvisor describe pod|configmap|secret [NAME...] | pod/NAME)",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return cmd.Help()
+			}
+			if k, names, ok, err := objectArgs(args); ok {
+				if err != nil {
+					return err
+				}
+				return (&objectOptions{sel: o.sel}).describe(cmd, g, k, names)
 			}
 			if err := typeNameArgs(cmd, args); err != nil {
 				return err
@@ -44,7 +50,7 @@ func newDescribeCommand(g *globalOptions) *cobra.Command {
 		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd, g, args) },
 	}
 	o.addFlags(pod)
-	cmd.AddCommand(pod)
+	cmd.AddCommand(pod, newDescribeObjectsCommand(g, configMapKind), newDescribeObjectsCommand(g, secretKind))
 	return cmd
 }
 

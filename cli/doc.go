@@ -23,6 +23,10 @@
 //     namespace, unlike kubectl), -A, -l/--selector (applied by the
 //     client, to lists and watches alike); logs, exec and attach default
 //     the container as kubectl 1.37 does and say so on stderr.
+//   - get and describe also show the local ConfigMaps and Secrets
+//     (configmaps|configmap|cm, secrets|secret, or TYPE/NAME), from the
+//     API's GET /objects: the versions the daemon uses, their file, and
+//     the pods using each; a Secret's values never reach the CLI.
 //   - Everything printed goes through cli/printers, which escapes what a
 //     container controls; logs alone are printed raw, as kubectl prints
 //     them.

@@ -53,10 +53,20 @@ func newGetCommand(g *globalOptions) *cobra.Command {
 	pods := &getOptions{}
 	cmd := &cobra.Command{
 		Use:   "get",
-		Short: "show pods or events (podvisor get pods|events|pod/NAME [-o wide|json|yaml|name|jsonpath=...] [-n NS] [-l SEL] [-w])",
+		Short: "show pods, events, ConfigMaps or Secrets (podvisor get pods|events|configmaps|secrets|pod/NAME [-o wide|json|yaml|name|jsonpath=...] [-n NS] [-l SEL] [-w])",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return cmd.Help()
+			}
+			if k, names, ok, err := objectArgs(args); ok {
+				if err != nil {
+					return err
+				}
+				if pods.watch || pods.watchOnly {
+					return usageErrorf("--watch: podvisor watches pods and events only")
+				}
+				o := &objectOptions{print: pods.print, sel: pods.sel}
+				return o.get(cmd, g, k, names)
 			}
 			if err := typeNameArgs(cmd, args); err != nil {
 				return err
@@ -87,7 +97,7 @@ func newGetCommand(g *globalOptions) *cobra.Command {
 		},
 	}
 	events.addFlags(eventsCmd.Flags(), false)
-	cmd.AddCommand(podsCmd, eventsCmd)
+	cmd.AddCommand(podsCmd, eventsCmd, newGetObjectsCommand(g, configMapKind), newGetObjectsCommand(g, secretKind))
 	return cmd
 }
 

@@ -39,3 +39,31 @@ func TestValidateCommand(t *testing.T) {
 		t.Fatalf("--unknown-fields=warn still rejects: code %d", code)
 	}
 }
+
+// TestValidateReferences: references are checked across the paths given;
+// a missing object or key is a warning naming file:line, field and what
+// is missing, and validate still exits 0.
+func TestValidateReferences(t *testing.T) {
+	pods, objs := t.TempDir(), t.TempDir()
+	pod := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  containers:\n  - name: c\n    image: busybox\n" +
+		"    env:\n    - name: A\n      valueFrom: {configMapKeyRef: {name: conf, key: a}}\n"
+	os.WriteFile(filepath.Join(pods, "web.yaml"), []byte(pod), 0o644)
+	conf := filepath.Join(objs, "conf.yaml")
+	os.WriteFile(conf, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: conf\ndata: {b: x}\n"), 0o644)
+	for _, tc := range []struct {
+		paths []string
+		want  string
+	}{
+		{[]string{pods}, "warning: " + filepath.Join(pods, "web.yaml") + ":11: spec.containers[0].env[0].valueFrom.configMapKeyRef.name: ConfigMap default/conf is not defined in the manifest directory"},
+		{[]string{pods, conf}, "warning: " + filepath.Join(pods, "web.yaml") + `:11: spec.containers[0].env[0].valueFrom.configMapKeyRef: key "a" is not in ConfigMap default/conf (` + conf + ":4)"},
+	} {
+		out, _, code := runCLI(t, append([]string{"validate", "--node-name", "n1"}, tc.paths...)...)
+		if code != 0 || !strings.HasPrefix(out, tc.want) || strings.Count(out, "\n") != 1 {
+			t.Errorf("validate %v: exit %d, output %q, want one line starting %q", tc.paths, code, out, tc.want)
+		}
+	}
+	os.WriteFile(conf, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: conf\ndata: {a: x}\n"), 0o644)
+	if out, _, code := runCLI(t, "validate", "--node-name", "n1", pods, conf); code != 0 || out != "" {
+		t.Errorf("validate with the key: exit %d, output %q", code, out)
+	}
+}

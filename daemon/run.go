@@ -175,6 +175,8 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 	})
 	unknown, _ := manifest.ParseUnknownFieldPolicy(c.UnknownFields)
 	snapshots := make(chan manifest.Snapshot, 1)
+	// The API lists the ConfigMaps and Secrets of the last snapshot.
+	objects := newObjectsView(mets)
 	src := manifest.NewSource(manifest.SourceOptions{
 		Dir:           c.Manifests,
 		NodeName:      d.node,
@@ -182,7 +184,7 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 		RelistPeriod:  c.ManifestRelistPeriod,
 		StateDir:      c.StateDir,
 		UnknownFields: unknown,
-		Observer:      mets,
+		Observer:      objects,
 	})
 
 	// The mirror and the images watcher are built before the supervisor
@@ -273,6 +275,7 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 			Stats:     mets,
 			Streamer:  runtimeStreamer{rt: rt, paths: d.paths},
 			Images:    rt,
+			Objects:   objects,
 			ContainerdVersion: func(ctx context.Context) (string, error) {
 				v, err := client.Version(ctx)
 				return v.Version, err

@@ -23,11 +23,16 @@
 //     to the OS. Every problem is a *FileError ("path:line: field: reason"); all
 //     of them wrap ErrInvalid unless they are I/O errors. Warnings wrap
 //     ErrInsecure, ErrIgnored or ErrMissingObject (a pod referencing a
-//     ConfigMap or Secret not defined is accepted and waits for it).
+//     ConfigMap or Secret not defined, or a key such an object lacks, is
+//     accepted and waits for it; a missing imagePullSecrets Secret is
+//     warned about too).
 //   - Documents are independent. A valid document takes effect; an invalid
 //     one keeps the last good content of the same document index (its pods
 //     marked with Pod.Err) until it is fixed or the document or file is
-//     removed. A problem of the whole file (empty, too large, unreadable)
+//     removed; an invalid document's ConfigMaps and Secrets likewise keep
+//     their last good version, marked in Snapshot.ObjectErrors
+//     (Snapshot.Objects says where each object in use comes from). A
+//     problem of the whole file (empty, too large, unreadable)
 //     keeps every document's last good content. With SourceOptions.StateDir that
 //     last good content is persisted (StateFile), so a restart or a reboot
 //     with the file still broken keeps its pods running.

@@ -16,6 +16,8 @@ type candidate struct {
 	line int
 	pod  *Pod
 	obj  *podfile.Object
+	// objErr is set for a kept last good object: its document's error.
+	objErr error
 }
 
 // resolve keeps one candidate per kind and namespace/name: the one that

@@ -17,7 +17,7 @@ type docGood struct {
 // keeps it (its pods marked with the document's first error). An error of
 // the whole file (too large, empty) keeps every document's last good content.
 func (s *scanner) apply(path string, st *fileState, res fileResult) {
-	st.errs, st.warns = nil, nil
+	st.errs, st.warns, st.objErrs = nil, nil, nil
 	st.errs = append(st.errs, res.Errors...)
 	for _, d := range res.Docs {
 		st.errs = append(st.errs, d.Errors...)
@@ -25,6 +25,7 @@ func (s *scanner) apply(path string, st *fileState, res fileResult) {
 	}
 	if len(res.Errors) > 0 {
 		st.pods, st.objs = keepAll(st.lkg, res.Errors[0])
+		st.objErrs = objErrors(st.objs, res.Errors[0])
 		return
 	}
 
@@ -85,6 +86,10 @@ func (s *scanner) apply(path string, st *fileState, res fileResult) {
 		for _, o := range g.objs {
 			if !taken[o.ID()] {
 				objs = append(objs, o)
+				if st.objErrs == nil {
+					st.objErrs = map[string]error{}
+				}
+				st.objErrs[o.Hash] = d.Errors[0]
 			}
 		}
 	}
@@ -114,4 +119,13 @@ func withErr(good []*Pod, err error) []*Pod {
 		out = append(out, &c)
 	}
 	return out
+}
+
+// objErrors marks every object as a kept last good one, with err.
+func objErrors(objs []*podfile.Object, err error) map[string]error {
+	m := make(map[string]error, len(objs))
+	for _, o := range objs {
+		m[o.Hash] = err
+	}
+	return m
 }

@@ -15,6 +15,9 @@ import (
 // Pod is one desired pod from one manifest document (podfile.Pod).
 type Pod = podfile.Pod
 
+// Object is a ConfigMap or Secret document (podfile.Object).
+type Object = podfile.Object
+
 // FileError is a problem with a manifest file, rendered
 // "path:line: field: reason" (podfile.FileError).
 type FileError = podfile.FileError
@@ -91,6 +94,14 @@ type Snapshot struct {
 	// Secrets are the Secret documents, keyed like ConfigMaps; stringData is
 	// merged into data, as the apiserver does.
 	Secrets map[string]*v1.Secret
+	// Objects are the same ConfigMaps and Secrets with the file and line
+	// each is taken from (a kept last good version when its document is
+	// invalid now), sorted by Object.ID.
+	Objects []*Object
+	// ObjectErrors maps the Object.ID of each object whose document (or
+	// file) is invalid now to that error: the object is its last good
+	// version, kept, as a pod is (Pod.Err). Nil when there is none.
+	ObjectErrors map[string]error
 	// Errors holds every problem found in this scan, sorted by path and line.
 	Errors []*FileError
 	// Warnings holds problems that change nothing but deserve an event:

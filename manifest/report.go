@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/podvisor/podvisor/manifest/podfile"
 )
 
 // ValidateReport is what `podvisor validate` prints: every problem, the
@@ -61,10 +63,14 @@ func (r ValidateReport) MarshalJSON() ([]byte, error) {
 // references, permissions), with no last-known-good state: every error
 // counts. Files named explicitly are checked together, as if they were one
 // directory; a file the daemon would ignore (a dotfile, an editor backup, a
-// wrong extension) is an error "not a manifest name (reason)". nodeName is
+// wrong extension) is an error "not a manifest name (reason)". References
+// to ConfigMaps and Secrets (and to their keys) are checked across all the
+// paths together: a missing one is a warning (ErrMissingObject), not an
+// error, as the daemon runs such a pod and lets it wait. nodeName is
 // the node name the daemon would use; it is part of the pod names and UIDs.
 func Validate(paths []string, nodeName string, opts ParseOptions) ValidateReport {
 	r := ValidateReport{Errors: []*FileError{}, Warnings: []*FileError{}, Pods: []ReportPod{}, ConfigMaps: []string{}, Secrets: []string{}}
+	var snaps []Snapshot
 	discard := slog.New(slog.DiscardHandler)
 	var files []string
 	for _, p := range paths {
@@ -85,7 +91,7 @@ func Validate(paths []string, nodeName string, opts ParseOptions) ValidateReport
 			sc := newScanner(abs, nodeName, discard)
 			sc.opts = opts
 			snap, _ := sc.scan(scanRelist)
-			r.add(snap)
+			snaps = append(snaps, snap)
 			continue
 		}
 		if reason := skipReason(filepath.Base(abs)); reason != "" {
@@ -104,8 +110,9 @@ func Validate(paths []string, nodeName string, opts ParseOptions) ValidateReport
 		sc := newScanner(filepath.Dir(files[0]), nodeName, discard)
 		sc.files, sc.opts = files, opts
 		snap, _ := sc.scan(scanRelist)
-		r.add(snap)
+		snaps = append(snaps, snap)
 	}
+	r.addAll(snaps)
 	sortErrors(r.Errors)
 	sortErrors(r.Warnings)
 	slices.SortFunc(r.Pods, func(a, b ReportPod) int {
@@ -116,9 +123,33 @@ func Validate(paths []string, nodeName string, opts ParseOptions) ValidateReport
 	return r
 }
 
+// addAll adds the scans of the paths given. References are checked
+// across all of them, as if they were one directory: a pod in one
+// directory may use a ConfigMap of a file named beside it.
+func (r *ValidateReport) addAll(snaps []Snapshot) {
+	objs := map[string]*Object{}
+	for _, snap := range snaps {
+		for _, o := range snap.Objects {
+			if objs[o.ID()] == nil {
+				objs[o.ID()] = o
+			}
+		}
+	}
+	for _, snap := range snaps {
+		r.add(snap)
+		for _, p := range snap.Pods {
+			r.Warnings = append(r.Warnings, podfile.MissingReferences(p, func(id string) *Object { return objs[id] })...)
+		}
+	}
+}
+
 func (r *ValidateReport) add(snap Snapshot) {
 	r.Errors = append(r.Errors, snap.Errors...)
-	r.Warnings = append(r.Warnings, snap.Warnings...)
+	for _, w := range snap.Warnings {
+		if !errors.Is(w, ErrMissingObject) { // checked across all the paths
+			r.Warnings = append(r.Warnings, w)
+		}
+	}
 	for _, p := range snap.Pods {
 		r.Pods = append(r.Pods, ReportPod{Key: p.Key(), UID: p.Hash, Path: p.Path, Doc: p.Doc})
 		r.Warnings = append(r.Warnings, p.WarningErrors...)

@@ -167,3 +167,26 @@ func TestLoadSkipsWhatValidateRejects(t *testing.T) {
 		t.Errorf("Load: %v %v", keys(s), s.Errors)
 	}
 }
+
+// TestValidateReferencesAcrossPaths: references are checked across every
+// path given: a pod in a directory may use a ConfigMap of a file named
+// beside it; a missing object or key is a warning at the pod's file and
+// line naming the field and what is missing, and leaves the report valid.
+func TestValidateReferencesAcrossPaths(t *testing.T) {
+	pods, objs := t.TempDir(), t.TempDir()
+	writeFile(t, pods+"/web.yaml", basePod+"    env:\n    - name: A\n      valueFrom: {configMapKeyRef: {name: conf, key: a}}\n"+
+		"    - name: B\n      valueFrom: {secretKeyRef: {name: creds, key: b}}\n")
+	conf := objs + "/conf.yaml"
+	writeFile(t, conf, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: conf}\ndata: {a: x}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: creds}\nstringData: {c: z}\n")
+
+	alone := Validate([]string{pods}, node, ParseOptions{})
+	if !alone.Valid() || len(alone.Warnings) != 2 ||
+		!strings.HasPrefix(alone.Warnings[0].Error(), pods+"/web.yaml:11: spec.containers[0].env[0].valueFrom.configMapKeyRef.name: ConfigMap default/conf is not defined") {
+		t.Errorf("pods alone: valid %v warnings %v", alone.Valid(), alone.Warnings)
+	}
+	both := Validate([]string{pods, conf}, node, ParseOptions{})
+	want := `web.yaml:13: spec.containers[0].env[1].valueFrom.secretKeyRef: key "b" is not in Secret default/creds (` + conf + ":8)"
+	if !both.Valid() || len(both.Warnings) != 1 || !strings.Contains(both.Warnings[0].Error(), want) || !errors.Is(both.Warnings[0], ErrMissingObject) {
+		t.Errorf("with the objects: valid %v warnings %v, want one: %s", both.Valid(), both.Warnings, want)
+	}
+}

@@ -44,14 +44,17 @@ type fileState struct {
 	pending  *fileSig // identity seen at a relist with no announcing event
 
 	// From reading.
-	read  bool              // read since it appeared (or since podvisor started)
-	sig   fileSig           // identity of the content last read
-	lkg   map[int]*docGood  // last good content per document index
-	pods  []*Pod            // effective: valid documents and kept last-good ones
-	objs  []*podfile.Object // likewise
-	errs  []*FileError      // of the last read
-	warns []*FileError      // of the last read
-	ioErr *FileError        // this scan could not stat or read the file
+	read bool              // read since it appeared (or since podvisor started)
+	sig  fileSig           // identity of the content last read
+	lkg  map[int]*docGood  // last good content per document index
+	pods []*Pod            // effective: valid documents and kept last-good ones
+	objs []*podfile.Object // likewise
+	// objErrs maps the Hash of each kept last good object (its document
+	// is invalid now) to that document's first error.
+	objErrs map[string]error
+	errs    []*FileError // of the last read
+	warns   []*FileError // of the last read
+	ioErr   *FileError   // this scan could not stat or read the file
 }
 
 // entry is one directory entry that may be a manifest.

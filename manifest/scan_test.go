@@ -589,3 +589,30 @@ items:
 		t.Errorf("changed %v configmaps %v", changed, s.ConfigMaps)
 	}
 }
+
+// TestScanObjectLastKnownGood: Snapshot.Objects says where each object in
+// use comes from; an object whose document becomes invalid keeps its last
+// good version, marked in ObjectErrors, and loses the mark when fixed.
+func TestScanObjectLastKnownGood(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.yaml")
+	good := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: conf\ndata: {key: good}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: s}\n"
+	writeFile(t, path, good)
+	sc := newScanner(dir, node, discard())
+	s, _ := rescan(sc)
+	if len(s.Objects) != 2 || s.Objects[0].ID() != "ConfigMap default/conf" || s.Objects[0].Path != path || s.Objects[0].Line != 4 ||
+		s.Objects[1].ID() != "Secret default/s" || s.ObjectErrors != nil {
+		t.Fatalf("objects %+v errors %v", s.Objects, s.ObjectErrors)
+	}
+	writeFile(t, path, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: conf\ndata: {key: [bad]}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: s}\n")
+	s, _ = rescan(sc)
+	err := s.ObjectErrors["ConfigMap default/conf"]
+	if s.ConfigMaps["default/conf"].Data["key"] != "good" || err == nil || !strings.Contains(err.Error(), "c.yaml:5: data[key]") ||
+		len(s.ObjectErrors) != 1 || len(s.Objects) != 2 {
+		t.Errorf("broken: configmap %v object errors %v", s.ConfigMaps["default/conf"], s.ObjectErrors)
+	}
+	writeFile(t, path, good)
+	if s, _ = rescan(sc); s.ObjectErrors != nil {
+		t.Errorf("fixed: object errors %v", s.ObjectErrors)
+	}
+}

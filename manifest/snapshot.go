@@ -24,12 +24,14 @@ func (s *scanner) build(dirErr *FileError, manifests []entry) Snapshot {
 	}
 	for _, path := range slices.Sorted(maps.Keys(s.state)) {
 		st := s.state[path]
-		pods, objs := st.pods, st.objs
+		pods, objs, objErrs := st.pods, st.objs, st.objErrs
 		switch {
 		case dirErr != nil:
 			pods, objs = keepAll(st.lkg, dirErr)
+			objErrs = objErrors(objs, dirErr)
 		case st.ioErr != nil:
 			pods, objs = keepAll(st.lkg, st.ioErr)
+			objErrs = objErrors(objs, st.ioErr)
 			errs = append(errs, st.ioErr)
 		default:
 			errs = append(errs, st.errs...)
@@ -39,17 +41,27 @@ func (s *scanner) build(dirErr *FileError, manifests []entry) Snapshot {
 			cands = append(cands, candidate{id: "Pod " + p.Key(), path: p.Path, doc: p.Doc, line: p.Line, pod: p})
 		}
 		for _, o := range objs {
-			cands = append(cands, candidate{id: o.ID(), path: o.Path, doc: o.Doc, line: o.Line, obj: o})
+			cands = append(cands, candidate{id: o.ID(), path: o.Path, doc: o.Doc, line: o.Line, obj: o, objErr: objErrs[o.Hash]})
 		}
 	}
 
 	winners, dupErrs := s.resolve(cands)
 	errs = append(errs, dupErrs...)
 	snap := Snapshot{}
-	have := map[string]bool{}
+	objs := map[string]*podfile.Object{}
 	for _, c := range winners {
-		have[c.id] = true
+		if c.obj != nil {
+			objs[c.id] = c.obj
+			snap.Objects = append(snap.Objects, c.obj)
+		}
+		if c.objErr != nil {
+			if snap.ObjectErrors == nil {
+				snap.ObjectErrors = map[string]error{}
+			}
+			snap.ObjectErrors[c.id] = c.objErr
+		}
 	}
+	slices.SortFunc(snap.Objects, func(a, b *Object) int { return strings.Compare(a.ID(), b.ID()) })
 	for _, c := range winners {
 		switch {
 		case c.obj != nil && c.obj.ConfigMap != nil:
@@ -64,7 +76,7 @@ func (s *scanner) build(dirErr *FileError, manifests []entry) Snapshot {
 			snap.Secrets[c.obj.Key] = c.obj.Secret
 		default:
 			// A pod waits for what it references, as kubelet's does.
-			warns = append(warns, podfile.MissingReferences(c.pod, func(id string) bool { return have[id] })...)
+			warns = append(warns, podfile.MissingReferences(c.pod, func(id string) *podfile.Object { return objs[id] })...)
 			snap.Pods = append(snap.Pods, c.pod)
 		}
 	}

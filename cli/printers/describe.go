@@ -102,6 +102,8 @@ func PrintDescribe(w io.Writer, pod *v1.Pod, events []v1.Event, now time.Time) e
 			} else {
 				p(2, "SizeLimit:\t<unset>")
 			}
+		case v.ConfigMap != nil, v.Secret != nil, v.DownwardAPI != nil, v.Projected != nil:
+			describeObjectVolume(p, &v.VolumeSource)
 		default:
 			p(2, "Type:\t<unknown>")
 		}
@@ -114,6 +116,81 @@ func PrintDescribe(w io.Writer, pod *v1.Pod, events []v1.Event, now time.Time) e
 }
 
 type printer func(indent int, format string, args ...any)
+
+// describeObjectVolume prints a configMap, secret, downwardAPI or
+// projected volume as kubectl describe pod does (its
+// printConfigMapVolumeSource and siblings), and the items each maps; an
+// optional reference's *bool as its value, not kubectl's pointer.
+func describeObjectVolume(p printer, v *v1.VolumeSource) {
+	items := func(indent int, ks []v1.KeyToPath) {
+		for _, it := range ks {
+			p(indent, "%s -> %s", it.Key, it.Path)
+		}
+	}
+	downward := func(indent int, fs []v1.DownwardAPIVolumeFile) {
+		for _, f := range fs {
+			if f.FieldRef != nil {
+				p(indent, "%s -> %s", f.FieldRef.FieldPath, f.Path)
+			}
+			if f.ResourceFieldRef != nil {
+				p(indent, "%s -> %s", f.ResourceFieldRef.Resource, f.Path)
+			}
+		}
+	}
+	switch {
+	case v.ConfigMap != nil:
+		p(2, "Type:\tConfigMap (a volume populated by a ConfigMap)")
+		p(2, "Name:\t%s", v.ConfigMap.Name)
+		p(2, "Optional:\t%t", v.ConfigMap.Optional != nil && *v.ConfigMap.Optional)
+		if len(v.ConfigMap.Items) > 0 {
+			p(2, "Items:")
+			items(3, v.ConfigMap.Items)
+		}
+	case v.Secret != nil:
+		p(2, "Type:\tSecret (a volume populated by a Secret)")
+		p(2, "SecretName:\t%s", v.Secret.SecretName)
+		p(2, "Optional:\t%t", v.Secret.Optional != nil && *v.Secret.Optional)
+		if len(v.Secret.Items) > 0 {
+			p(2, "Items:")
+			items(3, v.Secret.Items)
+		}
+	case v.DownwardAPI != nil:
+		p(2, "Type:\tDownwardAPI (a volume populated by information about the pod)")
+		p(2, "Items:")
+		downward(3, v.DownwardAPI.Items)
+	case v.Projected != nil:
+		p(2, "Type:\tProjected (a volume that contains injected data from multiple sources)")
+		for _, src := range v.Projected.Sources {
+			switch {
+			case src.Secret != nil:
+				p(2, "SecretName:\t%s", src.Secret.Name)
+				p(2, "SecretOptionalName:\t%s", optionalString(src.Secret.Optional))
+				items(3, src.Secret.Items)
+			case src.DownwardAPI != nil:
+				p(2, "DownwardAPI:\ttrue")
+				downward(3, src.DownwardAPI.Items)
+			case src.ConfigMap != nil:
+				p(2, "ConfigMapName:\t%s", src.ConfigMap.Name)
+				p(2, "ConfigMapOptional:\t%s", optionalString(src.ConfigMap.Optional))
+				items(3, src.ConfigMap.Items)
+			case src.ServiceAccountToken != nil:
+				exp := int64(3600)
+				if src.ServiceAccountToken.ExpirationSeconds != nil {
+					exp = *src.ServiceAccountToken.ExpirationSeconds
+				}
+				p(2, "TokenExpirationSeconds:\t%d", exp)
+			}
+		}
+	}
+}
+
+// optionalString is an optional *bool as kubectl means to print it.
+func optionalString(b *bool) string {
+	if b == nil {
+		return "<nil>"
+	}
+	return fmt.Sprint(*b)
+}
 
 // message is a text a container controls (a termination or probe message,
 // an event about it) as describe prints it in column col of a line
@@ -329,6 +406,11 @@ func describeEvents(p printer, pod *v1.Pod, events []v1.Event, now time.Time) {
 			mine = append(mine, e)
 		}
 	}
+	printEvents(p, mine, now)
+}
+
+// printEvents prints kubectl describe's Events section, oldest first.
+func printEvents(p printer, mine []v1.Event, now time.Time) {
 	if len(mine) == 0 {
 		p(0, "Events:\t<none>")
 		return

@@ -154,3 +154,62 @@ func TestPrintDescribeEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribeObjectVolumes: configMap, secret, downwardAPI and projected
+// volumes print as kubectl describe pod prints them.
+func TestDescribeObjectVolumes(t *testing.T) {
+	yes := true
+	exp := int64(600)
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-n1", Namespace: "default"},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: "busybox"}}, Volumes: []v1.Volume{
+			{Name: "conf", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "app-conf"},
+				Items: []v1.KeyToPath{{Key: "a", Path: "x/a"}}}}},
+			{Name: "certs", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "tls", Optional: &yes}}},
+			{Name: "info", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{Items: []v1.DownwardAPIVolumeFile{
+				{Path: "labels", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels"}},
+				{Path: "mem", ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.memory"}},
+			}}}},
+			{Name: "all", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+				{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: "app-conf"}}},
+				{Secret: &v1.SecretProjection{LocalObjectReference: v1.LocalObjectReference{Name: "tls"}, Optional: &yes}},
+				{DownwardAPI: &v1.DownwardAPIProjection{Items: []v1.DownwardAPIVolumeFile{{Path: "name", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}},
+				{ServiceAccountToken: &v1.ServiceAccountTokenProjection{ExpirationSeconds: &exp}},
+			}}}},
+		}},
+	}
+	var b strings.Builder
+	if err := PrintDescribe(&b, pod, nil, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	want := `Volumes:
+  conf:
+    Type:      ConfigMap (a volume populated by a ConfigMap)
+    Name:      app-conf
+    Optional:  false
+    Items:
+      a -> x/a
+  certs:
+    Type:        Secret (a volume populated by a Secret)
+    SecretName:  tls
+    Optional:    true
+  info:
+    Type:  DownwardAPI (a volume populated by information about the pod)
+    Items:
+      metadata.labels -> labels
+      limits.memory -> mem
+  all:
+    Type:                Projected (a volume that contains injected data from multiple sources)
+    ConfigMapName:       app-conf
+    ConfigMapOptional:   <nil>
+    SecretName:          tls
+    SecretOptionalName:  true
+    DownwardAPI:         true
+      metadata.name -> name
+    TokenExpirationSeconds:  600
+QoS Class:`
+	if !strings.Contains(out, want) {
+		t.Errorf("volumes:\n%s\nwant:\n%s", out, want)
+	}
+}

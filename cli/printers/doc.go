@@ -13,6 +13,11 @@
 //     --show-labels, --sort-by); one named pod prints as the Pod, anything
 //     else as kubectl's List. Options.Validate refuses what cannot be
 //     printed before anything is asked of the daemon.
+//   - LocalObjects prints the local ConfigMaps and Secrets as kubectl get
+//     configmaps and get secrets do (with -o wide's FILE and PODS);
+//     DescribeConfigMap and DescribeSecret as kubectl describe does, with
+//     the pods using each. No Secret value is ever printed: each value of
+//     data shows as api.RedactedValue, describe shows sizes.
 //   - PrintDescribe prints what kubectl describe pod prints; TopPods what
 //     kubectl top pod prints; PS and Images what crictl ps and crictl
 //     images print.

@@ -64,6 +64,10 @@ type Pod struct {
 	Line int
 	// WarningErrors are Warnings with their lines, for reports.
 	WarningErrors []*FileError
+	// RefLines maps the Field of each of the pod's References to its line
+	// in the file, for the warnings about missing objects; a pod kept
+	// from the state file has none (Line is used).
+	RefLines map[string]int
 }
 
 // Key returns "namespace/name" of the pod (the name with the node suffix).

@@ -110,25 +110,42 @@ func TestMissingReferences(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "web-node-1", Namespace: "kube-system"},
 		Spec: v1.PodSpec{
 			Volumes: []v1.Volume{
-				{Name: "a", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "conf"}}}},
-				{Name: "b", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "certs", Optional: &no}}},
+				{Name: "a", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "conf"},
+					Items: []v1.KeyToPath{{Key: "k", Path: "k"}, {Key: "gone", Path: "g"}}}}},
+				{Name: "b", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "certs", Optional: &no,
+					Items: []v1.KeyToPath{{Key: "tls.crt", Path: "c"}}}}},
 				{Name: "c", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "maybe", Optional: &yes}}},
 				{Name: "d", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
 					{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: "proj"}}},
 				}}}},
 			},
 			InitContainers: []v1.Container{{Name: "init", EnvFrom: []v1.EnvFromSource{{SecretRef: &v1.SecretEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "env"}}}}}},
-			Containers: []v1.Container{{Name: "app", Env: []v1.EnvVar{{Name: "K", ValueFrom: &v1.EnvVarSource{
-				ConfigMapKeyRef: &v1.ConfigMapKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "conf"}, Key: "k"}}}}}},
+			Containers: []v1.Container{{Name: "app", Env: []v1.EnvVar{
+				{Name: "K", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "conf"}, Key: "k"}}},
+				{Name: "B", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "conf"}, Key: "bin"}}},
+				{Name: "M", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "conf"}, Key: "nokey"}}},
+				{Name: "O", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "conf"}, Key: "nokey", Optional: &yes}}},
+				{Name: "P", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "pw"}, Key: "password"}}},
+				{Name: "Q", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "gone"}, Key: "x"}}},
+			}}},
+			ImagePullSecrets: []v1.LocalObjectReference{{Name: "pw"}, {Name: "regcred"}},
 		},
 	}
 	p := &Pod{Pod: pod, Path: "/m/web.yaml", Line: 4}
-	defined := map[string]bool{"ConfigMap kube-system/conf": true, "ConfigMap default/proj": true}
-	errs := MissingReferences(p, func(id string) bool { return defined[id] })
+	conf := NewObject("/m/conf.yaml", 0, 3, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: "kube-system"},
+		Data: map[string]string{"k": "v"}, BinaryData: map[string][]byte{"bin": {1}}}, nil)
+	pw := NewObject("/m/conf.yaml", 1, 9, nil, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "pw", Namespace: "kube-system"},
+		Data: map[string][]byte{"password": []byte("s3cret")}})
+	defined := map[string]*Object{conf.ID(): conf, pw.ID(): pw, "ConfigMap default/proj": conf}
+	errs := MissingReferences(p, func(id string) *Object { return defined[id] })
 	want := []string{
+		`/m/web.yaml:4: spec.volumes[0].configMap.items[1].key: key "gone" is not in ConfigMap kube-system/conf (/m/conf.yaml:3)`,
 		"/m/web.yaml:4: spec.volumes[1].secret.secretName: Secret kube-system/certs is not defined in the manifest directory",
 		"/m/web.yaml:4: spec.volumes[3].projected.sources[0].configMap.name: ConfigMap kube-system/proj is not defined",
 		"/m/web.yaml:4: spec.initContainers[0].envFrom[0].secretRef.name: Secret kube-system/env is not defined",
+		`/m/web.yaml:4: spec.containers[0].env[2].valueFrom.configMapKeyRef: key "nokey" is not in ConfigMap kube-system/conf (/m/conf.yaml:3); the containers that need it wait for it`,
+		"/m/web.yaml:4: spec.containers[0].env[5].valueFrom.secretKeyRef.name: Secret kube-system/gone is not defined",
+		"/m/web.yaml:4: spec.imagePullSecrets[1].name: Secret kube-system/regcred is not defined in the manifest directory; images are pulled without it",
 	}
 	if len(errs) != len(want) {
 		t.Fatalf("errors:\n%s\nwant %d", joinErrs(errs), len(want))
@@ -137,6 +154,21 @@ func TestMissingReferences(t *testing.T) {
 		if !strings.HasPrefix(errs[i].Error(), w) {
 			t.Errorf("error %q, want prefix %q", errs[i], w)
 		}
+		if !errors.Is(errs[i], ErrMissingObject) {
+			t.Errorf("error %q does not wrap ErrMissingObject", errs[i])
+		}
+	}
+	var pull, optional int
+	for _, r := range References(pod) {
+		if r.Pull {
+			pull++
+		}
+		if r.Optional {
+			optional++
+		}
+	}
+	if pull != 2 || optional != 2 {
+		t.Errorf("References: %d pull and %d optional references, want 2 and 2", pull, optional)
 	}
 
 	// The field table still rejects such references before this check runs.

@@ -84,7 +84,14 @@ func parsePod(path string, docRoot *yaml3.Node, t target, docIndex int, nodeName
 		strs = append(strs, w.Field+": "+w.Reason)
 	}
 	line := lineOf(docRoot, t.full("metadata.name"))
+	refLines := map[string]int{}
+	for _, r := range References(pod) {
+		if l := lineOf(docRoot, t.full(r.Field)); l > 0 {
+			refLines[r.Field] = l
+		}
+	}
 	return &Pod{
+		RefLines:      refLines,
 		Pod:           pod,
 		Path:          path,
 		Doc:           docIndex,
