@@ -19,6 +19,7 @@ import (
 	"github.com/podvisor/podvisor/test/registry"
 	"github.com/podvisor/podvisor/test/testimage"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestRegistryPull pulls from real registries (docker-registry on
@@ -83,6 +84,43 @@ func TestRegistryPull(t *testing.T) {
 		img, err := anonymous.EnsureImage(ctx, &v1.Container{Image: secureRef, ImagePullPolicy: v1.PullAlways})
 		if err == nil || !strings.Contains(err.Error(), "401") || img.Warning != "" {
 			t.Fatalf("Always, anonymous, local image = %+v, %v; want the 401", img, err)
+		}
+	})
+	t.Run("each matching credential tried", func(t *testing.T) {
+		// The most specific key's password is wrong: kubelet tries the
+		// host's next.
+		both := filepath.Join(t.TempDir(), "config.json")
+		cfg := fmt.Sprintf(`{"auths":{%q:{"auth":%q},%q:{"auth":%q}}}`,
+			secure.Host+"/podvisor", base64.StdEncoding.EncodeToString([]byte("puller:wrong")), secure.Host, b64)
+		if err := os.WriteFile(both, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		rt := runtime(func(o *Options) { o.Credentials = NodeCredentials(both) })
+		if _, err := ensure(rt, secureRef, v1.PullAlways); err != nil {
+			t.Fatalf("wrong then right credentials: %v", err)
+		}
+	})
+	t.Run("imagePullSecrets", func(t *testing.T) {
+		secret := func(name, auth string) *v1.Secret {
+			return &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, Type: v1.SecretTypeDockerConfigJson, Data: map[string][]byte{
+				v1.DockerConfigJsonKey: []byte(fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, secure.Host, auth))}}
+		}
+		right := secret("right", b64)
+		wrong := secret("wrong", base64.StdEncoding.EncodeToString([]byte("puller:hunter2")))
+		pull := func(rt *Runtime, secrets ...*v1.Secret) error {
+			_, err := rt.EnsureImage(supervise.WithPullSecrets(ctx, secrets), &v1.Container{Image: secureRef, ImagePullPolicy: v1.PullAlways})
+			return err
+		}
+		if err := pull(anonymous, right); err != nil {
+			t.Errorf("with the pod's Secret: %v", err)
+		}
+		// A wrong Secret is refused, never retried anonymously; with
+		// the node's credentials behind it, those are tried next.
+		if err := pull(anonymous, wrong); err == nil || !strings.Contains(err.Error(), "401") || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("with a wrong Secret: %v, want the 401", err)
+		}
+		if err := pull(withCreds, wrong); err != nil {
+			t.Errorf("a wrong Secret, then the node's credentials: %v", err)
 		}
 	})
 	t.Run("plain HTTP on 127.0.0.1 without config", func(t *testing.T) {
