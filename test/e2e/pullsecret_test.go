@@ -118,7 +118,7 @@ func TestPullSecrets(t *testing.T) {
 
 	d.writeManifest("secrets.yaml", dockerConfigSecret("regcred", reg.Host, "puller", password)+"---\n"+
 		dockerConfigSecret("wrongcred", reg.Host+"/team", "puller", "not-the-password")+"---\n"+
-		"apiVersion: v1\nkind: Secret\nmetadata:\n  name: opaque\ntype: Opaque\nstringData:\n  x: y\n")
+		"apiVersion: v1\nkind: Secret\nmetadata:\n  name: opaque\ntype: Opaque\nstringData:\n  x: data\n")
 	refused := func(name string) *v1.Pod {
 		t.Helper()
 		p := d.waitPod(name+"-"+node, 90*time.Second, "ErrImagePull or ImagePullBackOff", func(p *v1.Pod) bool {
