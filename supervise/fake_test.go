@@ -172,6 +172,9 @@ type fakeRuntime struct {
 	// pulls makes EnsureImage pull: report through the ctx's
 	// PullReporter and say it pulled.
 	pulls bool
+	// pullSecrets are the names of the imagePullSecrets each EnsureImage
+	// got, comma-separated.
+	pullSecrets []string
 }
 
 func newFakeRuntime(clk *fakeClock) *fakeRuntime {
@@ -218,6 +221,11 @@ func (r *fakeRuntime) EnsureImage(ctx context.Context, c *v1.Container) (Image, 
 	img := Image{Ref: "docker.io/library/" + c.Image + ":latest", ID: "docker.io/library/" + c.Image + "@sha256:1"}
 	r.mu.Lock()
 	pulls := r.pulls
+	var names []string
+	for _, s := range PullSecretsFrom(ctx) {
+		names = append(names, s.Name)
+	}
+	r.pullSecrets = append(r.pullSecrets, strings.Join(names, ","))
 	r.mu.Unlock()
 	if pulls {
 		PullReporterFrom(ctx)("Pulling", "Pulling image "+c.Image+": 42 bytes received in 10s")

@@ -86,9 +86,14 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef,
 		w.event(pod, fp, v1.EventTypeWarning, "Failed", "Error: %v", err)
 		return err
 	}
-	img, err := w.d.ensureImage(WithPullReporter(ctx, func(reason, msg string) {
+	secrets, failed := pullSecrets(pod, w.objs)
+	if failed != "" {
+		w.event(pod, "", v1.EventTypeWarning, "FailedToRetrieveImagePullSecret", "%s", failed)
+	}
+	pctx := WithPullSecrets(WithPullReporter(ctx, func(reason, msg string) {
 		w.event(pod, fp, v1.EventTypeNormal, reason, "%s", msg)
-	}), c)
+	}), secrets)
+	img, err := w.d.ensureImage(pctx, c)
 	if err != nil {
 		if ctx.Err() != nil {
 			return err

@@ -92,7 +92,7 @@ var fieldTable = []FieldSupport{
 	{"PodSpec", "hostIPC", impl, ""},
 	{"PodSpec", "shareProcessNamespace", reject, ""},
 	{"PodSpec", "securityContext", impl, "see the PodSecurityContext rows"},
-	{"PodSpec", "imagePullSecrets", ignore, "not read yet: pulls use the node-wide credentials of --image-credentials-file"},
+	{"PodSpec", "imagePullSecrets", impl, "local Secrets of type kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg, tried before --image-credentials-file"},
 	{"PodSpec", "hostname", impl, ""},
 	{"PodSpec", "subdomain", ignore, "there is no cluster DNS"},
 	{"PodSpec", "affinity", ignore, "scheduling only"},

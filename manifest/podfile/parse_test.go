@@ -405,9 +405,9 @@ func TestWarnings(t *testing.T) {
 		{"no warnings for defaults", "  schedulerName: default-scheduler\n  enableServiceLinks: true\n  nodeName: node-1\n  automountServiceAccountToken: false\n  preemptionPolicy: PreemptLowerPriority\n", nil},
 		{"tolerations", "  tolerations: [{operator: Exists}]\n", []string{"spec.tolerations: ignored by podvisor (scheduling only)"}},
 		{"other node", "  nodeName: elsewhere\n", []string{"spec.nodeName: ignored by podvisor (set to this node)"}},
-		{"several", "  nodeSelector: {a: b}\n  priorityClassName: system-node-critical\n  imagePullSecrets: [{name: s}]\n",
+		{"several", "  nodeSelector: {a: b}\n  priorityClassName: system-node-critical\n  subdomain: s\n  imagePullSecrets: [{name: s}]\n",
 			[]string{"spec.nodeSelector: ignored by podvisor (there is only this node)",
-				"spec.imagePullSecrets: ignored by podvisor (not read yet: pulls use the node-wide credentials of --image-credentials-file)"}},
+				"spec.subdomain: ignored by podvisor (there is no cluster DNS)"}},
 		{"ephemeral storage", "    resources: {limits: {ephemeral-storage: 1Gi}}\n",
 			[]string{"spec.containers[0].resources.limits[ephemeral-storage]: ignored by podvisor (no local storage accounting)"}},
 	}

@@ -28,8 +28,12 @@
 //     the bytes received through the ctx's supervise.PullReporter. Hosts
 //     come from the hosts.toml layout in RegistryConfigDir (containerd's
 //     own config.ConfigureHosts: a localhost registry needs none), the
-//     credentials from Options.Credentials (NodeCredentials: a docker
-//     config.json matched as kubelet's keyring), asked per image and host.
+//     credentials from the pod's imagePullSecrets (the ctx's
+//     supervise.PullSecretsFrom) and then Options.Credentials
+//     (NodeCredentials: a docker config.json), matched as kubelet's
+//     keyring, asked per image and host. With several matching, each is
+//     tried until a pull succeeds; never anonymous after them. The pull
+//     is not bounded by RequestTimeout (only its lookup and unpack are).
 //   - With imagePullPolicy Always, a local image replaces a failed pull
 //     only when the registry could not be reached (network error, stall);
 //     a registry's refusal (401, 403, 404) is the pull's error.

@@ -9,38 +9,102 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"sort"
 	"strings"
 
 	"github.com/distribution/reference"
+	v1 "k8s.io/api/core/v1"
 )
 
 // NodeCredentials returns the Credentials of a docker config.json: the
 // first of files that exists, read at each pull (so an edit applies to
 // the next pull). Its "auths" keys match as kubelet's keyring matches
 // them: by registry host (each dot-separated part may be a glob, the port
-// must be equal) and path prefix, the longest matching key winning.
-// Other credentials (imagePullSecrets) can be chained in front of it.
+// must be equal) and path prefix; every matching key's credential is
+// returned, the most specific first (kubelet's reverse order of keys).
 func NodeCredentials(files ...string) Credentials {
-	return func(ctx context.Context, image, host string) (string, string, error) {
+	return func(ctx context.Context, image, host string) ([]Credential, error) {
 		for _, f := range files {
 			data, err := os.ReadFile(f)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
 			if err != nil {
-				return "", "", fmt.Errorf("credentials: %w", err)
+				return nil, fmt.Errorf("credentials: %w", err)
 			}
 			var cfg dockerConfig
 			if err := json.Unmarshal(data, &cfg); err != nil {
-				return "", "", fmt.Errorf("credentials: %s: %w", f, err)
+				return nil, fmt.Errorf("credentials: %s: %w", f, err)
 			}
-			user, secret, err := cfg.lookup(image, host)
+			creds, err := keyring{auths: cfg.Auths}.lookup(image, host)
 			if err != nil {
-				return "", "", fmt.Errorf("credentials: %s: %w", f, err)
+				return nil, fmt.Errorf("credentials: %s: %w", f, err)
 			}
-			return user, secret, nil
+			return creds, nil
 		}
-		return "", "", nil
+		return nil, nil
+	}
+}
+
+// PullSecretCredentials returns the Credentials of a pod's
+// imagePullSecrets (Secrets of type kubernetes.io/dockerconfigjson or
+// kubernetes.io/dockercfg; others are skipped, as kubelet's
+// MakeDockerKeyring skips them), all matching keys of all of them in
+// kubelet's order: the most specific key first, Secrets in the pod's
+// order for one key. An error names the Secret and its key, never a value.
+func PullSecretCredentials(secrets []*v1.Secret) (Credentials, error) {
+	var rings []keyring
+	for _, s := range secrets {
+		var auths map[string]dockerAuth
+		switch s.Type {
+		case v1.SecretTypeDockerConfigJson:
+			var cfg dockerConfig
+			if err := json.Unmarshal(s.Data[v1.DockerConfigJsonKey], &cfg); err != nil {
+				return nil, fmt.Errorf("imagePullSecret %q: %s is not a docker config.json", s.Name, v1.DockerConfigJsonKey)
+			}
+			auths = cfg.Auths
+		case v1.SecretTypeDockercfg:
+			if err := json.Unmarshal(s.Data[v1.DockerConfigKey], &auths); err != nil {
+				return nil, fmt.Errorf("imagePullSecret %q: %s is not a docker config", s.Name, v1.DockerConfigKey)
+			}
+		default:
+			continue
+		}
+		rings = append(rings, keyring{auths: auths, name: s.Name})
+	}
+	if len(rings) == 0 {
+		return nil, nil
+	}
+	return func(ctx context.Context, image, host string) ([]Credential, error) {
+		var all []keyedCredential
+		for _, k := range rings {
+			m, err := k.matches(image, host)
+			if err != nil {
+				return nil, fmt.Errorf("imagePullSecret %q: %w", k.name, err)
+			}
+			all = append(all, m...)
+		}
+		return ordered(all), nil
+	}, nil
+}
+
+// Chain returns Credentials that return every credential of each of cs,
+// in order (a pod's imagePullSecrets before the node's, as kubelet's
+// union keyring). Nil entries are skipped.
+func Chain(cs ...Credentials) Credentials {
+	return func(ctx context.Context, image, host string) ([]Credential, error) {
+		var out []Credential
+		for _, c := range cs {
+			if c == nil {
+				continue
+			}
+			creds, err := c(ctx, image, host)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, creds...)
+		}
+		return out, nil
 	}
 }
 
@@ -56,40 +120,82 @@ type dockerAuth struct {
 	IdentityToken string `json:"identitytoken"`
 }
 
+// keyring is one config's auths.
+type keyring struct {
+	auths map[string]dockerAuth
+	name  string // the Secret's, for errors
+}
+
+type keyedCredential struct {
+	key string // normalized
+	Credential
+}
+
 // lookup finds the credentials of image pulled from host (the registry or
-// a mirror of it): the image's repository path on host, matched against
-// every key.
-func (c dockerConfig) lookup(image, host string) (string, string, error) {
+// a mirror of it), most specific key first.
+func (k keyring) lookup(image, host string) ([]Credential, error) {
+	m, err := k.matches(image, host)
+	if err != nil {
+		return nil, err
+	}
+	return ordered(m), nil
+}
+
+// matches returns the credential of every key matching the image's
+// repository path on host.
+func (k keyring) matches(image, host string) ([]keyedCredential, error) {
 	target := normalizeRegistry(host)
 	if named, err := reference.ParseNormalizedNamed(image); err == nil {
 		target += "/" + reference.Path(named)
 	}
-	best, bestLen := "", -1
-	for key := range c.Auths {
-		k := normalizeKey(key)
-		if keyMatches(k, target) && len(k) > bestLen {
-			best, bestLen = key, len(k)
+	keys := make([]string, 0, len(k.auths))
+	for key := range k.auths {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys) // a stable order for keys normalizing alike
+	var out []keyedCredential
+	for _, key := range keys {
+		nk := normalizeKey(key)
+		if !keyMatches(nk, target) {
+			continue
 		}
+		c, err := k.auths[key].credential()
+		if err != nil {
+			return nil, fmt.Errorf("auths[%q].%w", key, err)
+		}
+		out = append(out, keyedCredential{key: nk, Credential: c})
 	}
-	if bestLen < 0 {
-		return "", "", nil
+	return out, nil
+}
+
+// ordered sorts matches as kubelet's BasicDockerKeyring.Lookup: keys in
+// reverse lexical order (a longer path before its prefix), matches of
+// one key in the order they came.
+func ordered(m []keyedCredential) []Credential {
+	sort.SliceStable(m, func(i, j int) bool { return m[i].key > m[j].key })
+	out := make([]Credential, len(m))
+	for i := range m {
+		out[i] = m[i].Credential
 	}
-	a := c.Auths[best]
+	return out
+}
+
+func (a dockerAuth) credential() (Credential, error) {
 	if a.Auth != "" {
 		raw, err := base64.StdEncoding.DecodeString(a.Auth)
 		if err != nil {
-			return "", "", fmt.Errorf("auths[%q].auth: %w", best, err)
+			return Credential{}, errors.New("auth: not base64")
 		}
 		user, pass, ok := strings.Cut(string(raw), ":")
 		if !ok {
-			return "", "", fmt.Errorf("auths[%q].auth: not user:password", best)
+			return Credential{}, errors.New("auth: not user:password")
 		}
-		return user, pass, nil
+		return Credential{User: user, Secret: pass}, nil
 	}
 	if a.IdentityToken != "" {
-		return "", a.IdentityToken, nil
+		return Credential{Secret: a.IdentityToken}, nil
 	}
-	return a.Username, a.Password, nil
+	return Credential{User: a.Username, Secret: a.Password}, nil
 }
 
 // normalizeRegistry names Docker Hub's hosts docker.io, as image names do.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -27,10 +28,14 @@ const DefaultPullProgressDeadline = time.Minute
 // DefaultRegistryConfigDir is containerd's hosts.toml root.
 const DefaultRegistryConfigDir = "/etc/containerd/certs.d"
 
-// Credentials returns the user name and secret (a password or an identity
-// token) for pulling image (a normalized reference) from host, the
-// registry or mirror being contacted. Empty strings: anonymous.
-type Credentials func(ctx context.Context, image, host string) (user, secret string, err error)
+// Credential is a user name and secret (a password or an identity token).
+type Credential struct{ User, Secret string }
+
+// Credentials returns every credential for pulling image (a normalized
+// reference) from host, the registry or mirror being contacted, the best
+// first. None: anonymous. A pull tries each in turn until one succeeds,
+// as kubelet's.
+type Credentials func(ctx context.Context, image, host string) ([]Credential, error)
 
 // ErrPullStalled is the error of a pull cut because no byte arrived for the
 // progress deadline.
@@ -60,23 +65,73 @@ func (p *progress) add(n int) {
 	}
 }
 
-// pull fetches ref through a resolver configured from the hosts.toml
-// layout and the credentials, cutting it when no byte arrives for the
-// progress deadline; a pull that keeps receiving is never cut.
+// pull fetches ref with the pod's imagePullSecrets (from ctx) and the
+// node's credentials: with several matching credentials it tries each
+// until one succeeds, as kubelet does, and returns every attempt's error
+// when none does. A registry that cannot be reached is not tried again.
 func (r *Runtime) pull(ctx context.Context, ref string) (client.Image, int64, error) {
+	report := supervise.PullReporterFrom(ctx)
+	report("Pulling", fmt.Sprintf("Pulling image %q", ref))
+	creds := r.opts.Credentials
+	if secrets := supervise.PullSecretsFrom(ctx); len(secrets) > 0 {
+		pod, err := PullSecretCredentials(secrets)
+		if err != nil {
+			return nil, 0, err
+		}
+		creds = Chain(pod, creds)
+	}
+	var errs []error
+	var received int64
+	for attempt := 0; ; attempt++ {
+		var more atomic.Bool
+		var pick func(host string) (string, string, error)
+		if creds != nil {
+			pick = func(host string) (string, string, error) {
+				list, err := creds(ctx, ref, host)
+				if err != nil || len(list) == 0 {
+					return "", "", err
+				}
+				if len(list) > attempt+1 {
+					more.Store(true)
+				}
+				c := list[min(attempt, len(list)-1)]
+				return c.User, c.Secret, nil
+			}
+		}
+		img, n, err := r.pullOnce(ctx, ref, pick, report)
+		received += n
+		if err == nil {
+			return img, received, nil
+		}
+		errs = append(errs, err)
+		if !more.Load() || ctx.Err() != nil || isNetworkError(err) {
+			if len(errs) > 1 {
+				var prior []string
+				for _, e := range errs[:len(errs)-1] {
+					prior = append(prior, e.Error())
+				}
+				err = fmt.Errorf("each of %d matching credentials failed: %s; %w", len(errs), strings.Join(prior, "; "), err)
+			}
+			return nil, received, err
+		}
+	}
+}
+
+// pullOnce fetches ref through a resolver configured from the hosts.toml
+// layout and creds (nil: anonymous), cutting it when no byte arrives for
+// the progress deadline; a pull that keeps receiving is never cut.
+func (r *Runtime) pullOnce(ctx context.Context, ref string, creds func(host string) (string, string, error), report supervise.PullReporter) (client.Image, int64, error) {
 	p := &progress{}
 	p.last.Store(time.Now().UnixNano())
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	report := supervise.PullReporterFrom(ctx)
-	report("Pulling", fmt.Sprintf("Pulling image %q", ref))
 	done := make(chan struct{})
 	defer close(done)
 	go r.watchProgress(p, done, cancel, func(bytes int64, d time.Duration) {
 		report("Pulling", fmt.Sprintf("Pulling image %q: %d bytes received in %s", ref, bytes, d.Round(time.Second)))
 	})
 
-	resolver := &countingResolver{Resolver: r.resolver(ctx, ref), p: p}
+	resolver := &countingResolver{Resolver: r.resolver(ctx, creds), p: p}
 	var img client.Image
 	err := r.withLease(ctx, "pull", func(ctx context.Context) (err error) {
 		img, err = r.client.Pull(ctx, ref, client.WithPullUnpack, client.WithPullSnapshotter(r.opts.Snapshotter), client.WithResolver(resolver))
@@ -119,14 +174,11 @@ func (r *Runtime) watchProgress(p *progress, done <-chan struct{}, cancel contex
 
 // resolver is containerd's docker resolver on the hosts of
 // --registry-config-dir (mirrors, CAs, plain HTTP, as containerd's CRI;
-// a registry on localhost needs none) with r's credentials.
-func (r *Runtime) resolver(ctx context.Context, ref string) remotes.Resolver {
-	opts := config.HostOptions{}
+// a registry on localhost needs none) with creds (nil: anonymous).
+func (r *Runtime) resolver(ctx context.Context, creds func(host string) (string, string, error)) remotes.Resolver {
+	opts := config.HostOptions{Credentials: creds}
 	if r.opts.RegistryConfigDir != "" {
 		opts.HostDir = config.HostDirFromRoot(r.opts.RegistryConfigDir)
-	}
-	if creds := r.opts.Credentials; creds != nil {
-		opts.Credentials = func(host string) (string, string, error) { return creds(ctx, ref, host) }
 	}
 	return docker.NewResolver(docker.ResolverOptions{Hosts: config.ConfigureHosts(ctx, opts)})
 }

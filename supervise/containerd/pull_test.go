@@ -6,17 +6,11 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +19,7 @@ import (
 	"github.com/podvisor/podvisor/test/registry"
 	"github.com/podvisor/podvisor/test/testimage"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestRegistryPull pulls from real registries (docker-registry on
@@ -91,6 +86,43 @@ func TestRegistryPull(t *testing.T) {
 			t.Fatalf("Always, anonymous, local image = %+v, %v; want the 401", img, err)
 		}
 	})
+	t.Run("each matching credential tried", func(t *testing.T) {
+		// The most specific key's password is wrong: kubelet tries the
+		// host's next.
+		both := filepath.Join(t.TempDir(), "config.json")
+		cfg := fmt.Sprintf(`{"auths":{%q:{"auth":%q},%q:{"auth":%q}}}`,
+			secure.Host+"/podvisor", base64.StdEncoding.EncodeToString([]byte("puller:wrong")), secure.Host, b64)
+		if err := os.WriteFile(both, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		rt := runtime(func(o *Options) { o.Credentials = NodeCredentials(both) })
+		if _, err := ensure(rt, secureRef, v1.PullAlways); err != nil {
+			t.Fatalf("wrong then right credentials: %v", err)
+		}
+	})
+	t.Run("imagePullSecrets", func(t *testing.T) {
+		secret := func(name, auth string) *v1.Secret {
+			return &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, Type: v1.SecretTypeDockerConfigJson, Data: map[string][]byte{
+				v1.DockerConfigJsonKey: []byte(fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, secure.Host, auth))}}
+		}
+		right := secret("right", b64)
+		wrong := secret("wrong", base64.StdEncoding.EncodeToString([]byte("puller:hunter2")))
+		pull := func(rt *Runtime, secrets ...*v1.Secret) error {
+			_, err := rt.EnsureImage(supervise.WithPullSecrets(ctx, secrets), &v1.Container{Image: secureRef, ImagePullPolicy: v1.PullAlways})
+			return err
+		}
+		if err := pull(anonymous, right); err != nil {
+			t.Errorf("with the pod's Secret: %v", err)
+		}
+		// A wrong Secret is refused, never retried anonymously; with
+		// the node's credentials behind it, those are tried next.
+		if err := pull(anonymous, wrong); err == nil || !strings.Contains(err.Error(), "401") || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("with a wrong Secret: %v, want the 401", err)
+		}
+		if err := pull(withCreds, wrong); err != nil {
+			t.Errorf("a wrong Secret, then the node's credentials: %v", err)
+		}
+	})
 	t.Run("plain HTTP on 127.0.0.1 without config", func(t *testing.T) {
 		if _, err := ensure(anonymous, plainRef, v1.PullAlways); err != nil {
 			t.Fatal(err)
@@ -143,13 +175,18 @@ func TestRegistryPull(t *testing.T) {
 	if err := c.ImageService().Delete(ctx, "docker.io/library/big:1", images.SynchronousDelete()); err != nil {
 		t.Fatal(err)
 	}
-	var mode atomicMode
-	proxy := blobProxy(t, plain.URL(), &mode)
-	bigRef := strings.TrimPrefix(proxy.URL, "http://") + "/big:1"
-	deadlined := runtime(func(o *Options) { o.PullProgressDeadline = time.Second; o.PullReportInterval = time.Second })
+	proxy := registry.NewProxy(t, plain.URL(), registry.Pass)
+	bigRef := proxy.Host + "/big:1"
+	// --runtime-request-timeout (2 s here) bounds the image lookup and
+	// unpack, never the pull: the slow pull below takes longer.
+	deadlined := runtime(func(o *Options) {
+		o.PullProgressDeadline = time.Second
+		o.PullReportInterval = time.Second
+		o.RequestTimeout = 2 * time.Second
+	})
 
 	t.Run("stalled pull cut", func(t *testing.T) {
-		mode.set("stall")
+		proxy.SetMode(registry.Stall)
 		start := time.Now()
 		_, err := ensure(deadlined, bigRef, v1.PullIfNotPresent)
 		if !errors.Is(err, ErrPullStalled) || !strings.Contains(err.Error(), "bytes received") {
@@ -160,7 +197,7 @@ func TestRegistryPull(t *testing.T) {
 		}
 	})
 	t.Run("slow pull not cut", func(t *testing.T) {
-		mode.set("slow")
+		proxy.SetMode(registry.Slow)
 		var mu sync.Mutex
 		var reports []string
 		rctx := supervise.WithPullReporter(ctx, func(reason, msg string) {
@@ -174,7 +211,7 @@ func TestRegistryPull(t *testing.T) {
 			t.Fatalf("slow pull: %+v, %v", img, err)
 		}
 		if d := time.Since(start); d < 3*time.Second {
-			t.Errorf("the slow pull took only %s: the proxy did not slow it past the 1s deadline", d)
+			t.Errorf("the slow pull took only %s: the proxy did not slow it past the 1s deadline and the 2s request timeout", d)
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -183,61 +220,4 @@ func TestRegistryPull(t *testing.T) {
 		}
 		t.Log(img.Pulled)
 	})
-}
-
-// atomicMode is what blobProxy does with blobs, set by the test.
-type atomicMode struct{ v atomic.Value }
-
-func (m *atomicMode) set(s string) { m.v.Store(s) }
-
-func (m *atomicMode) get() string { s, _ := m.v.Load().(string); return s }
-
-// blobProxy forwards to target, but serves the body of every blob GET as
-// its mode says: "stall" sends 64 KiB then nothing until the client
-// leaves; "slow" sends 64 KiB every 200 ms.
-func blobProxy(t *testing.T, target string, mode *atomicMode) *httptest.Server {
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.FlushInterval = -1
-	rp.ModifyResponse = func(resp *http.Response) error {
-		if resp.Request.Method != http.MethodGet || !strings.Contains(resp.Request.URL.Path, "/blobs/") {
-			return nil
-		}
-		resp.Body = &throttled{ReadCloser: resp.Body, mode: mode.get(), done: resp.Request.Context().Done()}
-		return nil
-	}
-	s := httptest.NewServer(rp)
-	t.Cleanup(s.Close)
-	return s
-}
-
-type throttled struct {
-	io.ReadCloser
-	mode string
-	done <-chan struct{}
-	sent int
-}
-
-func (r *throttled) Read(b []byte) (int, error) {
-	const chunk = 64 << 10
-	if r.sent >= chunk {
-		switch r.mode {
-		case "stall":
-			<-r.done
-			return 0, io.ErrUnexpectedEOF
-		case "slow":
-			select {
-			case <-r.done:
-				return 0, io.ErrUnexpectedEOF
-			case <-time.After(200 * time.Millisecond):
-			}
-			r.sent = 0
-		}
-	}
-	n, err := r.ReadCloser.Read(b[:min(len(b), chunk-r.sent)])
-	r.sent += n
-	return n, err
 }

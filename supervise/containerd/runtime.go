@@ -50,7 +50,9 @@ type Options struct {
 	// RegistryConfigDir is the root of containerd's hosts.toml layout
 	// (<dir>/<host>/hosts.toml: mirrors, CAs, plain HTTP); "": none.
 	RegistryConfigDir string
-	// Credentials looks up the credentials of a pull; nil: anonymous.
+	// Credentials looks up the node-wide credentials of a pull, tried
+	// after the pod's imagePullSecrets (supervise.WithPullSecrets); nil
+	// and no pull secrets: anonymous.
 	Credentials Credentials
 	// StdinDir holds the stdin fifos of containers with stdin: true.
 	StdinDir string

@@ -12,5 +12,8 @@
 //     prereq.Missing: a skip, or a failure under $PODVISOR_E2E_REQUIRED.
 //   - Push copies an image from a containerd's content store into the
 //     registry with containerd's own pusher.
+//   - NewProxy serves plain HTTP on loopback in front of a registry and
+//     passes, stalls (64 KiB, then nothing) or trickles (64 KiB every
+//     200 ms) the bodies of blobs, for pull progress deadline tests.
 //   - Nothing here reaches beyond loopback.
 package registry
