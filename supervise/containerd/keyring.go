@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -142,11 +143,19 @@ func (k keyring) lookup(image, host string) ([]Credential, error) {
 }
 
 // matches returns the credential of every key matching the image's
-// repository path on host.
+// repository path on host, or on the image's own registry when host is a
+// mirror of it: kubelet looks credentials up by the image's name, and
+// containerd's CRI sends them to whichever host serves the pull, a mirror
+// included, so a pull secret keyed by the registry a manifest names keeps
+// working behind a mirror configured in --registry-config-dir.
 func (k keyring) matches(image, host string) ([]keyedCredential, error) {
-	target := normalizeRegistry(host)
+	targets := []string{normalizeRegistry(host)}
 	if named, err := reference.ParseNormalizedNamed(image); err == nil {
-		target += "/" + reference.Path(named)
+		p := "/" + reference.Path(named)
+		if reg := normalizeRegistry(reference.Domain(named)); reg != targets[0] {
+			targets = append(targets, reg+p)
+		}
+		targets[0] += p
 	}
 	keys := make([]string, 0, len(k.auths))
 	for key := range k.auths {
@@ -156,7 +165,7 @@ func (k keyring) matches(image, host string) ([]keyedCredential, error) {
 	var out []keyedCredential
 	for _, key := range keys {
 		nk := normalizeKey(key)
-		if !keyMatches(nk, target) {
+		if !slices.ContainsFunc(targets, func(t string) bool { return keyMatches(nk, t) }) {
 			continue
 		}
 		c, err := k.auths[key].credential()

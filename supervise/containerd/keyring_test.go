@@ -40,8 +40,13 @@ func TestNodeCredentials(t *testing.T) {
 		{"a.corp.example:5000/app:1", "a.corp.example:5000", "", "tok"},
 		{"a.corp.example/app:1", "a.corp.example", "", ""},               // port differs
 		{"a.b.corp.example:5000/app:1", "a.b.corp.example:5000", "", ""}, // parts differ
-		// Through a mirror, the mirror's host is matched.
+		// Through a mirror, the mirror's host is matched, and the image's
+		// own registry too (kubelet matches the image's name; containerd
+		// sends what it found to the mirror).
 		{"registry.test/app:1", "127.0.0.1:5000", "local", "l"},
+		{"registry.example.com/team/app:1", "127.0.0.1:6000", "team", "t"},
+		{"registry.example.com/app:1", "127.0.0.1:6000", "host", "h"},
+		{"other.example/app:1", "127.0.0.1:6000", "", ""},
 		{"other.example/app:1", "other.example", "", ""},
 	} {
 		got, err := creds(context.Background(), c.image, c.host)
