@@ -77,11 +77,11 @@ type podWorker struct {
 	volumesSet   bool
 	volumesRetry time.Time
 	mountWait    string
-	preparedFor  string          // the sandbox whose cgroup and files are set up
-	steps        int             // steps taken, to tell this step's failures from older ones
-	failed       bool            // an action failed in this step: step again soon
-	dropped      bool            // the record is being removed: never write it again
-	firstPublish bool            // Supervisor.Synced waits for this worker's first publish
+	preparedFor  string // the sandbox whose cgroup and files are set up
+	steps        int    // steps taken, to tell this step's failures from older ones
+	failed       bool   // an action failed in this step: step again soon
+	dropped      bool   // the record is being removed: never write it again
+	firstPublish bool   // Supervisor.Synced waits for this worker's first publish
 }
 
 // published marks the worker's first publish (or its end) for
