@@ -178,7 +178,7 @@ func TestVolumesContent(t *testing.T) {
 		"/etc/sec/password": "400 pw-5e1b77d0", "/etc/sec/user": "440 admin",
 		"/etc/down/labels": "644 app=\"web\"\ntier=\"front\"", "/etc/down/app": "644 web",
 		"/etc/down/meta/name": "400 " + pod,
-		"/etc/down/mem": "644 64", "/etc/down/cpu": "644 " + strconv.Itoa(runtime.NumCPU()*1000),
+		"/etc/down/mem":       "644 64", "/etc/down/cpu": "644 " + strconv.Itoa(runtime.NumCPU()*1000),
 		"/etc/proj/conf/c": "400 gamma", "/etc/proj/password": "440 pw-5e1b77d0", "/etc/proj/user": "440 admin",
 		"/etc/proj/tier": "440 front", "/etc/b-only": "644 beta",
 	}
