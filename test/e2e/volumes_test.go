@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -234,7 +236,10 @@ func TestVolumesContent(t *testing.T) {
 	if p, _ := d.pod("late-" + node); p != nil && !creating(p) {
 		t.Errorf("late is no longer waiting: %+v", p.Status)
 	}
-	d.writeManifest("objects.yaml", strings.Replace(volObjects, "  c: gamma\n", "  c: gamma\n  late: here\n", 1)+`---
+	// The same write changes the Secret the running pod uses.
+	objs := strings.Replace(volObjects, "  c: gamma\n", "  c: gamma\n  late: here\n", 1)
+	objs = strings.Replace(objs, "pw-5e1b77d0", "pw-0c4d2e99", 1)
+	d.writeManifest("objects.yaml", objs+`---
 apiVersion: v1
 kind: Secret
 metadata: {name: later}
@@ -248,10 +253,58 @@ data: {k: dmFsdWU=}
 	if out := d.sh("nosecret-"+node, `cat /etc/s/k`); out != "value" {
 		t.Errorf("secret k = %q, want the decoded value", out)
 	}
+	d.poll("the edited Secret in the running pod's volumes", 5*time.Second, func() (bool, string) {
+		out, _, _ := d.runCLI("", "exec", pod, "--", "cat", "/etc/sec/password", "/etc/proj/password")
+		return out == "pw-0c4d2e99pw-0c4d2e99", out
+	})
+	for _, vol := range []string{`volume "sec" from Secret "creds"`, `volume "proj" from ConfigMap "conf", Secret "creds"`, `volume "cfgall" from ConfigMap "conf"`} {
+		if n, msgs := d.eventCount(pod, "VolumeUpdated", vol); n != 1 {
+			t.Errorf("%d VolumeUpdated events for %s; saw %q", n, vol, msgs)
+		}
+	}
+	if n, msgs := d.eventCount(pod, "VolumeUpdated", `volume "cfg" `); n != 0 {
+		t.Errorf("volume cfg, whose items did not change, was rewritten: %q", msgs)
+	}
+	// No Secret value in podvisor's log or the events.
+	logData, _ := os.ReadFile(d.logFile)
+	var events strings.Builder
+	for _, e := range d.podEvents(pod) {
+		events.WriteString(e.Message + "\n")
+	}
+	for _, secret := range []string{"pw-5e1b77d0", "pw-0c4d2e99"} {
+		if strings.Contains(string(logData), secret) || strings.Contains(events.String(), secret) {
+			t.Errorf("a Secret value is in the log or the events")
+		}
+	}
 
-	// The pods go, and their tmpfs mounts with them.
+	// podvisor killed and started again: the running pod keeps its
+	// container and its volumes, and no second tmpfs hides the first.
+	p, err := d.pod(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := containerID(p, "main")
+	tmpfsBefore := len(mountsUnder(d.state))
+	d.stop(syscall.SIGKILL)
+	d.start()
+	d.waitPod(pod, 30*time.Second, "Running after podvisor's restart", running)
+	if out := d.sh(pod, `cat /etc/sec/password /etc/proj/conf/c`); out != "pw-0c4d2e99gamma" {
+		t.Errorf("after podvisor's restart the volumes hold %q", out)
+	}
+	if p, _ := d.pod(pod); p == nil || containerID(p, "main") != id {
+		t.Errorf("the container changed across podvisor's restart")
+	}
+	d.hold("the mounts under the state dir", 2*time.Second, func() (bool, string) {
+		n := len(mountsUnder(d.state))
+		return n == tmpfsBefore, fmt.Sprintf("%d mounts after podvisor's restart, %d before", n, tmpfsBefore)
+	})
+
+	// Removed while podvisor is down (a crash): its next start stops the
+	// pods, and their tmpfs mounts go with them.
+	d.stop(syscall.SIGKILL)
 	d.removeManifest("volpod.yaml")
 	d.removeManifest("late.yaml")
+	d.start()
 	d.waitGone(pod, 30*time.Second)
 	d.waitGone("nosecret-"+node, 30*time.Second)
 	d.poll("no mount left under the state dir", 10*time.Second, func() (bool, string) {
