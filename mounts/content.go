@@ -51,16 +51,21 @@ func contentPath(dir string, v *v1.Volume) string {
 }
 
 // setupContentDir makes a content volume's root, a tmpfs mounted there when
-// memory backs it. Run again it keeps what is there.
+// memory backs it. Run again it keeps what is there, modes included (an
+// fsGroup's setgid bit stays).
 func setupContentDir(path string, memory bool) error {
+	_, statErr := os.Stat(path)
 	if err := os.MkdirAll(path, contentDirPerm); err != nil {
 		return fmt.Errorf("create volume directory: %w", err)
 	}
 	if memory {
 		return mountTmpfs(path, 0, 0)
 	}
-	if err := os.Chmod(path, contentDirPerm); err != nil {
-		return fmt.Errorf("chmod volume directory: %w", err)
+	if errors.Is(statErr, fs.ErrNotExist) {
+		// Created now: undo the umask.
+		if err := os.Chmod(path, contentDirPerm); err != nil {
+			return fmt.Errorf("chmod volume directory: %w", err)
+		}
 	}
 	return nil
 }

@@ -135,6 +135,21 @@ func TestWriteVolumeSecretOnTmpfs(t *testing.T) {
 	if gid, m := gidMode(t, contentPath(p.Dir, cm)); gid != 2000 || m&fs.ModeSetgid == 0 {
 		t.Errorf("configMap root gid %d mode %v, want 2000 and setgid", gid, m)
 	}
+	// Setup again (a podvisor restart) keeps the files, the one tmpfs and
+	// the root's ownership.
+	before, _ := Under(p.Dir)
+	if err := Setup(p); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := Under(p.Dir); len(after) != len(before) {
+		t.Errorf("mounts %v after Setup again, %v before", after, before)
+	}
+	if gid, m := gidMode(t, contentPath(p.Dir, cm)); gid != 2000 || m&fs.ModeSetgid == 0 {
+		t.Errorf("after Setup again: configMap root gid %d mode %v, want 2000 and setgid", gid, m)
+	}
+	if !HasFiles(p.Dir, sec) || !HasFiles(p.Dir, cm) {
+		t.Error("Setup again lost the volumes' files")
+	}
 
 	// Without its tmpfs a secret volume is never written.
 	unmounted := Pod{Spec: p.Spec, Dir: t.TempDir()}
