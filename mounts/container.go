@@ -22,7 +22,8 @@ const (
 
 // ContainerMounts returns the OCI mounts of container c of pod p (after
 // Setup):
-//   - its volumeMounts as bind mounts ("rbind", "ro" when readOnly, the
+//   - its volumeMounts as bind mounts ("rbind", "ro" when readOnly and
+//     always for configMap, secret, downwardAPI and projected volumes, the
 //     mountPropagation as rprivate/rslave/rshared, bindMountOptions,
 //     "rro" for recursiveReadOnly Enabled); a subPath is resolved inside
 //     the volume (missing directories created, ".." and symlinks leading
@@ -118,6 +119,11 @@ func volumeMount(dir string, volumes map[string]*v1.Volume, vm v1.VolumeMount, p
 		src = emptyDirPath(dir, vol.Name)
 	case vol.HostPath != nil:
 		src = vol.HostPath.Path
+	case isContentVolume(vol):
+		// Always read-only, as kubelet mounts them: the files are
+		// podvisor's to write.
+		src = contentPath(dir, vol)
+		vm.ReadOnly = true
 	default:
 		return specs.Mount{}, fmt.Errorf("%s volumes are not supported", volumeKind(vol))
 	}

@@ -316,3 +316,52 @@ func destinations(ms []specs.Mount) string {
 	}
 	return b.String()
 }
+
+// configMap, secret, downwardAPI and projected volumes are mounted
+// read-only from their roots whatever readOnly says, and a subPath of one
+// resolves through its ..data symlinks to the current version's file.
+func TestContainerMountsContentVolumes(t *testing.T) {
+	requireRoot(t)
+	p := testPod(t, v1.PodSpec{Volumes: []v1.Volume{
+		{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}},
+		{Name: "sec", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "s"}}},
+		{Name: "down", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{}}},
+		{Name: "proj", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{}}},
+	}})
+	t.Cleanup(func() { Cleanup(p.Dir) })
+	if err := Setup(p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WriteVolume(p, &p.Spec.Spec.Volumes[0], Files{"k": {Data: []byte("v1"), Mode: 0o644}}); err != nil {
+		t.Fatal(err)
+	}
+	c := &v1.Container{Name: "app", VolumeMounts: []v1.VolumeMount{
+		{Name: "cfg", MountPath: "/cfg"}, {Name: "sec", MountPath: "/sec"},
+		{Name: "down", MountPath: "/down"}, {Name: "proj", MountPath: "/proj", ReadOnly: true},
+		{Name: "cfg", MountPath: "/k", SubPath: "k"},
+	}}
+	ms, err := ContainerMounts(p, c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for dst, src := range map[string]string{"/cfg": "volumes/configmap/cfg", "/sec": "volumes/secret/sec", "/down": "volumes/downward-api/down", "/proj": "volumes/projected/proj"} {
+		m := mountAt(ms, dst)
+		if m == nil || m.Source != filepath.Join(p.Dir, src) || !slices.Contains(m.Options, "ro") {
+			t.Errorf("%s: mount %+v, want read-only from %s", dst, m, src)
+		}
+	}
+	m := mountAt(ms, "/k")
+	if m == nil || !slices.Contains(m.Options, "ro") {
+		t.Fatalf("subPath mount %+v", m)
+	}
+	if b, err := os.ReadFile(m.Source); err != nil || string(b) != "v1" {
+		t.Errorf("subPath staging holds %q, %v", b, err)
+	}
+	// A new version does not reach the subPath copy.
+	if _, err := WriteVolume(p, &p.Spec.Spec.Volumes[0], Files{"k": {Data: []byte("v2"), Mode: 0o644}}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(m.Source); string(b) != "v1" {
+		t.Errorf("subPath staging changed to %q", b)
+	}
+}

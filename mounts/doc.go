@@ -4,8 +4,13 @@
 // Each pod sandbox has a directory owned by podvisor (Pod.Dir). Setup
 // renders the pod's /etc/hosts, /etc/hostname and /etc/resolv.conf there
 // (kubelet's and containerd's rules, see HostsFile and ResolvConf), creates
-// emptyDir volumes under Dir/volumes/empty-dir (a tmpfs for medium Memory)
-// and checks hostPath volumes by type, as kubelet's volume plugins do.
+// emptyDir volumes under Dir/volumes/empty-dir (a tmpfs for medium Memory),
+// the roots of configMap, secret, downwardAPI and projected volumes under
+// Dir/volumes/<kind> (a tmpfs for secret and projected), and checks
+// hostPath volumes by type, as kubelet's volume plugins do. WriteVolume
+// writes a configMap, secret, downwardAPI or projected volume's files with
+// kubelet's atomic writer (versions in ..<timestamp> directories behind a
+// ..data symlink swapped by one rename); the caller computes the files.
 // ContainerMounts then lists the bind mounts of one container, and Cleanup
 // unmounts and removes the directory when the pod is gone.
 //
@@ -14,8 +19,14 @@
 //     again and never wipes emptyDir contents or remounts a tmpfs. It is run
 //     again when the pod IPs become known; the files are rewritten in place so
 //     containers that already bind-mount them see the change.
-//   - Volumes other than emptyDir and hostPath are rejected with an error
-//     naming the volume; nothing is silently skipped.
+//   - Volumes other than emptyDir, hostPath, configMap, secret, downwardAPI
+//     and projected are rejected with an error naming the volume; nothing is
+//     silently skipped.
+//   - A secret or projected volume's files are written only onto its tmpfs,
+//     never to disk; configMap, secret, downwardAPI and projected volumes
+//     are mounted read-only into containers.
+//   - A pod's fsGroup gives its emptyDir and content volumes to that group
+//     (kubelet's SetVolumeOwnership); hostPath volumes are never changed.
 //   - subPath never leaves its volume: ".." and symlinks that lead outside are
 //     rejected, and what runc mounts is a bind mount of the target opened by
 //     file descriptor (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS, or an

@@ -16,11 +16,11 @@ import (
 
 // mountTmpfs mounts a tmpfs at path unless something is mounted there
 // already (Setup run again after a restart must keep the data). size 0
-// leaves the kernel default (half of RAM).
-func mountTmpfs(path string, size int64) error {
+// leaves the kernel default (half of RAM); mode 0 the tmpfs default (1777).
+func mountTmpfs(path string, size int64, mode fs.FileMode) error {
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
-		return fmt.Errorf("resolve emptyDir: %w", err)
+		return fmt.Errorf("resolve volume: %w", err)
 	}
 	mps, err := mountPoints()
 	if err != nil {
@@ -31,10 +31,14 @@ func mountTmpfs(path string, size int64) error {
 			return nil
 		}
 	}
-	opts := "mode=0777"
-	if size > 0 {
-		opts += ",size=" + strconv.FormatInt(size, 10)
+	var o []string
+	if mode != 0 {
+		o = append(o, fmt.Sprintf("mode=%#o", mode.Perm()))
 	}
+	if size > 0 {
+		o = append(o, "size="+strconv.FormatInt(size, 10))
+	}
+	opts := strings.Join(o, ",")
 	if err := unix.Mount("tmpfs", real, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mount tmpfs: %w", err)
 	}

@@ -2,9 +2,12 @@
 
 package mounts
 
-import "errors"
+import (
+	"errors"
+	"io/fs"
+)
 
-func mountTmpfs(path string, size int64) error { return errors.ErrUnsupported }
+func mountTmpfs(path string, size int64, mode fs.FileMode) error { return errors.ErrUnsupported }
 
 // Cleanup is only implemented on Linux.
 func Cleanup(dir string) error { return errors.ErrUnsupported }

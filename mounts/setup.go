@@ -97,7 +97,7 @@ func Setup(p Pod) error {
 	var errs []error
 	for i := range p.Spec.Spec.Volumes {
 		v := &p.Spec.Spec.Volumes[i]
-		if err := setupVolume(p.Dir, v); err != nil {
+		if err := setupVolume(p.Dir, v, p.Spec.Spec.SecurityContext); err != nil {
 			errs = append(errs, fmt.Errorf("volume %q: %w", v.Name, err))
 		}
 	}
@@ -167,15 +167,30 @@ func writeInPlace(path string, content []byte) error {
 	return os.Chmod(path, 0o644)
 }
 
-func setupVolume(dir string, v *v1.Volume) error {
+func setupVolume(dir string, v *v1.Volume, psc *v1.PodSecurityContext) error {
 	switch {
 	case v.EmptyDir != nil:
-		return setupEmptyDir(emptyDirPath(dir, v.Name), v.EmptyDir)
+		path := emptyDirPath(dir, v.Name)
+		if err := setupEmptyDir(path, v.EmptyDir); err != nil {
+			return err
+		}
+		fsGroup, policy := podFSGroup(psc)
+		return setOwnership(path, fsGroup, policy, false)
 	case v.HostPath != nil:
 		return checkHostPath(v.HostPath)
+	case isContentVolume(v):
+		return setupContentDir(contentPath(dir, v), memoryBacked(v))
 	default:
 		return fmt.Errorf("%s volumes are not supported", volumeKind(v))
 	}
+}
+
+// podFSGroup returns the pod's fsGroup and fsGroupChangePolicy.
+func podFSGroup(psc *v1.PodSecurityContext) (*int64, *v1.PodFSGroupChangePolicy) {
+	if psc == nil {
+		return nil, nil
+	}
+	return psc.FSGroup, psc.FSGroupChangePolicy
 }
 
 func emptyDirPath(dir, name string) string {
@@ -198,7 +213,7 @@ func setupEmptyDir(path string, ed *v1.EmptyDirVolumeSource) error {
 		if ed.SizeLimit != nil {
 			size = ed.SizeLimit.Value()
 		}
-		if err := mountTmpfs(path, size); err != nil {
+		if err := mountTmpfs(path, size, emptyDirPerm); err != nil {
 			return err
 		}
 	}

@@ -208,7 +208,7 @@ func TestHostPathTypes(t *testing.T) {
 
 func TestSetupReportsEveryBadVolume(t *testing.T) {
 	p := testPod(t, v1.PodSpec{Volumes: []v1.Volume{
-		{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}},
+		{Name: "cfg", VolumeSource: v1.VolumeSource{NFS: &v1.NFSVolumeSource{}}},
 		{Name: "ok", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
 		{Name: "huge", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumHugePages}}},
 		{Name: "gone", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/nonexistent/podvisor", Type: hostPathType(v1.HostPathDirectory)}}},
@@ -218,7 +218,7 @@ func TestSetupReportsEveryBadVolume(t *testing.T) {
 		t.Fatal("Setup succeeded with bad volumes")
 	}
 	for _, want := range []string{
-		`volume "cfg": configMap volumes are not supported`,
+		`volume "cfg": nfs volumes are not supported`,
 		`volume "huge": emptyDir medium HugePages is not supported`,
 		`volume "gone": hostPath type check failed: /nonexistent/podvisor is not a directory`,
 	} {

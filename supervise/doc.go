@@ -65,6 +65,15 @@
 //     kubelet's message, and starts with the snapshot that has it. Secret
 //     values go only into the container's spec: never into a log line, an
 //     event, a status or a metric.
+//   - configMap, secret, downwardAPI and projected volumes are computed as
+//     kubelet's volume plugins compute them (volumes.go) from the same
+//     objects and written by the mounts package before the sandbox is
+//     made. A volume needing an object or key that is missing holds the
+//     pod before its sandbox (ContainerCreating, a FailedMount event) until
+//     the snapshot that has it. Once set up, a change of objects rewrites
+//     the volumes whose content changed (refreshVolumes), with a
+//     VolumeUpdated event and no restart; a volume whose object went
+//     missing keeps its files.
 //   - Drops of a log driver (a full log filesystem) are noticed within
 //     seconds, while they go on, and reported as one LogDropped event for
 //     each episode.

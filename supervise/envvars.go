@@ -253,10 +253,11 @@ func fieldRefValue(path string, pod *v1.Pod, f envFacts) (string, error) {
 
 // resourceFieldValue is kubelet's containerResourceRuntimeValue on the
 // container with unset limits defaulted to the node's allocatable; the
-// value is divided by the divisor and rounded up.
+// value is divided by the divisor and rounded up. c is the container whose
+// env it is; nil for a downward API volume, where containerName names it.
 func resourceFieldValue(fs *v1.ResourceFieldSelector, pod *v1.Pod, c *v1.Container, allocatable v1.ResourceList) (string, error) {
 	ctr := c
-	if fs.ContainerName != "" && fs.ContainerName != c.Name {
+	if fs.ContainerName != "" && (c == nil || fs.ContainerName != c.Name) {
 		ctr = nil
 		for _, list := range [][]v1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
 			for i := range list {
@@ -265,9 +266,9 @@ func resourceFieldValue(fs *v1.ResourceFieldSelector, pod *v1.Pod, c *v1.Contain
 				}
 			}
 		}
-		if ctr == nil {
-			return "", fmt.Errorf("container %s not found", fs.ContainerName)
-		}
+	}
+	if ctr == nil {
+		return "", fmt.Errorf("container %s not found", fs.ContainerName)
 	}
 	dc := ctr.DeepCopy()
 	resource.MergeContainerResourceLimits(dc, allocatable)

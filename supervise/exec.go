@@ -45,6 +45,8 @@ func (w *podWorker) execute(ctx context.Context, pod *v1.Pod, actions []action) 
 			err = w.sandboxStep(ctx, pod, w.attachNetwork(ctx, pod))
 		case prepareSandbox:
 			err = w.sandboxStep(ctx, pod, w.prepareSandbox(pod))
+		case refreshVolumes:
+			w.refreshVolumes(pod)
 		case startContainer:
 			err = w.start(ctx, pod, a)
 		case startProbes:
@@ -285,6 +287,9 @@ func (w *podWorker) prepareSandbox(pod *v1.Pod) error {
 		return fmt.Errorf("pod cgroup: %w", err)
 	}
 	if err := mounts.Setup(w.mountsPod(pod)); err != nil {
+		return fmt.Errorf("volumes: %w", err)
+	}
+	if err := w.writeVolumes(pod); err != nil {
 		return fmt.Errorf("volumes: %w", err)
 	}
 	w.preparedFor = w.rec.Sandbox.ID

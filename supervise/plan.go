@@ -95,6 +95,14 @@ type planInput struct {
 	// Objects are the local ConfigMaps and Secrets: a container whose
 	// environment needs one (or a key) that is missing waits for it.
 	Objects Objects
+	// MountWait, when set, is kubelet's FailedMount message for a
+	// configMap, secret, downwardAPI or projected volume that cannot be
+	// set up (a missing object or key): the sandbox waits for it.
+	MountWait string
+	// VolumesStale says the objects changed since the pod's volumes were
+	// last written; VolumesRetryAt is when a failed rewrite is tried again.
+	VolumesStale   bool
+	VolumesRetryAt time.Time
 }
 
 // plan is what to do now, and when to look again.
@@ -106,6 +114,9 @@ type plan struct {
 	// ConfigWaits are containers that would start but wait for a
 	// ConfigMap, Secret or key (shown as CreateContainerConfigError).
 	ConfigWaits []configWait
+	// MountWait is the FailedMount message the pod's volumes wait on
+	// (containers shown as ContainerCreating).
+	MountWait string
 	// Wake is when to plan again without a wake-up; zero: only on one.
 	Wake time.Time
 }
@@ -179,6 +190,10 @@ type attachNetwork struct{}
 // prepareSandbox sets up the pod cgroup and its files and volumes.
 type prepareSandbox struct{}
 
+// refreshVolumes rewrites the configMap, secret and projected volumes of a
+// running pod whose objects changed.
+type refreshVolumes struct{}
+
 // startContainer creates and starts one run of a container.
 type startContainer struct {
 	Ref     ctrRef
@@ -218,6 +233,7 @@ func (replaceSandbox) String() string    { return "replace lost sandbox" }
 func (createSandbox) String() string     { return "create sandbox" }
 func (attachNetwork) String() string     { return "attach network" }
 func (prepareSandbox) String() string    { return "prepare sandbox" }
+func (refreshVolumes) String() string    { return "refresh volumes" }
 func (a startContainer) String() string  { return "start " + a.Ref.Name }
 func (a startProbes) String() string     { return "probe " + a.Ref.Name + " " + a.ID }
 func (cleanupPod) String() string        { return "clean up pod" }
@@ -252,6 +268,13 @@ func planPod(in planInput) plan {
 	planProbeStarts(&p, in)
 	if !planSandbox(&p, in) {
 		return p
+	}
+	if in.VolumesStale {
+		if in.Now.Before(in.VolumesRetryAt) {
+			p.wakeAt(in.VolumesRetryAt)
+		} else {
+			p.add(refreshVolumes{})
+		}
 	}
 	planStarts(&p, in)
 	return p

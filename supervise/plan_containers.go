@@ -101,6 +101,12 @@ func planSandbox(p *plan, in planInput) bool {
 		p.wakeAt(u)
 		return false
 	}
+	if in.MountWait != "" && !in.Sandbox.Prepared {
+		// As kubelet waits for the pod's volumes before its sandbox. No
+		// wake-up: a new snapshot with the object wakes the worker.
+		p.MountWait = in.MountWait
+		return false
+	}
 	if sb == nil {
 		p.add(createSandbox{})
 	}

@@ -70,11 +70,18 @@ type podWorker struct {
 	waiting      map[string]*v1.ContainerStateWaiting
 	conds        []v1.PodCondition
 	warned       map[string]bool // one-time warning events already emitted
-	preparedFor  string          // the sandbox whose cgroup and files are set up
-	steps        int             // steps taken, to tell this step's failures from older ones
-	failed       bool            // an action failed in this step: step again soon
-	dropped      bool            // the record is being removed: never write it again
-	firstPublish bool            // Supervisor.Synced waits for this worker's first publish
+	// volumesAt are the objects the pod's volumes were last written from
+	// (volumesSet: they were); volumesRetry is when a failed rewrite is
+	// tried again; mountWait is the FailedMount message last shown.
+	volumesAt    Objects
+	volumesSet   bool
+	volumesRetry time.Time
+	mountWait    string
+	preparedFor  string // the sandbox whose cgroup and files are set up
+	steps        int    // steps taken, to tell this step's failures from older ones
+	failed       bool   // an action failed in this step: step again soon
+	dropped      bool   // the record is being removed: never write it again
+	firstPublish bool   // Supervisor.Synced waits for this worker's first publish
 }
 
 // published marks the worker's first publish (or its end) for
@@ -281,6 +288,7 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 		if len(p.Actions) == 0 {
 			w.applyBackOffs(pod, p.BackOffs)
 			w.applyConfigWaits(pod, p.ConfigWaits)
+			w.applyMountWait(pod, p.MountWait)
 			wake = p.Wake
 			if w.failed {
 				wake = earliest(wake, w.d.clock.Now().Add(errorRetry))
@@ -335,6 +343,14 @@ func (w *podWorker) planInput(pod *v1.Pod) planInput {
 		in.Sandbox.Prepared = w.preparedFor == sb.ID
 	}
 	in.Sandbox.RetryUntil = w.sandboxRetry.at
+	if len(contentVolumes(pod)) > 0 && !w.stopping {
+		if in.Sandbox.Prepared {
+			in.VolumesStale = !w.volumesSet || !sameObjects(w.volumesAt, w.objs)
+			in.VolumesRetryAt = w.volumesRetry
+		} else {
+			in.MountWait = w.mountError(pod)
+		}
+	}
 	gen := w.d.imageGen.Load()
 	w.rec.each(pod, func(ref ctrRef, _ *v1.Container, cr *containerRecord) {
 		var wt waits

@@ -74,7 +74,7 @@ const (
 // fields_test.go fails when it and the structs disagree.
 var fieldTable = []FieldSupport{
 	// PodSpec
-	{"PodSpec", "volumes", impl, "hostPath and emptyDir sources only; emptyDir sizeLimit with medium Memory only (it sizes the tmpfs)"},
+	{"PodSpec", "volumes", impl, "hostPath, emptyDir, configMap, secret, downwardAPI and projected (configMap, secret and downwardAPI sources) from the local ConfigMaps and Secrets, with items, mode, defaultMode and optional, updated in place when an object changes; secret and projected volumes on tmpfs; projected serviceAccountToken, clusterTrustBundle and podCertificate rejected (they need a control plane); emptyDir sizeLimit with medium Memory only (it sizes the tmpfs); other sources rejected"},
 	{"PodSpec", "initContainers", impl, "run in order before the app containers"},
 	{"PodSpec", "containers", impl, ""},
 	{"PodSpec", "ephemeralContainers", reject, "there is no API to add them"},
@@ -131,7 +131,7 @@ var fieldTable = []FieldSupport{
 	{"Container", "resizePolicy", ignore, "resources change only by editing the manifest"},
 	{"Container", "restartPolicy", impl, "Always on initContainers only (sidecar containers); app containers follow the pod's restartPolicy"},
 	{"Container", "restartPolicyRules", reject, "container restart rules"},
-	{"Container", "volumeMounts", impl, "mountPropagation None, recursiveReadOnly Disabled; subPathExpr and bindMountOptions rejected"},
+	{"Container", "volumeMounts", impl, "mountPropagation None, recursiveReadOnly Disabled; subPathExpr and bindMountOptions rejected; configMap, secret, downwardAPI and projected volumes are always read-only, and a subPath of one is a copy taken at start that is never updated, as kubelet's"},
 	{"Container", "volumeDevices", reject, ""},
 	{"Container", "livenessProbe", impl, probeNote},
 	{"Container", "readinessProbe", impl, probeNote},
@@ -153,9 +153,9 @@ var fieldTable = []FieldSupport{
 	{"PodSecurityContext", "runAsNonRoot", impl, ""},
 	{"PodSecurityContext", "supplementalGroups", impl, ""},
 	{"PodSecurityContext", "supplementalGroupsPolicy", reject, ""},
-	{"PodSecurityContext", "fsGroup", reject, ""},
+	{"PodSecurityContext", "fsGroup", impl, "added to every container's supplementary groups; emptyDir, configMap, secret, downwardAPI and projected volumes are given to the group (setgid directories, group read-write, read-only for the last four), hostPath volumes never"},
 	{"PodSecurityContext", "sysctls", reject, ""},
-	{"PodSecurityContext", "fsGroupChangePolicy", reject, ""},
+	{"PodSecurityContext", "fsGroupChangePolicy", impl, "Always and OnRootMismatch (emptyDir is not walked when its root already has the group and bits); configMap, secret, downwardAPI and projected volumes are walked at every write whatever the policy, as kubelet's"},
 	{"PodSecurityContext", "seccompProfile", impl, "RuntimeDefault and Unconfined only; inherited by containers that set none"},
 	{"PodSecurityContext", "appArmorProfile", impl, "RuntimeDefault (none on hosts without AppArmor), Localhost (loaded profiles), Unconfined; inherited by containers that set none"},
 	{"PodSecurityContext", "seLinuxChangePolicy", reject, ""},
@@ -302,7 +302,10 @@ func (c *supportChecker) checkStruct(path string, v reflect.Value) {
 }
 
 // supportedVolumeSources are the VolumeSource members podvisor implements.
-var supportedVolumeSources = map[string]bool{"hostPath": true, "emptyDir": true}
+var supportedVolumeSources = map[string]bool{
+	"hostPath": true, "emptyDir": true,
+	"configMap": true, "secret": true, "downwardAPI": true, "projected": true,
+}
 
 func (c *supportChecker) checkPod(pod *v1.Pod) {
 	spec := &pod.Spec
@@ -416,7 +419,21 @@ func (c *supportChecker) checkVolume(path string, vol *v1.Volume) {
 		if vs.Field(i).IsNil() || supportedVolumeSources[jn] {
 			continue
 		}
-		c.p.invalid(path+"."+jn, notSupported("hostPath and emptyDir volumes only"))
+		c.p.invalid(path+"."+jn, notSupported("hostPath, emptyDir, configMap, secret, downwardAPI and projected volumes only"))
+	}
+	if pr := vol.Projected; pr != nil {
+		for i, s := range pr.Sources {
+			sp := fmt.Sprintf("%s.projected.sources[%d]", path, i)
+			if s.ServiceAccountToken != nil {
+				c.p.invalid(sp+".serviceAccountToken", notSupported("static pods cannot use service account tokens: no apiserver issues them"))
+			}
+			if s.ClusterTrustBundle != nil {
+				c.p.invalid(sp+".clusterTrustBundle", notSupported("ClusterTrustBundles are API objects that only a control plane serves"))
+			}
+			if s.PodCertificate != nil {
+				c.p.invalid(sp+".podCertificate", notSupported("pod certificates are signed through a control plane"))
+			}
+		}
 	}
 	if ed := vol.EmptyDir; ed != nil {
 		if ed.Medium != v1.StorageMediumDefault && ed.Medium != v1.StorageMediumMemory {

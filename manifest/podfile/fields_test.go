@@ -173,8 +173,8 @@ func TestRejectedZeroValues(t *testing.T) {
 	if n < 5 {
 		t.Fatalf("only %d rejected pointer fields tried", n)
 	}
-	// End to end through the decoder: fsGroup: 0 is refused.
-	for _, extra := range []string{"  securityContext: {fsGroup: 0}\n", "  shareProcessNamespace: false\n"} {
+	// End to end through the decoder: a zero or false value is refused.
+	for _, extra := range []string{"  activeDeadlineSeconds: 0\n", "  shareProcessNamespace: false\n"} {
 		if _, errs := parseDefault("/m/x.yaml", []byte(basePod+extra), node); len(errs) == 0 {
 			t.Errorf("%q accepted", extra)
 		}

@@ -171,7 +171,7 @@ func withIdentity(pod *v1.Pod, c *v1.Container, imageID string, lookup imageUser
 				return configError{err}
 			}
 		}
-		for _, o := range decideIdentity(runAsUser, runAsGroup, user, psc.SupplementalGroups).opts() {
+		for _, o := range decideIdentity(runAsUser, runAsGroup, user, supplementalGroups(psc)).opts() {
 			if err := o(ctx, cl, ctr, s); err != nil {
 				return err
 			}

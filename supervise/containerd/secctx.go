@@ -42,3 +42,18 @@ func effectiveSecurityContext(pod *v1.Pod, c *v1.Container) *v1.SecurityContext 
 	}
 	return sc
 }
+
+// supplementalGroups are the groups the pod adds to each container
+// process, as kubelet's determineEffectiveSecurityContext lists them:
+// fsGroup first, then supplementalGroups. A process in the fsGroup can use
+// the volumes that group was given.
+func supplementalGroups(psc *v1.PodSecurityContext) []int64 {
+	if psc == nil {
+		return nil
+	}
+	var groups []int64
+	if psc.FSGroup != nil {
+		groups = append(groups, *psc.FSGroup)
+	}
+	return append(groups, psc.SupplementalGroups...)
+}

@@ -1,6 +1,7 @@
 package containerd
 
 import (
+	"slices"
 	"syscall"
 	"testing"
 
@@ -87,6 +88,25 @@ func TestContainerStopSignal(t *testing.T) {
 	} {
 		if got := containerStopSignal(tc.c, tc.image); got != tc.want {
 			t.Errorf("containerStopSignal(%+v, %q) = %v, want %v", tc.c.Lifecycle, tc.image, got, tc.want)
+		}
+	}
+}
+
+// fsGroup joins every container process's supplementary groups, before
+// supplementalGroups, as kubelet lists them.
+func TestSupplementalGroupsWithFSGroup(t *testing.T) {
+	fs := int64(2000)
+	for _, tc := range []struct {
+		psc  *v1.PodSecurityContext
+		want []int64
+	}{
+		{nil, nil},
+		{&v1.PodSecurityContext{SupplementalGroups: []int64{4000}}, []int64{4000}},
+		{&v1.PodSecurityContext{FSGroup: &fs}, []int64{2000}},
+		{&v1.PodSecurityContext{FSGroup: &fs, SupplementalGroups: []int64{4000, 5000}}, []int64{2000, 4000, 5000}},
+	} {
+		if got := supplementalGroups(tc.psc); !slices.Equal(got, tc.want) {
+			t.Errorf("supplementalGroups(%+v) = %v, want %v", tc.psc, got, tc.want)
 		}
 	}
 }
