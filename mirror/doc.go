@@ -48,7 +48,7 @@
 //     are emptyDir volumes of the same name, their mounts unchanged; an env
 //     var from configMapKeyRef or secretKeyRef keeps its name with no value;
 //     envFrom and imagePullSecrets are left out. downwardAPI volumes and
-//     fieldRef and resourceFieldRef env stay. Each reference left out is
+//     fieldRef and resourceFieldRef env stay. Each reference rewritten is
 //     listed, names and keys only, in the annotation
 //     podvisor.io/local-references: a JSON array of {field, kind, name,
 //     key} with the field path in the local pod. The mirror takes the
