@@ -40,6 +40,24 @@
 //     mirror the apiserver refuses (admission, validation) is tried again
 //     after 5 s, doubling to 5 minutes: a bootstrapping apiserver refuses
 //     mirrors until its system-node-critical PriorityClass exists.
+//   - A pod that reads local ConfigMaps and Secrets (documents in the
+//     manifests directory, which the apiserver never sees) is mirrored in a
+//     form NodeRestriction takes, since it refuses a mirror that names a
+//     ConfigMap, Secret, service account or PVC: configMap and secret
+//     volumes, and projected volumes with a source other than downwardAPI,
+//     are emptyDir volumes of the same name, their mounts unchanged; an env
+//     var from configMapKeyRef or secretKeyRef keeps its name with no value;
+//     envFrom and imagePullSecrets are left out. downwardAPI volumes and
+//     fieldRef and resourceFieldRef env stay. Each reference rewritten is
+//     listed, names and keys only, in the annotation
+//     podvisor.io/local-references: a JSON array of {field, kind, name,
+//     key} with the field path in the local pod. The mirror takes the
+//     local pod's spec and nothing else, so no value of a local object
+//     reaches the apiserver; the status and events podvisor sends name
+//     objects and keys, never values (a container's own output, as its
+//     termination message or a probe's or hook's output, is sent as
+//     kubelet sends it). The rewritten spec is never compared with the
+//     local one: the config.mirror hash alone ties them.
 //   - Events about a pod name the static pod (its UID, not the mirror's),
 //     as kubelet's do; they wait, at most 1000, while the apiserver is
 //     away, and an event that recurs is counted on one Event.

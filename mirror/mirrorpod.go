@@ -69,7 +69,12 @@ func (p *podSync) deleteMirror(ctx context.Context, k string, mirror *v1.Pod) er
 
 // mirrorPod is the mirror of local as kubelet's mirror client makes it:
 // the static pod with config.mirror set to its hash and a controller owner
-// reference to the Node (NodeRestriction requires both), without status.
+// reference to the Node (NodeRestriction requires both), without status;
+// its references to local ConfigMaps and Secrets are in mirrorSpec's form
+// and listed in LocalReferencesAnnotation. The mirror's spec is compared
+// with nothing: a mirror stands for the local pod by its config.mirror
+// hash alone (mirrorOf), as kubelet's, so the rewritten spec never makes
+// it look stale.
 func (m *Mirror) mirrorPod(local *v1.Pod, nodeUID types.UID) *v1.Pod {
 	annotations := maps.Clone(local.Annotations)
 	if annotations == nil {
@@ -79,6 +84,12 @@ func (m *Mirror) mirrorPod(local *v1.Pod, nodeUID types.UID) *v1.Pod {
 		delete(annotations, a)
 	}
 	annotations[AnnotationConfigMirror] = configHash(local)
+	spec, refs := mirrorSpec(&local.Spec)
+	// Only podvisor says what the pod reads locally.
+	delete(annotations, LocalReferencesAnnotation)
+	if len(refs) > 0 {
+		annotations[LocalReferencesAnnotation] = localReferencesJSON(refs)
+	}
 	pod := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        local.Name,
@@ -93,7 +104,7 @@ func (m *Mirror) mirrorPod(local *v1.Pod, nodeUID types.UID) *v1.Pod {
 				Controller: ptr.To(true),
 			}},
 		},
-		Spec: *local.Spec.DeepCopy(),
+		Spec: spec,
 	}
 	pod.Spec.NodeName = m.opts.NodeName
 	return pod
