@@ -38,14 +38,24 @@ const leaseOwnerLabel = "io.podvisor.lease.owner"
 
 // withLease runs f under a lease podvisor owns, deleted (synchronously, so
 // what it alone held is collected) once f returns.
+//
+// The lease is created under a context ctx's end does not cancel: a
+// create that podvisor's stop cancels on the client can still have made
+// the lease in containerd, and nobody would delete it. Once made, it is
+// released however f ends; if ctx ended meanwhile, f does not run.
 func (r *Runtime) withLease(ctx context.Context, what string, f func(context.Context) error) error {
 	ls := r.client.LeasesService()
-	l, err := ls.Create(ctx, leases.WithRandomID(), leases.WithLabels(r.leaseLabels(what)))
+	cctx, cancel := cleanupContext(ctx)
+	l, err := ls.Create(cctx, leases.WithRandomID(), leases.WithLabels(r.leaseLabels(what)))
+	cancel()
 	if err != nil {
 		return fmt.Errorf("lease for %s: %w", what, err)
 	}
-	ferr := f(leases.WithLease(ctx, l.ID))
-	cctx, cancel := cleanupContext(ctx)
+	ferr := ctx.Err()
+	if ferr == nil {
+		ferr = f(leases.WithLease(ctx, l.ID))
+	}
+	cctx, cancel = cleanupContext(ctx)
 	defer cancel()
 	if err := ls.Delete(cctx, l); err != nil && ferr == nil {
 		return fmt.Errorf("release lease for %s: %w", what, err)

@@ -16,9 +16,12 @@ import (
 
 	client "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/leases"
+	"github.com/containerd/containerd/v2/pkg/dialer"
 	"github.com/opencontainers/go-digest"
 	"github.com/opencontainers/image-spec/identity"
 	"github.com/podvisor/podvisor/supervise"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -347,5 +350,52 @@ func TestCollectShims(t *testing.T) {
 	}
 	if want := fmt.Sprintf("shim %d", ownedPID); !slices.Equal(killed, []string{want}) {
 		t.Errorf("CollectShims said %v, want [%s]", killed, want)
+	}
+}
+
+// TestWithLeaseStoppedDuringCreate: podvisor stopping while containerd
+// creates a lease (the caller's context ends before the answer arrives)
+// leaves no lease behind: the create is not the caller's to cancel, and
+// the lease made is released without running anything under it.
+func TestWithLeaseStoppedDuringCreate(t *testing.T) {
+	_, env, _, _ := startRuntime(t)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	// Containerd makes the lease; the answer reaches a caller whose context
+	// ended meanwhile, as when podvisor stops in that moment.
+	stopDuringCreate := func(cctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoke grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if !strings.HasSuffix(method, ".Leases/Create") {
+			return invoke(cctx, method, req, reply, cc, opts...)
+		}
+		err := invoke(context.WithoutCancel(cctx), method, req, reply, cc, opts...)
+		stop()
+		if cctx.Err() != nil {
+			return cctx.Err()
+		}
+		return err
+	}
+	c, err := client.New(env.Address, client.WithDefaultNamespace(env.Namespace), client.WithDialOpts([]grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(dialer.ContextDialer),
+		grpc.WithUnaryInterceptor(stopDuringCreate),
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rt := New(c, Options{Namespace: env.Namespace})
+	ran := false
+	err = rt.withLease(ctx, "import", func(context.Context) error { ran = true; return nil })
+	if err == nil || ran {
+		t.Errorf("withLease after its context ended: %v, f ran %v; want an error and f not run", err, ran)
+	}
+	lctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	all, err := c.LeasesService().List(lctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range all {
+		t.Errorf("lease %s %v left after a create its caller gave up on", l.ID, l.Labels)
 	}
 }
