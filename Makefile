@@ -105,7 +105,7 @@ lint:
 # go test's own lines, a failed package's full output, every package's
 # full output in $(TEST_RESULTS)/logs; at the end the end-to-end packages'
 # counts of top-level tests and, last, "N passed, N failed".
-CONTROLPLANE_TESTS := ^(TestMirror|TestKubeadmControlPlane|TestControlPlane)$$
+CONTROLPLANE_TESTS := ^(TestMirror|TestMirrorLocalObjects|TestKubeadmControlPlane|TestControlPlane)$$
 # A test binary's bound: the e2e package takes 6-7 minutes here, close to go
 # test's default of 10 on a slower machine; a wedged test still ends.
 TEST_TIMEOUT := 20m
@@ -146,7 +146,7 @@ test-unit:
 test-e2e:
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/e2e
 
-# The control-plane tests (TestMirror, TestKubeadmControlPlane) test the
+# The control-plane tests (TestMirror, TestMirrorLocalObjects, TestKubeadmControlPlane) test the
 # link to an apiserver, not the runtime: they run once, against the Debian
 # containerd, which keeps `make test` well inside CI's time.
 test-containerd2: containerd2 testsum

@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/podvisor/podvisor/test/registry"
 )
 
@@ -37,35 +34,10 @@ func TestAppliance(t *testing.T) {
 	// configuration sends registry.example.internal to it.
 	reg := registry.Start(t, registry.Options{User: "gateway", Password: "pull-3c9e71", TLS: true})
 	dir := t.TempDir()
-	certs := filepath.Join(dir, "certs.d")
-	if err := os.MkdirAll(filepath.Join(certs, "registry.example.internal"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	toml := fmt.Sprintf("server = \"https://registry.example.internal\"\n\n[host.\"https://%s\"]\n  capabilities = [\"pull\", \"resolve\"]\n  ca = %q\n", reg.Host, reg.CAFile)
-	if err := os.WriteFile(filepath.Join(certs, "registry.example.internal", "hosts.toml"), []byte(toml), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	certs := registryHosts(t, dir, "registry.example.internal", reg)
 	// No node-wide credentials: only the pod's pull secret opens the registry.
 	d := newDaemon(t, "--registry-config-dir", certs, "--image-credentials-file", filepath.Join(dir, "none.json"))
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cl, err := containerd.New(env.Address, containerd.WithDefaultNamespace(d.ns))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	f, err := os.Open(env.ImageArchive)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = cl.Import(ctx, f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := reg.Push(ctx, cl, env.ImageRef, "edge/gateway:1.4.2"); err != nil {
-		t.Fatal(err)
-	}
+	pushed(t, d, reg, env.ImageArchive, env.ImageRef, "edge/gateway:1.4.2")
 	d.start()
 	for _, p := range files {
 		b, err := os.ReadFile(p)

@@ -68,16 +68,16 @@ type localVolume struct {
 	ref                                 mirror.LocalReference // what the mirror's annotation lists
 }
 
-// mirrorLocalVolumes are mirrorLocalPod's volumes of local objects. Once
-// configMap/secret volumes are implemented, the Secret volume is one line:
-// uncomment it (the test then reads the file in the container and checks
-// the mirror shows the volume as emptyDir and lists it).
+// mirrorLocalVolumes are mirrorLocalPod's volumes of local objects: the
+// container reads a file of each, and the mirror shows each as emptyDir,
+// listed in its annotation.
 var mirrorLocalVolumes = []localVolume{
-	// {name: "credsvol", source: "secret: {secretName: creds}", mountPath: "/etc/creds", file: "password", want: localPassword, ref: mirror.LocalReference{Field: "spec.volumes[0].secret", Kind: "Secret", Name: "creds"}},
+	{name: "credsvol", source: "secret: {secretName: creds}", mountPath: "/etc/creds", file: "password", want: localPassword, ref: mirror.LocalReference{Field: "spec.volumes[0].secret", Kind: "Secret", Name: "creds"}},
+	{name: "confvol", source: "configMap: {name: appconf}", mountPath: "/etc/appconf", file: "LEVEL", want: localConfig, ref: mirror.LocalReference{Field: "spec.volumes[1].configMap", Kind: "ConfigMap", Name: "appconf"}},
 }
 
-// mirrorLocalPod reads the local objects in every way but volumes (see
-// mirrorLocalVolumes): secretKeyRef, envFrom secretRef, imagePullSecrets and
+// mirrorLocalPod reads the local objects in every way: the volumes of
+// mirrorLocalVolumes, secretKeyRef, envFrom secretRef, imagePullSecrets and
 // configMapKeyRef, beside a fieldRef the mirror keeps.
 func mirrorLocalPod() string {
 	var mounts, vols strings.Builder

@@ -51,6 +51,23 @@ func pushed(t *testing.T, d *daemon, reg *registry.Registry, archive, ref string
 	}
 }
 
+// registryHosts writes a --registry-config-dir under dir in which server
+// (a registry host as image names spell it) is served by reg over TLS with
+// reg's CA, as a site configures a mirror in containerd's hosts.toml, and
+// returns it.
+func registryHosts(t *testing.T, dir, server string, reg *registry.Registry) string {
+	t.Helper()
+	certs := filepath.Join(dir, "certs.d")
+	if err := os.MkdirAll(filepath.Join(certs, server), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	toml := fmt.Sprintf("server = \"https://%s\"\n\n[host.\"https://%s\"]\n  capabilities = [\"pull\", \"resolve\"]\n  ca = %q\n", server, reg.Host, reg.CAFile)
+	if err := os.WriteFile(filepath.Join(certs, server, "hosts.toml"), []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return certs
+}
+
 // dockerConfigSecret is a Secret document of type
 // kubernetes.io/dockerconfigjson with user:password for host.
 func dockerConfigSecret(name, host, user, password string) string {
@@ -102,14 +119,7 @@ func TestPullSecrets(t *testing.T) {
 	const password = "pull-s3cret-Zq9"
 	reg := registry.Start(t, registry.Options{User: "puller", Password: password, TLS: true})
 	dir := t.TempDir()
-	certs := filepath.Join(dir, "certs.d")
-	if err := os.MkdirAll(filepath.Join(certs, reg.Host), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	toml := fmt.Sprintf("server = \"https://%s\"\n\n[host.\"https://%s\"]\n  capabilities = [\"pull\", \"resolve\"]\n  ca = %q\n", reg.Host, reg.Host, reg.CAFile)
-	if err := os.WriteFile(filepath.Join(certs, reg.Host, "hosts.toml"), []byte(toml), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	certs := registryHosts(t, dir, reg.Host, reg)
 	// No node credentials: only the pods' Secrets can open the registry.
 	d := newDaemon(t, "--registry-config-dir", certs, "--image-credentials-file", filepath.Join(dir, "none.json"))
 	pushed(t, d, reg, env.ImageArchive, env.ImageRef, "team/app:1")

@@ -26,14 +26,7 @@ func TestRegistryPull(t *testing.T) {
 	requireEnv(t)
 	reg := registry.Start(t, registry.Options{User: "puller", Password: "s3cret", TLS: true})
 	dir := t.TempDir()
-	certs := filepath.Join(dir, "certs.d")
-	if err := os.MkdirAll(filepath.Join(certs, "registry.invalid"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	toml := fmt.Sprintf("server = \"https://registry.invalid\"\n\n[host.\"https://%s\"]\n  capabilities = [\"pull\", \"resolve\"]\n  ca = %q\n", reg.Host, reg.CAFile)
-	if err := os.WriteFile(filepath.Join(certs, "registry.invalid", "hosts.toml"), []byte(toml), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	certs := registryHosts(t, dir, "registry.invalid", reg)
 	creds := filepath.Join(dir, "config.json")
 	auth := base64.StdEncoding.EncodeToString([]byte("puller:s3cret"))
 	if err := os.WriteFile(creds, []byte(fmt.Sprintf(`{"auths":{"https://%s/team":{"auth":%q}}}`, reg.Host, auth)), 0o600); err != nil {
