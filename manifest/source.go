@@ -221,6 +221,7 @@ func (s *Source) Run(ctx context.Context, out chan<- Snapshot) error {
 			err = scan(scanRelist)
 			relistAt = time.Now().Add(relistPeriod)
 		case !now.Before(relistAt):
+			s.log.Debug("manifest relist")
 			pending, slowPending = false, false
 			relistAt = now.Add(relistPeriod)
 			err = scan(scanRelist)

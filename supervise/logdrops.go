@@ -12,7 +12,7 @@ import (
 
 // dropCheckPeriod is how often the log drivers' drop counts are read, so
 // that a full log filesystem is reported while it is full, not only at the
-// container's next exit.
+// container's next exit; a shorter relist period shortens it too.
 const dropCheckPeriod = 2 * time.Second
 
 // dropsSeen is a container's drop counts as last reported, of the run's
@@ -43,7 +43,11 @@ func newDropEpisode(seen dropsSeen, path string, d crilog.Drops) bool {
 // episode. The status files are small and rewritten in place, so reading
 // them every dropCheckPeriod costs no more than a stat each.
 func (s *Supervisor) watchDrops(ctx context.Context) {
-	t := s.clock.NewTicker(dropCheckPeriod)
+	period := dropCheckPeriod
+	if p := s.opts.RelistPeriod; p > 0 && p < period {
+		period = p
+	}
+	t := s.clock.NewTicker(period)
 	defer t.Stop()
 	last := map[string]int64{}
 	for {
@@ -82,4 +86,5 @@ func (s *Supervisor) checkDrops(last map[string]int64) {
 			delete(last, f)
 		}
 	}
+	s.log.Debug("log drops checked", "files", len(files))
 }

@@ -217,6 +217,7 @@ func (s *Supervisor) pruneLogLinksLoop(ctx context.Context) {
 		if err := s.pruneLogLinks(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("prune container log links", "err", err)
 		}
+		s.log.Debug("log links pruned")
 		select {
 		case <-ctx.Done():
 			return

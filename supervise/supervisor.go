@@ -314,6 +314,7 @@ func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot
 			}
 			s.mu.Unlock()
 		case <-relist.C():
+			s.log.Debug("relist")
 			s.wakeAll()
 			collecting = s.collectShims(ctx, collecting)
 			continue
