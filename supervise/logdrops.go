@@ -57,6 +57,7 @@ func (s *Supervisor) watchDrops(ctx context.Context) {
 		case <-t.C():
 		}
 		s.checkDrops(last)
+		s.log.Debug("log drops checked", "dropping", len(last))
 	}
 }
 
@@ -86,5 +87,4 @@ func (s *Supervisor) checkDrops(last map[string]int64) {
 			delete(last, f)
 		}
 	}
-	s.log.Debug("log drops checked", "files", len(files))
 }

@@ -48,6 +48,9 @@ type options struct {
 	mirror                  bool
 	mirrorRuns, kubeadmRuns int
 	mirrorLogDir            string
+	// flash is the flash phase's window (0: skip it), flashPods its pods.
+	flash     time.Duration
+	flashPods int
 }
 
 func main() {
@@ -68,13 +71,15 @@ func main() {
 	flag.IntVar(&o.mirrorRuns, "mirror-runs", 5, "measured runs of manifest → mirror Ready (0: skip them)")
 	flag.IntVar(&o.kubeadmRuns, "kubeadm-runs", 3, "kubeadm control planes started from cold (0: none)")
 	flag.StringVar(&o.mirrorLogDir, "mirror-log-dir", "", "keep the logs of the mirror phase's podvisors in this directory")
+	flag.DurationVar(&o.flash, "flash", 0, "window of the flash phase: podvisor's writes to disk with -flash-pods pods idle, a minute after they are Ready (0: skip the phase)")
+	flag.IntVar(&o.flashPods, "flash-pods", 30, "pods of the flash phase")
 	flag.Parse()
-	if !o.start && o.probes <= 0 && !o.mirror {
-		fmt.Fprintln(os.Stderr, "bench: -start=false and no -probes window or -mirror: nothing to measure")
+	if !o.start && o.probes <= 0 && !o.mirror && o.flash <= 0 {
+		fmt.Fprintln(os.Stderr, "bench: -start=false and no -probes window, -mirror or -flash: nothing to measure")
 		os.Exit(2)
 	}
-	if o.probePods < 1 {
-		fmt.Fprintln(os.Stderr, "bench: -probe-pods must be positive")
+	if o.probePods < 1 || o.flashPods < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -probe-pods and -flash-pods must be positive")
 		os.Exit(2)
 	}
 	for _, s := range strings.Split(sizes, ",") {
@@ -131,7 +136,7 @@ func run(ctx context.Context, o options) (err error) {
 		if serr := env.Stop(); serr != nil {
 			err = errors.Join(err, fmt.Errorf("stop test environment: %w", serr))
 		}
-		removeNamespaceDirs(pvNamespace, baseNamespace)
+		removeNamespaceDirs(pvNamespace, baseNamespace, flashNamespace)
 	}()
 	// Everything lives below env.Dir: on any failure env.Stop unmounts
 	// what is left there (netns, /dev/shm) and kills what names it.
@@ -160,6 +165,14 @@ func run(ctx context.Context, o options) (err error) {
 			res.LoadStart, res.Started = loadAverage(), time.Now()
 		}
 		if res.Mirror, err = runMirror(ctx, o, env, dir, bin, rec); err != nil {
+			return err
+		}
+	}
+	if o.flash > 0 {
+		if res.Started.IsZero() {
+			res.LoadStart, res.Started = loadAverage(), time.Now()
+		}
+		if res.Flash, err = runFlash(ctx, o, env, dir, bin); err != nil {
 			return err
 		}
 	}

@@ -36,6 +36,9 @@ type pvCase struct {
 	ns     string
 	images []string
 	args   []string
+	// pipeLog sends podvisor's log through a pipe the benchmark drains
+	// into the log file, so that podvisor itself writes no file for it.
+	pipeLog bool
 
 	// manifests is the directory podvisor watches: dir/manifests unless
 	// set before start.
@@ -108,6 +111,20 @@ func (p *pvCase) start(ctx context.Context) error {
 		"--log-level", p.logLevel,
 	}, p.args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	var pw *os.File
+	if p.pipeLog {
+		var pr *os.File
+		if pr, pw, err = os.Pipe(); err != nil {
+			logFile.Close()
+			return fmt.Errorf("podvisor log pipe: %w", err)
+		}
+		p.cmd.Stdout, p.cmd.Stderr = pw, pw
+		go func() {
+			defer pr.Close()
+			defer logFile.Close()
+			io.Copy(logFile, pr)
+		}()
+	}
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{
 		Setpgid: true, // ^C goes to the benchmark, which stops podvisor in order
 		// If the benchmark dies, podvisor goes too (its pods are then
@@ -121,8 +138,13 @@ func (p *pvCase) start(ctx context.Context) error {
 		// process's life.
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		defer logFile.Close()
+		if !p.pipeLog {
+			defer logFile.Close() // else the pipe's reader closes it
+		}
 		err := p.cmd.Start()
+		if pw != nil {
+			pw.Close() // podvisor has its own
+		}
 		started <- err
 		if err != nil {
 			return
@@ -257,7 +279,12 @@ func (p *pvCase) waitEmpty(ctx context.Context, timeout time.Duration) error {
 // waitRunning polls until the API lists n pods, all Running with every
 // container ready: podvisor has nothing left to do for them.
 func (p *pvCase) waitRunning(ctx context.Context, n int) error {
-	return pollUntil(ctx, 30*time.Second, 50*time.Millisecond, "pods running and ready", func() (bool, error) {
+	return p.waitRunningFor(ctx, n, 30*time.Second)
+}
+
+// waitRunningFor is waitRunning with its timeout.
+func (p *pvCase) waitRunningFor(ctx context.Context, n int, timeout time.Duration) error {
+	return pollUntil(ctx, timeout, 50*time.Millisecond, "pods running and ready", func() (bool, error) {
 		list, err := p.api.Pods(ctx)
 		if err != nil {
 			return false, err

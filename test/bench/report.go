@@ -103,6 +103,8 @@ type report struct {
 	Probes *probePhase `json:"probes,omitempty"`
 	// Mirror is the mirror phase (-mirror).
 	Mirror *mirrorPhase `json:"mirror,omitempty"`
+	// Flash is the flash phase (-flash).
+	Flash *flashPhase `json:"flash,omitempty"`
 }
 
 func (r *report) summarize(sizes []int) {
@@ -165,6 +167,9 @@ func (r *report) print(w io.Writer) {
 	}
 	if r.Mirror != nil {
 		r.printMirror(w)
+	}
+	if r.Flash != nil {
+		r.printFlash(w)
 	}
 	fmt.Fprintln(w)
 }

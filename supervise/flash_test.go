@@ -1,0 +1,98 @@
+package supervise
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/podvisor/podvisor/internal/layout"
+	v1 "k8s.io/api/core/v1"
+)
+
+// fileID is what changes when a file is written or replaced.
+type fileID struct {
+	ino   uint64
+	size  int64
+	mtime syscall.Timespec
+	ctime syscall.Timespec
+}
+
+func statID(t *testing.T, path string) fileID {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Lstat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return fileID{st.Ino, st.Size, st.Mtim, st.Ctim}
+}
+
+// TestRecordUnwrittenAtRest holds DESIGN's invariant 10 for pod records:
+// a running pod's worker, woken by relist after relist, writes its record
+// once and then never again while nothing changes (atomicfile would give
+// the record a new inode, and its directory a new mtime, at each write).
+func TestRecordUnwrittenAtRest(t *testing.T) {
+	e := newEnv(t)
+	p := testPod("rest", v1.RestartPolicyAlways, []string{"init"}, "a", "b")
+	w := e.worker(p)
+	for range 4 { // the init container runs and exits, the apps start
+		e.step(w)
+		if id := e.rt.running()["init"]; id != "" {
+			e.rt.exit(id, 0)
+		}
+	}
+	if r := e.rt.running(); r["a"] == "" || r["b"] == "" {
+		t.Fatalf("pod not running: %v", r)
+	}
+	e.step(w) // settled
+	rec := e.s.layout.RecordFile(string(p.UID))
+	before, dirBefore := statID(t, rec), statID(t, filepath.Dir(rec))
+	for range 30 {
+		e.clock.Step(10 * time.Second)
+		w.inbox.send(wakeMsg{})
+		e.step(w)
+	}
+	if after := statID(t, rec); after != before {
+		t.Errorf("record rewritten at rest: %+v → %+v", before, after)
+	}
+	if after := statID(t, filepath.Dir(rec)); after != dirBefore {
+		t.Errorf("record's directory changed at rest: %+v → %+v", dirBefore, after)
+	}
+}
+
+// TestLogLinksUntouchedAtRest: the relist's pass over the container log
+// links neither remakes nor touches a link that is there.
+func TestLogLinksUntouchedAtRest(t *testing.T) {
+	root := t.TempDir()
+	logDir, links := filepath.Join(root, "pods"), filepath.Join(root, "containers")
+	rt := newFakeRuntime(newFakeClock())
+	id := strings.Repeat("c", 64)
+	rt.addLabelled(id, map[string]string{LabelContainer: "c", LabelPodName: "p", LabelPodNamespace: "default", LabelPodUID: "u", LabelRestartCount: "0"}, ContainerState{Exists: true})
+	logFile := filepath.Join(logDir, "default_p_u", "c", "0.log")
+	if err := os.MkdirAll(filepath.Dir(logFile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(logFile, nil, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	s := &Supervisor{opts: Options{LogLinks: links}, workerDeps: workerDeps{logLinks: links, layout: layout.Layout{LogDir: logDir}, rt: rt}}
+	if err := s.pruneLogLinks(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(links, LogLinkName("p", "default", "c", id))
+	before, dirBefore := statID(t, link), statID(t, links)
+	for range 10 {
+		if err := s.pruneLogLinks(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := statID(t, link); after != before {
+		t.Errorf("link remade at rest: %+v → %+v", before, after)
+	}
+	if after := statID(t, links); after != dirBefore {
+		t.Errorf("links directory changed at rest: %+v → %+v", dirBefore, after)
+	}
+}
