@@ -49,6 +49,11 @@ func TestRecordUnwrittenAtRest(t *testing.T) {
 	}
 	e.step(w) // settled
 	rec := e.s.layout.RecordFile(string(p.UID))
+	// Held by a second name, the record's inode cannot be reused by a
+	// replacement written within the same clock tick.
+	if err := os.Link(rec, rec+".held"); err != nil {
+		t.Fatal(err)
+	}
 	before, dirBefore := statID(t, rec), statID(t, filepath.Dir(rec))
 	for range 30 {
 		e.clock.Step(10 * time.Second)

@@ -1,6 +1,7 @@
 package images
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -66,15 +67,21 @@ func (w *Watcher) loadState() {
 		return
 	}
 	maps.Copy(w.known, st.Archives)
+	w.saved = data
 }
 
-// saveState writes the state file; a failure is logged (the archives are
-// then imported again at the next start, nothing is lost).
+// saveState writes the state file when its content changed (an archive
+// imported again as it was, after its image was removed from the runtime
+// say, writes nothing); a failure is logged (the archives are then
+// imported again at the next start, nothing is lost).
 func (w *Watcher) saveState() {
 	if !w.persists() {
 		return
 	}
 	data, err := json.Marshal(stateFile{Version: stateVersion, Archives: w.known})
+	if err == nil && bytes.Equal(data, w.saved) {
+		return
+	}
 	if err == nil {
 		err = os.MkdirAll(filepath.Dir(w.opts.StateFile), 0o700)
 	}
@@ -83,7 +90,9 @@ func (w *Watcher) saveState() {
 	}
 	if err != nil {
 		w.log.Warn("cannot save images state", "file", w.opts.StateFile, "err", err)
+		return
 	}
+	w.saved = data
 }
 
 // unchanged reports whether archive name, at version v, is as it was when

@@ -83,6 +83,7 @@ type Watcher struct {
 
 	// Owned by Run's goroutine.
 	known   map[string]archiveState // by file name: imported, as StateFile has it
+	saved   []byte                  // StateFile's content as last read or written
 	done    map[string]version      // by file name: imported
 	failed  map[string]version      // by file name: last import failed
 	pending map[string]bool         // announced complete since the last pass
