@@ -72,8 +72,12 @@ func NodeName(given, stateDir string) (string, error) {
 		}
 	}
 	if p != "" {
-		if err := os.WriteFile(p, []byte(name+"\n"), 0o644); err != nil {
-			return "", fmt.Errorf("remember node name: %w", err)
+		// Written only when it differs: a start changes nothing on the
+		// state disk that it need not.
+		if b, err := os.ReadFile(p); err != nil || string(b) != name+"\n" {
+			if err := os.WriteFile(p, []byte(name+"\n"), 0o644); err != nil {
+				return "", fmt.Errorf("remember node name: %w", err)
+			}
 		}
 	}
 	return name, nil

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFindLogDriver(t *testing.T) {
@@ -63,5 +64,32 @@ func TestNodeNameFoundInvalid(t *testing.T) {
 	}
 	if got, err := NodeName("edge-7", dir); err != nil || got != "edge-7" {
 		t.Fatalf("--node-name edge-7 = %q, %v", got, err)
+	}
+}
+
+// TestNodeNameFileUnwritten: a start whose node name is the one
+// remembered does not write the file again.
+func TestNodeNameFileUnwritten(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := NodeName("box", dir); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "node-name")
+	before, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An mtime far in the past: any write would move it.
+	old := before.ModTime().Add(-time.Hour)
+	if err := os.Chtimes(p, old, old); err != nil {
+		t.Fatal(err)
+	}
+	for _, given := range []string{"box", ""} {
+		if got, err := NodeName(given, dir); err != nil || got != "box" {
+			t.Fatalf("NodeName(%q) = %q, %v", given, got, err)
+		}
+	}
+	if after, err := os.Stat(p); err != nil || !after.ModTime().Equal(old) {
+		t.Errorf("node-name written again with the same name (mtime %v, was %v)", after.ModTime(), old)
 	}
 }
