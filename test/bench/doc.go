@@ -1,9 +1,10 @@
 // Command bench measures how fast podvisor starts pods against a baseline
 // that does the same work straight through containerd, podvisor's
 // footprint with pods running, the probes' cost, and how fast pods show in
-// an apiserver, a kubeadm control plane's from cold (`make bench`).
+// an apiserver, a kubeadm control plane's from cold, and what podvisor
+// writes to disk at rest (`make bench`).
 //
-//	go run ./test/bench [-podvisor bin/podvisor] [-runs 5] [-sizes 1,30] [-probes 30s] [-mirror] [-json out.json]
+//	go run ./test/bench [-podvisor bin/podvisor] [-runs 5] [-sizes 1,30] [-probes 30s] [-mirror] [-flash 3m] [-json out.json]
 //
 // Other flags: -idle (the footprint's CPU window, 0 skips it), -log-level
 // and -podvisor-log (podvisor's log, kept in that file), and
@@ -68,6 +69,17 @@
 //     the mirror creations the apiserver refused. The runs need kubeadm's
 //     ports (6443, 2379-2381, 10257, 10259) free. -mirror-log-dir keeps
 //     the phase's podvisor logs.
+//
+// -flash 3m adds the flash phase (-start=false runs it alone): a podvisor
+// whose --state-dir is a loop-mounted ext4 (so that write_bytes counts
+// what reaches a disk; a tmpfs or overlay counts nothing) runs -flash-pods
+// pods (30) with its default periods; a minute after they are all Ready,
+// podvisor's /proc/<pid>/io write_bytes (and wchar, syscw, which count
+// sockets and pipes too) are compared over the window and extrapolated to
+// an hour, and what changed under --state-dir is listed. Only podvisor's
+// process is measured: its log goes to a pipe the benchmark drains (as
+// journald reads its stderr), and container output is written by the log
+// drivers the shims start. It needs mkfs.ext4 and loop devices.
 //
 // It needs root, containerd, runc, the CNI plugins and /bin/busybox, like
 // the tests that use test/testenv.
