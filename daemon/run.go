@@ -191,6 +191,10 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 	// (which takes the watcher and the mirror's event sink) and call it
 	// back: they reach it through sup, empty until it is built.
 	sup := &supervisorRef{}
+	// Graceful node shutdown (nil: off); while the node shuts down the
+	// mirrored Node and the local /healthz say so.
+	nodeShutdown := d.nodeShutdown(sup, store)
+	health := withShutdown(nodeShutdown, store.Health)
 	// Events go to the store and, with --kubeconfig, to the apiserver.
 	var sink supervise.StatusSink = store
 	var mir *mirror.Mirror
@@ -204,7 +208,7 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 			ContainerRuntimeVersion: ver.Version,
 			Pods:                    store,
 			Ready:                   sup.Synced,
-			Health:                  store.Health,
+			Health:                  health,
 			StorageDir:              c.StateDir,
 			Log:                     log.With("component", "mirror"),
 		})
@@ -266,7 +270,7 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 	})
 	g.Go(func() error { return s.Run(ctx, snapshots) })
 	g.Go(func() error {
-		err := api.Serve(ctx, api.Options{Socket: d.paths.Socket(), Store: store, Log: log,
+		err := api.Serve(ctx, api.Options{Socket: d.paths.Socket(), Store: shutdownHealthStore{store, health}, Log: log,
 			LogDir:    c.LogDir,
 			Remote:    c.remoteAPI(),
 			Restarter: restarter{s},
@@ -295,6 +299,9 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 	g.Go(func() error { imgs.Run(ctx); return nil })
 	if mir != nil {
 		g.Go(func() error { mir.Run(ctx); return nil })
+	}
+	if nodeShutdown != nil {
+		g.Go(func() error { nodeShutdown.Run(ctx); return nil })
 	}
 	if hz != nil {
 		g.Go(func() error { return hz.run(ctx) })

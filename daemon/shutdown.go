@@ -1,13 +1,19 @@
 package daemon
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/podvisor/podvisor/shutdown"
+	"github.com/podvisor/podvisor/status"
+	"github.com/podvisor/podvisor/supervise"
 	"go.yaml.in/yaml/v3"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Graceful node shutdown's defaults: on, as a box nobody watches needs it
@@ -88,3 +94,71 @@ func periodsNode(s string) *yaml.Node {
 	}
 	return n
 }
+
+// nodeShutdown is the graceful node shutdown's manager, nil when it is
+// off (--shutdown-grace-period 0 and no by-priority periods). It reaches
+// the supervisor through sup, set before Run starts it.
+func (d *daemon) nodeShutdown(sup *supervisorRef, store *status.Store) *shutdown.Manager {
+	periods := d.c.shutdownPeriods()
+	if periods.Total() == 0 {
+		d.log.Info("graceful node shutdown is off: at power-off or reboot, pods get no grace period")
+		return nil
+	}
+	return shutdown.New(shutdown.Options{
+		Periods: periods,
+		Pods: func() []shutdown.Pod {
+			var out []shutdown.Pod
+			for _, p := range store.Pods() {
+				if p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed {
+					out = append(out, shutdown.PodOf(&p))
+				}
+			}
+			return out
+		},
+		Stopper: shutdownStopper{sup},
+		Log:     d.log.With("component", "shutdown"),
+	})
+}
+
+// shutdownStopper stops pods for the node's shutdown through the
+// supervisor, with kubelet's reason and message.
+type shutdownStopper struct{ sup *supervisorRef }
+
+var _ shutdown.Stopper = shutdownStopper{}
+
+func (a shutdownStopper) StopPod(ctx context.Context, uid types.UID, grace time.Duration) error {
+	s := a.sup.p.Load()
+	if s == nil {
+		return errors.New("the supervisor is not running yet")
+	}
+	return s.StopPod(ctx, uid, supervise.NodeStop{Reason: supervise.ReasonNodeShutdown, Message: supervise.ShutdownMessage, Grace: grace})
+}
+
+func (a shutdownStopper) ResumeShutdownStops() {
+	if s := a.sup.p.Load(); s != nil {
+		s.ResumeShutdownStops()
+	}
+}
+
+// withShutdown is health with the node's shutdown first: kubelet's Ready
+// message "node is shutting down" while it shuts down.
+func withShutdown(m *shutdown.Manager, health func() error) func() error {
+	if m == nil {
+		return health
+	}
+	return func() error {
+		if err := m.Status(); err != nil {
+			return err
+		}
+		return health()
+	}
+}
+
+// shutdownHealthStore is the status store whose Health says the node is
+// shutting down, for the local API's /healthz.
+type shutdownHealthStore struct {
+	*status.Store
+	health func() error
+}
+
+func (s shutdownHealthStore) Health() error { return s.health() }

@@ -155,7 +155,8 @@ func (m *Manager) session(ctx context.Context) (armed bool, err error) {
 			// go on.
 			release()
 			m.o.Log.Info("graceful node shutdown: pods stopped, inhibitor lock released")
-			done = nil
+			stopping()
+			stopping, done = nil, nil
 		case s, ok := <-b.signals:
 			if !ok {
 				return true, errors.New("the system bus connection ended")

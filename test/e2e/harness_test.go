@@ -111,6 +111,9 @@ type daemon struct {
 	cmd                                     *exec.Cmd
 	exited                                  chan error
 	extraArgs                               []string
+	// env is added to podvisor's environment (e.g. a private
+	// DBUS_SYSTEM_BUS_ADDRESS).
+	env []string
 	// baseIPs are the test network's allocations before this daemon:
 	// cleanup reports only those beyond them.
 	baseIPs []string
@@ -180,6 +183,9 @@ func (d *daemon) start() {
 		d.t.Fatal(err)
 	}
 	d.cmd = exec.Command(podvisorBin, d.args()...)
+	if d.env != nil {
+		d.cmd.Env = append(os.Environ(), d.env...)
+	}
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := d.cmd.Start(); err != nil {
