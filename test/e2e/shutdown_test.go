@@ -202,6 +202,9 @@ func stamps(t *testing.T, path string, from int) ([]string, map[string]float64) 
 	var order []string
 	at := map[string]float64{}
 	for _, l := range lines[min(from, len(lines)):] {
+		if l == "" {
+			continue
+		}
 		word, v, _ := strings.Cut(l, " ")
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
