@@ -339,6 +339,12 @@ func TestGracefulNodeShutdown(t *testing.T) {
 		t.Errorf("critical pod's SIGTERM %.2fs after its preStop, want within its group's 8s", el)
 	}
 
+	// Nothing is left for systemd's last stage to wait on (k3s#2400).
+	d.poll("no shim left after the pods stopped", 15*time.Second, func() (bool, string) {
+		n := shimCount(d.ns)
+		return n == 0, fmt.Sprintf("%d shims", n)
+	})
+
 	// The reboot: podvisor stops, every task goes, the run dir is cleared.
 	d.stop(syscall.SIGTERM)
 	ctx := context.Background()
