@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -238,8 +239,9 @@ func stoppedForShutdown(p *v1.Pod) bool {
 // podvisor holds a delay lock; at a power-off announcement it stops the
 // normal pod, then the critical one, each with its preStop hook and
 // within its group's period, and the pods say why (kubelet's status)
-// while the node reports it is shutting down; a cancelled power-off
-// starts them again and the lock is taken again. A reboot is the same
+// while the node reports it is shutting down; a power-off cancelled
+// during the critical pod's stop starts both again, with no restart
+// counted, and the lock is taken again. A reboot is the same
 // signal: both pods are stopped in order, the lock released long before
 // logind's bound; after the "reboot" the pods run again with no restart
 // counted.
@@ -290,12 +292,17 @@ func TestGracefulNodeShutdown(t *testing.T) {
 	if err := client.Healthz(context.Background()); err == nil || !strings.Contains(err.Error(), shutdownNode) {
 		t.Errorf("healthz while shutting down: %v, want %q", err, shutdownNode)
 	}
+	// Cancelled while the critical pod's stop is under way (its preStop
+	// hook has begun): that stop finishes, then both pods start again.
+	d.poll("the critical pod's preStop hook", 20*time.Second, func() (bool, string) {
+		order, _ := stamps(t, logs[critical], 0)
+		return slices.Contains(order, "preStop"), fmt.Sprint(order)
+	})
 	ld.send("cancel")
 	if l := ld.next("inhibit ", 30*time.Second); !strings.Contains(l, "who=podvisor") {
 		t.Errorf("lock after the cancel: %s", l)
 	}
-	// The critical pod may have been stopped too, or not yet.
-	waitMain("Running again after the cancelled shutdown", map[string]int{normal: 2, critical: 1})
+	waitMain("Running again after the cancelled shutdown", map[string]int{normal: 2, critical: 2})
 	for name := range logs {
 		if p, _ := d.pod(name); containerStatus(p, "main").RestartCount != 0 {
 			t.Errorf("%s: restartCount %d after a cancelled shutdown, want 0", name, containerStatus(p, "main").RestartCount)
