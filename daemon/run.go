@@ -191,13 +191,17 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 	// (which takes the watcher and the mirror's event sink) and call it
 	// back: they reach it through sup, empty until it is built.
 	sup := &supervisorRef{}
+	var mir *mirror.Mirror
 	// Graceful node shutdown (nil: off); while the node shuts down the
-	// mirrored Node and the local /healthz say so.
-	nodeShutdown := d.nodeShutdown(sup, store)
+	// mirrored Node (posted at once) and the local /healthz say so.
+	nodeShutdown := d.nodeShutdown(sup, store, func() {
+		if mir != nil {
+			mir.SyncNode()
+		}
+	})
 	health := withShutdown(nodeShutdown, store.Health)
 	// Events go to the store and, with --kubeconfig, to the apiserver.
 	var sink supervise.StatusSink = store
-	var mir *mirror.Mirror
 	if c.Kubeconfig != "" {
 		ver, _ := client.Version(ctx)
 		mir, err = mirror.New(mirror.Options{

@@ -97,8 +97,9 @@ func periodsNode(s string) *yaml.Node {
 
 // nodeShutdown is the graceful node shutdown's manager, nil when it is
 // off (--shutdown-grace-period 0 and no by-priority periods). It reaches
-// the supervisor through sup, set before Run starts it.
-func (d *daemon) nodeShutdown(sup *supervisorRef, store *status.Store) *shutdown.Manager {
+// the supervisor through sup, set before Run starts it; onChange posts
+// the node's status.
+func (d *daemon) nodeShutdown(sup *supervisorRef, store *status.Store, onChange func()) *shutdown.Manager {
 	periods := d.c.shutdownPeriods()
 	if periods.Total() == 0 {
 		d.log.Info("graceful node shutdown is off: at power-off or reboot, pods get no grace period")
@@ -115,8 +116,9 @@ func (d *daemon) nodeShutdown(sup *supervisorRef, store *status.Store) *shutdown
 			}
 			return out
 		},
-		Stopper: shutdownStopper{sup},
-		Log:     d.log.With("component", "shutdown"),
+		Stopper:  shutdownStopper{sup},
+		Log:      d.log.With("component", "shutdown"),
+		OnChange: onChange,
 	})
 }
 
