@@ -156,6 +156,23 @@ func (l *logind) next(prefix string, timeout time.Duration) string {
 	}
 }
 
+// quit ends the service and waits for its output to end.
+func (l *logind) quit() {
+	l.t.Helper()
+	l.send("quit")
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case _, ok := <-l.lines:
+			if !ok {
+				return
+			}
+		case <-deadline:
+			l.t.Fatal("logind stand-in did not quit within 10s")
+		}
+	}
+}
+
 func (l *logind) send(cmd string) {
 	l.t.Helper()
 	if _, err := fmt.Fprintln(l.in, cmd); err != nil {
@@ -241,7 +258,8 @@ func stoppedForShutdown(p *v1.Pod) bool {
 // within its group's period, and the pods say why (kubelet's status)
 // while the node reports it is shutting down; a power-off cancelled
 // during the critical pod's stop starts both again, with no restart
-// counted, and the lock is taken again. A reboot is the same
+// counted, and the lock is taken again, and again from a restarted
+// logind. A reboot is the same
 // signal: both pods are stopped in order, the lock released long before
 // logind's bound; after the "reboot" the pods run again with no restart
 // counted.
@@ -310,6 +328,13 @@ func TestGracefulNodeShutdown(t *testing.T) {
 	}
 	if err := client.Healthz(context.Background()); err != nil {
 		t.Errorf("healthz after the cancel: %v", err)
+	}
+
+	// logind restarts: podvisor takes a lock from the new one.
+	ld.quit()
+	ld = startLogind(t, bus, 30*time.Second)
+	if l := ld.next("inhibit ", 20*time.Second); !strings.Contains(l, "who=podvisor") {
+		t.Errorf("lock from the restarted logind: %s", l)
 	}
 
 	// A reboot: the same signal.
