@@ -9,6 +9,7 @@ import (
 	"github.com/podvisor/podvisor/api"
 	"github.com/podvisor/podvisor/internal/crilog"
 	"github.com/podvisor/podvisor/manifest"
+	"github.com/podvisor/podvisor/shutdown"
 	"github.com/podvisor/podvisor/supervise"
 	"github.com/spf13/pflag"
 )
@@ -49,6 +50,10 @@ type Config struct {
 	TLSPrivateKeyFile         string        `yaml:"tlsPrivateKeyFile"`
 	ClientCAFile              string        `yaml:"clientCAFile"`
 	ExitWhenEmpty             bool          `yaml:"exitWhenEmpty"`
+	// Graceful node shutdown (daemon/shutdown.go): kubelet's two forms.
+	ShutdownGracePeriod              time.Duration    `yaml:"shutdownGracePeriod"`
+	ShutdownGracePeriodCriticalPods  time.Duration    `yaml:"shutdownGracePeriodCriticalPods"`
+	ShutdownGracePeriodByPodPriority shutdown.Periods `yaml:"shutdownGracePeriodByPodPriority"`
 }
 
 // DefaultImageCredentialsFile is --image-credentials-file's default;
@@ -94,6 +99,10 @@ func Default() Config {
 		RegistryConfigDir:         ctrd.DefaultRegistryConfigDir,
 		ImageCredentialsFile:      DefaultImageCredentialsFile,
 		ManifestRelistPeriod:      manifest.DefaultRelistPeriod,
+		// Graceful node shutdown is on: a box nobody watches is powered
+		// off and rebooted by people who do not know podvisor is there.
+		ShutdownGracePeriod:             DefaultShutdownGracePeriod,
+		ShutdownGracePeriodCriticalPods: DefaultShutdownGracePeriodCriticalPods,
 	}
 }
 
@@ -145,6 +154,9 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.TLSPrivateKeyFile, "tls-private-key-file", c.TLSPrivateKeyFile, "private key (PEM) of --tls-cert-file")
 	fs.StringVar(&c.ClientCAFile, "client-ca-file", c.ClientCAFile, "CA certificates (PEM) a client certificate of --tls-bind-address must chain to")
 	fs.BoolVar(&c.ExitWhenEmpty, "exit-when-empty", c.ExitWhenEmpty, "with a manifests dir holding no manifest: stop and remove every pod, then exit (make demo-clean uses it)")
+	fs.DurationVar(&c.ShutdownGracePeriod, "shutdown-grace-period", c.ShutdownGracePeriod, "graceful node shutdown: at power-off or reboot (logind's PrepareForShutdown) the pods are stopped within this period, critical pods last, under a logind delay lock (0: off)")
+	fs.DurationVar(&c.ShutdownGracePeriodCriticalPods, "shutdown-grace-period-critical-pods", c.ShutdownGracePeriodCriticalPods, "the part of --shutdown-grace-period kept for critical pods (priority 2000000000 or more, system-cluster-critical, system-node-critical), stopped after the others")
+	fs.Var(&c.ShutdownGracePeriodByPodPriority, "shutdown-grace-period-by-pod-priority", "kubelet's shutdownGracePeriodByPodPriority as PRIORITY=DURATION,... (e.g. 2000000000=10s,0=20s): pods are stopped by group, lowest priority first, each group within its period; when given, replaces the two flags above")
 }
 
 // AddUnknownFieldsFlag defines --unknown-fields (run and validate share it).

@@ -54,10 +54,11 @@ const (
 	kindBool
 	kindInt
 	kindDuration
+	kindPeriods // shutdownGracePeriodByPodPriority: a list of {priority, shutdownGracePeriodSeconds}
 )
 
 func (k valueKind) String() string {
-	return [...]string{"unsupported", "a string", "a boolean (true or false)", "an integer", "a duration such as 10s or 2m"}[k]
+	return [...]string{"unsupported", "a string", "a boolean (true or false)", "an integer", "a duration such as 10s or 2m", "a list of {priority, shutdownGracePeriodSeconds}"}[k]
 }
 
 func kindOf(f *pflag.Flag) valueKind {
@@ -70,6 +71,8 @@ func kindOf(f *pflag.Flag) valueKind {
 		return kindInt
 	case "duration":
 		return kindDuration
+	case "priorityPeriods":
+		return kindPeriods
 	}
 	return kindUnsupported
 }
@@ -243,6 +246,9 @@ func applyConfig(path string, data []byte, fs *pflag.FlagSet, c *Config) (map[st
 
 // configValue checks v against c's kind and returns it as a flag value.
 func configValue(c configurable, v *yaml.Node) (string, error) {
+	if c.kind == kindPeriods {
+		return periodsValue(v)
+	}
 	if v.Kind != yaml.ScalarNode {
 		return "", fmt.Errorf("want %s", c.kind)
 	}
@@ -314,6 +320,10 @@ func WriteConfig(w io.Writer, c Config) error {
 	add("apiVersion", "", scalar("!!str", ConfigAPIVersion))
 	add("kind", "", scalar("!!str", ConfigKind))
 	for _, f := range configurables(runFlagSet(&c)) {
+		if f.kind == kindPeriods {
+			add(f.key, "--"+f.name+": "+f.flag.Usage, periodsNode(f.flag.Value.String()))
+			continue
+		}
 		tag := map[valueKind]string{kindString: "!!str", kindDuration: "!!str", kindBool: "!!bool", kindInt: "!!int"}[f.kind]
 		if tag == "" {
 			return fmt.Errorf("--%s: a flag type the configuration file cannot hold", f.name)

@@ -55,7 +55,7 @@ func TestConfigCoversRunFlags(t *testing.T) {
 	for _, f := range configurables(runFlagSet(&c)) {
 		probe := Default()
 		fs := runFlagSet(&probe)
-		v := map[valueKind]string{kindString: "x", kindBool: "true", kindInt: "7", kindDuration: "7s"}[f.kind]
+		v := map[valueKind]string{kindString: "x", kindBool: "true", kindInt: "7", kindDuration: "7s", kindPeriods: "7=7s"}[f.kind]
 		if err := fs.Set(f.name, v); err != nil {
 			t.Fatal(err)
 		}

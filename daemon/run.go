@@ -191,9 +191,17 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 	// (which takes the watcher and the mirror's event sink) and call it
 	// back: they reach it through sup, empty until it is built.
 	sup := &supervisorRef{}
+	var mir *mirror.Mirror
+	// Graceful node shutdown (nil: off); while the node shuts down the
+	// mirrored Node (posted at once) and the local /healthz say so.
+	nodeShutdown := d.nodeShutdown(sup, store, func() {
+		if mir != nil {
+			mir.SyncNode()
+		}
+	})
+	health := withShutdown(nodeShutdown, store.Health)
 	// Events go to the store and, with --kubeconfig, to the apiserver.
 	var sink supervise.StatusSink = store
-	var mir *mirror.Mirror
 	if c.Kubeconfig != "" {
 		ver, _ := client.Version(ctx)
 		mir, err = mirror.New(mirror.Options{
@@ -204,7 +212,7 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 			ContainerRuntimeVersion: ver.Version,
 			Pods:                    store,
 			Ready:                   sup.Synced,
-			Health:                  store.Health,
+			Health:                  health,
 			StorageDir:              c.StateDir,
 			Log:                     log.With("component", "mirror"),
 		})
@@ -266,7 +274,7 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 	})
 	g.Go(func() error { return s.Run(ctx, snapshots) })
 	g.Go(func() error {
-		err := api.Serve(ctx, api.Options{Socket: d.paths.Socket(), Store: store, Log: log,
+		err := api.Serve(ctx, api.Options{Socket: d.paths.Socket(), Store: shutdownHealthStore{store, health}, Log: log,
 			LogDir:    c.LogDir,
 			Remote:    c.remoteAPI(),
 			Restarter: restarter{s},
@@ -295,6 +303,9 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 	g.Go(func() error { imgs.Run(ctx); return nil })
 	if mir != nil {
 		g.Go(func() error { mir.Run(ctx); return nil })
+	}
+	if nodeShutdown != nil {
+		g.Go(func() error { nodeShutdown.Run(ctx); return nil })
 	}
 	if hz != nil {
 		g.Go(func() error { return hz.run(ctx) })

@@ -133,6 +133,8 @@ type Mirror struct {
 	// Owned by the events sender, of which there is one at a time.
 	sent          *sentEvents
 	lastEventNano int64
+	// nodeKick wakes the node loop before its period (SyncNode).
+	nodeKick chan struct{}
 }
 
 var _ status.Recorder = (*Mirror)(nil)
@@ -162,12 +164,13 @@ func New(opts Options) (*Mirror, error) {
 		opts.StorageDir = "/"
 	}
 	m := &Mirror{
-		opts:    opts,
-		log:     opts.Log,
-		clock:   opts.Clock,
-		timeout: opts.Timeout,
-		host:    host{root: "/"},
-		sent:    newSentEvents(sentEventsSize),
+		opts:     opts,
+		log:      opts.Log,
+		clock:    opts.Clock,
+		timeout:  opts.Timeout,
+		host:     host{root: "/"},
+		sent:     newSentEvents(sentEventsSize),
+		nodeKick: make(chan struct{}, 1),
 	}
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)

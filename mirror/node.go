@@ -132,10 +132,32 @@ func (s *session) nodeLoop(ctx context.Context) {
 		} else {
 			b.Reset()
 		}
-		if !s.m.sleep(ctx, d) {
+		if !s.m.sleepOrKick(ctx, d) {
 			return
 		}
 	}
+}
+
+// SyncNode posts the Node's status now rather than at the next period:
+// kubelet's syncNodeStatus, called when the node starts shutting down.
+func (m *Mirror) SyncNode() {
+	select {
+	case m.nodeKick <- struct{}{}:
+	default:
+	}
+}
+
+// sleepOrKick waits d or until SyncNode; false when ctx ended.
+func (m *Mirror) sleepOrKick(ctx context.Context, d time.Duration) bool {
+	t := m.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+	case <-m.nodeKick:
+	case <-ctx.Done():
+		return false
+	}
+	return true
 }
 
 // syncNode registers the Node when it is not, then brings its status up to

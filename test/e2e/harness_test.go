@@ -111,6 +111,9 @@ type daemon struct {
 	cmd                                     *exec.Cmd
 	exited                                  chan error
 	extraArgs                               []string
+	// env is added to podvisor's environment (e.g. a private
+	// DBUS_SYSTEM_BUS_ADDRESS).
+	env []string
 	// baseIPs are the test network's allocations before this daemon:
 	// cleanup reports only those beyond them.
 	baseIPs []string
@@ -180,6 +183,10 @@ func (d *daemon) start() {
 		d.t.Fatal(err)
 	}
 	d.cmd = exec.Command(podvisorBin, d.args()...)
+	// No test podvisor reaches the host's system bus (its logind): a test
+	// that wants one gives its private bus in env.
+	d.cmd.Env = append(os.Environ(), "DBUS_SYSTEM_BUS_ADDRESS=unix:path="+filepath.Join(d.dir, "no-system-bus"))
+	d.cmd.Env = append(d.cmd.Env, d.env...)
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := d.cmd.Start(); err != nil {
