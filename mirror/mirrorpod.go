@@ -21,7 +21,7 @@ import (
 // localOnlyAnnotations are podvisor's annotations that change while a pod
 // runs: a mirror gets its annotations once, at creation, so they would only
 // be stale there.
-var localOnlyAnnotations = []string{status.ProbeResultsAnnotation, status.ManifestErrorAnnotation}
+var localOnlyAnnotations = []string{status.ProbeResultsAnnotation, status.ManifestErrorAnnotation, status.StopStepAnnotation}
 
 // seen is the time podvisor read the pod's manifest, RFC 3339 in UTC, so
 // that strings compare as times do.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podvisor/podvisor/status"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -352,5 +353,99 @@ func TestEvictionBackoff(t *testing.T) {
 		if got := evictionBackoff(i + 1); got != w {
 			t.Errorf("eviction %d: %v, want %v", i+1, got, w)
 		}
+	}
+}
+
+// While a removed pod stops, its status names the step the stop waits on
+// (a preStop hook, then a CNI DEL that hangs), published while it hangs.
+func TestStopStepShown(t *testing.T) {
+	e := newEnv(t)
+	p := testPod("hung", v1.RestartPolicyAlways, nil, "a")
+	grace := int64(30)
+	p.Spec.TerminationGracePeriodSeconds = &grace
+	hook := &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"sleep", "600"}}}
+	p.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PreStop: hook}
+	e.hooks.block = map[*v1.LifecycleHandler]bool{hook: true}
+	w := e.worker(p)
+	e.step(w)
+	hold := make(chan struct{})
+	e.net.mu.Lock()
+	e.net.delHold = hold
+	e.net.mu.Unlock()
+
+	finished := make(chan bool, 1)
+	go func() {
+		_, f := e.stopStep(w)
+		finished <- f
+	}()
+	waitStep := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if pod := e.st.pod(p.UID); pod != nil && pod.DeletionTimestamp != nil {
+				if st := status.PodStopStep(pod); st != nil && st.Step == want {
+					return
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no stop step %q; pod annotations %v", want, e.st.pod(p.UID).Annotations)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitStep("preStop hook of container a")
+	// The hook's share of the grace ends on the fake clock.
+	for i := 0; i < 100 && !strings.Contains(e.st.pod(p.UID).Annotations[status.StopStepAnnotation], "CNI DEL"); i++ {
+		e.clock.Step(time.Second)
+		time.Sleep(2 * time.Millisecond)
+	}
+	waitStep("CNI DEL (plugin fakenet)")
+	close(hold)
+	select {
+	case f := <-finished:
+		if !f {
+			t.Fatal("the stop did not finish")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stop did not end once the DEL returned")
+	}
+}
+
+// A removal asked while a step hangs in a CNI ADD shows at once: the pod
+// is Terminating and names what it waits on, before the step returns.
+func TestRemovalShownWhileStepHangs(t *testing.T) {
+	e := newEnv(t)
+	p := testPod("hung", v1.RestartPolicyAlways, nil, "a")
+	e.net.hang = true
+	w := e.worker(p)
+	ctx, cancel := context.WithCancel(context.Background())
+	w.inbox.interruptWith(cancel)
+	stepped := make(chan struct{})
+	go func() { defer close(stepped); w.step(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		e.net.mu.Lock()
+		adds := e.net.adds
+		e.net.mu.Unlock()
+		if adds > 0 && e.st.pod(p.UID) != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no ADD")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Hold the interrupt: only the removal's own report may show it.
+	w.inbox.interruptWith(nil)
+	w.inbox.send(stopMsg{})
+	pod := e.st.pod(p.UID)
+	st := status.PodStopStep(pod)
+	if pod.DeletionTimestamp == nil || st == nil || st.Step != "CNI ADD, interrupted, and the DEL that undoes it (plugin fakenet)" {
+		t.Fatalf("while the ADD hangs: deletionTimestamp %v, stop step %+v", pod.DeletionTimestamp, st)
+	}
+	cancel()
+	<-stepped
+	if pod := e.st.pod(p.UID); pod.DeletionTimestamp == nil {
+		t.Error("the step's own publish dropped the deletionTimestamp")
 	}
 }

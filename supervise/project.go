@@ -16,6 +16,8 @@ type projectInput struct {
 	Path     string // manifest file; empty for a pod no longer desired
 	ManErr   error  // the manifest's current error, if any
 	Deleting *metav1.Time
+	// StopStep, while the pod stops, is what the stop waits on.
+	StopStep *status.StopStep
 	// NodeStop is the node's stop of the pod, unless it is being removed.
 	NodeStop *nodeStopRecord
 	// DeletionGrace, when set, is the grace period shown beside Deleting
@@ -62,6 +64,11 @@ func projectStatus(in projectInput) *v1.Pod {
 		out.Annotations[status.ManifestErrorAnnotation] = in.ManErr.Error()
 	}
 	out.Annotations[status.ManifestNameAnnotation] = manifestName(pod.Name, in.NodeName)
+	if in.StopStep != nil && in.Deleting != nil {
+		if b, err := json.Marshal(in.StopStep); err == nil {
+			out.Annotations[status.StopStepAnnotation] = string(b)
+		}
+	}
 	if len(in.ProbeResults) > 0 {
 		if b, err := json.Marshal(in.ProbeResults); err == nil {
 			out.Annotations[status.ProbeResultsAnnotation] = string(b)
@@ -201,6 +208,13 @@ func (w *podWorker) publish(pod *v1.Pod) {
 	}
 	if d := w.desired; d != nil {
 		in.Path, in.ManErr = d.Path, d.Err
+	}
+	if w.stopping || w.nodeStopping() {
+		in.StopStep = w.stopStep
+	}
+	if a := w.removeAsked.Load(); in.Deleting == nil && a != nil {
+		// Asked to stop, while the step in progress ends.
+		in.Deleting, in.StopStep = a, w.busy.Load()
 	}
 	if !w.stopping && w.rec != nil {
 		// A pod being removed shows the removal only.
