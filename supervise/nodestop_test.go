@@ -2,6 +2,7 @@ package supervise
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -447,5 +448,75 @@ func TestRemovalShownWhileStepHangs(t *testing.T) {
 	<-stepped
 	if pod := e.st.pod(p.UID); pod.DeletionTimestamp == nil {
 		t.Error("the step's own publish dropped the deletionTimestamp")
+	}
+}
+
+// TestPlanNodeStop holds planNodeStop to its cases: the kill with the
+// stop's grace (counted from its start; no preStop at 0), the sandbox
+// released once nothing runs, then waiting for the pressure to go and the
+// back-off, or for a shutdown's resume; a removal wins over a node stop.
+func TestPlanNodeStop(t *testing.T) {
+	pod := testPod("p", v1.RestartPolicyAlways, nil, "a")
+	secs := int64(30)
+	pod.Spec.TerminationGracePeriodSeconds = &secs
+	stopping := func(grace time.Duration, reason string) *podRecord {
+		r := live(nil, map[string]*containerRecord{"a": running("c1")})
+		r.NodeStop = &nodeStopRecord{Reason: reason, Signal: "memory.available", Grace: grace, At: t0.Add(-10 * time.Second)}
+		return r
+	}
+	stopped := func(reason string, evictions int) *podRecord {
+		r := &podRecord{Init: map[string]*containerRecord{}, Apps: map[string]*containerRecord{"a": exitedRec(137)}, Evictions: evictions}
+		r.NodeStop = &nodeStopRecord{Reason: reason, Signal: "memory.available", At: t0.Add(-time.Minute), Stopped: t0.Add(-15 * time.Second)}
+		return r
+	}
+	released := stopping(-1, ReasonEvicted)
+	released.Apps["a"] = exitedRec(143)
+	pressed := &pressure{signals: map[string]bool{"memory.available": true}}
+	cleared := &pressure{signals: map[string]bool{"nodefs.available": true}}
+	kill := func(grace time.Duration, preStop bool) []action {
+		return []action{killContainers{Targets: []killTarget{{Ref: app("a"), ID: "c1"}}, Grace: grace, Reason: "Killing", PreStop: preStop}}
+	}
+	for _, tc := range []struct {
+		name     string
+		rec      *podRecord
+		pressure *pressure
+		resume   bool
+		stopping bool
+		want     []action
+		wake     time.Time
+	}{
+		{name: "pod's grace, 10 s of it gone", rec: stopping(-1, ReasonEvicted), want: kill(20*time.Second, true)},
+		{name: "grace 0: SIGKILL, no preStop", rec: stopping(0, ReasonEvicted), want: kill(0, false)},
+		{name: "grace below the pod's", rec: stopping(15*time.Second, ReasonNodeShutdown), want: kill(5*time.Second, true)},
+		{name: "grace above the pod's: the pod's", rec: stopping(time.Hour, ReasonNodeShutdown), want: kill(20*time.Second, true)},
+		{name: "nothing runs: release, mark stopped", rec: released, want: []action{releaseSandbox{}, markNodeStopped{}}},
+		{name: "evicted, no pressure told yet", rec: stopped(ReasonEvicted, 1)},
+		{name: "evicted, its signal under pressure", rec: stopped(ReasonEvicted, 1), pressure: pressed},
+		{name: "evicted, pressure gone, back-off 10 s not over", rec: stopped(ReasonEvicted, 2), pressure: cleared, wake: t0.Add(5 * time.Second)},
+		{name: "evicted, pressure gone, back-off over", rec: stopped(ReasonEvicted, 1), pressure: cleared, want: []action{resumePod{}}},
+		{name: "shutdown, not resumed", rec: stopped(ReasonNodeShutdown, 0), pressure: cleared},
+		{name: "shutdown, resumed", rec: stopped(ReasonNodeShutdown, 0), resume: true, want: []action{resumePod{}}},
+		{name: "removed meanwhile: the removal's stop", rec: stopped(ReasonEvicted, 1), pressure: cleared, stopping: true, want: []action{cleanupPod{}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := map[string]observation{}
+			for _, cr := range tc.rec.Apps {
+				if cr.ID != "" {
+					obs[cr.ID] = obsRunning()
+				}
+			}
+			in := planInput{Now: t0, Pod: pod, Rec: tc.rec, Obs: obs, Probes: map[string]probeView{}, Probing: probing(obs),
+				Sandbox: readySandbox(), Waits: map[ctrRef]waits{}, Pressure: tc.pressure, ResumeShutdown: tc.resume, Stopping: tc.stopping}
+			if tc.stopping {
+				in.StopSince = t0
+			}
+			p := planPod(in)
+			if !reflect.DeepEqual(p.Actions, tc.want) {
+				t.Errorf("actions %v, want %v", p.Actions, tc.want)
+			}
+			if !p.Wake.Equal(tc.wake) {
+				t.Errorf("wake %v, want %v", p.Wake, tc.wake)
+			}
+		})
 	}
 }
