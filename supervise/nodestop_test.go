@@ -2,12 +2,14 @@ package supervise
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/podvisor/podvisor/manifest"
 	"github.com/podvisor/podvisor/status"
 	v1 "k8s.io/api/core/v1"
 )
@@ -518,5 +520,56 @@ func TestPlanNodeStop(t *testing.T) {
 				t.Errorf("wake %v, want %v", p.Wake, tc.wake)
 			}
 		})
+	}
+}
+
+// The public API on a running Supervisor: StopPod returns once the pod's
+// containers are stopped, the others untouched; ErrNoPod for a UID it does
+// not have; SetPressure without the signal starts the pod again after the
+// back-off; a shutdown's stop is resumed by ResumeShutdownStops.
+func TestSupervisorStopPod(t *testing.T) {
+	e := newEnv(t)
+	snaps := make(chan manifest.Snapshot, 1)
+	stop := e.run(snaps)
+	defer stop()
+	a := testPod("a", v1.RestartPolicyAlways, nil, "c")
+	b := testPod("b", v1.RestartPolicyAlways, nil, "c")
+	snaps <- snapshot(a, b)
+	poll(t, "two pods running", func() bool { return e.runningCount() == 2 })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.s.StopPod(ctx, "nope", evictStop(0)); !errors.Is(err, ErrNoPod) {
+		t.Fatalf("StopPod of an unknown pod: %v, want ErrNoPod", err)
+	}
+	if err := e.s.StopPod(ctx, a.UID, evictStop(0)); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.runningCount(); n != 1 || e.ctrOf(b.UID) == "" {
+		t.Fatalf("after StopPod of a: %d running, b %q", n, e.ctrOf(b.UID))
+	}
+	poll(t, "a Failed/Evicted", func() bool {
+		p := e.st.pod(a.UID)
+		return p != nil && p.Status.Phase == v1.PodFailed && p.Status.Reason == ReasonEvicted && p.DeletionTimestamp == nil
+	})
+	// Stopped already: at once.
+	if err := e.s.StopPod(ctx, a.UID, evictStop(0)); err != nil {
+		t.Fatal(err)
+	}
+	e.s.SetPressure(nil)
+	poll(t, "the back-off's timer", func() bool { return e.clock.timers() > 0 })
+	e.clock.Step(10 * time.Second)
+	poll(t, "a running again", func() bool { return e.runningCount() == 2 })
+
+	if err := e.s.StopPod(ctx, b.UID, shutdownStop(-1)); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.runningCount(); n != 1 {
+		t.Fatalf("after the shutdown stop of b: %d running", n)
+	}
+	e.s.ResumeShutdownStops()
+	poll(t, "b running again", func() bool { return e.runningCount() == 2 })
+	if p := e.st.pod(b.UID); p.Status.ContainerStatuses[0].RestartCount != 0 {
+		t.Errorf("b's restart count %d after a cancelled shutdown, want 0", p.Status.ContainerStatuses[0].RestartCount)
 	}
 }
