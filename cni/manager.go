@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -459,4 +460,36 @@ func (w *logWriter) Write(p []byte) (int, error) {
 		w.log.Info("cni plugin stderr", "output", msg)
 	}
 	return len(p), nil
+}
+
+// Plugins names the plugins a DEL of sandbox id runs, primary network
+// first, as libcni's cache has the configuration of its ADD (the current
+// network's when the cache holds none): what a stop waiting on the DEL
+// waits on.
+func (m *Manager) Plugins(id string) []string {
+	var lists []*libcni.NetworkConfigList
+	if atts, err := m.cni.GetCachedAttachments(id); err == nil {
+		sort.SliceStable(atts, func(i, j int) bool {
+			return atts[i].IfName != loIfName && atts[j].IfName == loIfName
+		})
+		for _, a := range atts {
+			if list, _, err := m.cachedNetwork(a.Network, runtimeConf(id, "", a.IfName, PodRef{}, nil)); err == nil {
+				lists = append(lists, list)
+			}
+		}
+	}
+	if len(lists) == 0 {
+		if list, err := m.loadNetwork(); err == nil {
+			lists = append(lists, list)
+		}
+	}
+	var out []string
+	for _, l := range lists {
+		for _, p := range l.Plugins {
+			if !slices.Contains(out, p.Network.Type) {
+				out = append(out, p.Network.Type)
+			}
+		}
+	}
+	return out
 }

@@ -36,7 +36,13 @@
 //     deleted, being deleted, of an older manifest or of an older Node is
 //     replaced (deleted with its UID as precondition, then created); a
 //     mirror on this node without a local pod is deleted. Only pods with
-//     the config.mirror annotation bound to this node are ever touched. A
+//     the config.mirror annotation bound to this node are ever touched.
+//     While a local pod is being removed (status.Removing) and no newer
+//     pod of its name exists, its mirror is deleted with the pod's grace
+//     period (the apiserver marks it Terminating) and keeps getting its
+//     status; it is deleted for good once the pod is gone. A pod the node
+//     stopped (status.StoppedByNode: evicted, shut down) keeps its mirror,
+//     Failed; when it starts again the mirror is replaced. A
 //     mirror the apiserver refuses (admission, validation) is tried again
 //     after 5 s, doubling to 5 minutes: a bootstrapping apiserver refuses
 //     mirrors until its system-node-critical PriorityClass exists.

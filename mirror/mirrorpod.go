@@ -21,7 +21,7 @@ import (
 // localOnlyAnnotations are podvisor's annotations that change while a pod
 // runs: a mirror gets its annotations once, at creation, so they would only
 // be stale there.
-var localOnlyAnnotations = []string{status.ProbeResultsAnnotation, status.ManifestErrorAnnotation}
+var localOnlyAnnotations = []string{status.ProbeResultsAnnotation, status.ManifestErrorAnnotation, status.StopStepAnnotation}
 
 // seen is the time podvisor read the pod's manifest, RFC 3339 in UTC, so
 // that strings compare as times do.
@@ -42,9 +42,50 @@ func (p *podSync) mirrorOf(mirror, local *v1.Pod, nodeUID types.UID) bool {
 	if mirror.Annotations[AnnotationConfigMirror] != configHash(local) || mirror.DeletionTimestamp != nil {
 		return false
 	}
+	if status.StoppedByNode(mirror) && !status.StoppedByNode(local) {
+		// The node stopped the pod (an eviction, a shutdown) and has
+		// started it again: a new pod, as a controller would make, not
+		// a Failed one come back to life.
+		return false
+	}
 	return slices.ContainsFunc(mirror.OwnerReferences, func(o metav1.OwnerReference) bool {
 		return o.Kind == "Node" && o.UID == nodeUID
 	})
+}
+
+// deleteMirrorGracefully deletes mirror with the grace period of the local
+// pod being removed, only if it is still that object: the apiserver marks
+// it with a deletionTimestamp (a mirror already terminal goes at once).
+func (p *podSync) deleteMirrorGracefully(ctx context.Context, k string, mirror *v1.Pod, grace *int64) error {
+	g := int64(30)
+	if grace != nil {
+		g = max(*grace, 1) // 0 would remove it before the pod has stopped
+	}
+	rctx, cancel := p.s.call(ctx)
+	defer cancel()
+	err := p.s.c.CoreV1().Pods(mirror.Namespace).Delete(rctx, mirror.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: &g,
+		Preconditions:      &metav1.Preconditions{UID: &mirror.UID},
+	})
+	switch {
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		if cur := p.mirrors[k]; cur != nil && cur.UID == mirror.UID {
+			delete(p.mirrors, k)
+		}
+		delete(p.sent, k)
+		return nil
+	case err != nil:
+		return fmt.Errorf("delete mirror pod %s: %w", k, err)
+	}
+	p.s.m.log.Info("mirror pod deleted gracefully: its pod is being removed", "pod", k, "uid", mirror.UID, "grace", g)
+	// Marked until the watch says otherwise: no second delete meanwhile.
+	marked := mirror.DeepCopy()
+	if marked.DeletionTimestamp == nil {
+		now := metav1.NewTime(p.s.m.clock.Now())
+		marked.DeletionTimestamp, marked.DeletionGracePeriodSeconds = &now, &g
+	}
+	p.mirrors[k] = marked
+	return nil
 }
 
 // deleteMirror deletes mirror at once, only if it is still that object.

@@ -330,12 +330,13 @@ func (p *podSync) syncDirty(ctx context.Context, nodeUID types.UID) (waiting boo
 }
 
 // localFor picks the local pod a mirror named k stands for: of the pods
-// with that name that are not being deleted (a pod whose manifest changed
-// or went away is, until it has stopped), the one read last.
+// with that name that are not being removed (a pod whose manifest changed
+// or went away is, until it has stopped; a pod the node stops is not), the
+// one read last.
 func (p *podSync) localFor(k string) *v1.Pod {
 	var best *v1.Pod
 	for _, pod := range p.local {
-		if key(pod.Namespace, pod.Name) != k || pod.DeletionTimestamp != nil {
+		if key(pod.Namespace, pod.Name) != k || status.Removing(pod) {
 			continue
 		}
 		if best == nil || seen(pod) > seen(best) || seen(pod) == seen(best) && pod.UID > best.UID {
@@ -350,8 +351,19 @@ func (p *podSync) localFor(k string) *v1.Pod {
 func (p *podSync) inSource(k string) bool {
 	pods, _ := p.s.m.opts.Pods.List()
 	return slices.ContainsFunc(pods, func(pod v1.Pod) bool {
-		return key(pod.Namespace, pod.Name) == k && pod.DeletionTimestamp == nil
+		return key(pod.Namespace, pod.Name) == k && !status.Removing(&pod)
 	})
+}
+
+// removingFor returns the local pod being removed that mirror stands for,
+// or nil.
+func (p *podSync) removingFor(k string, mirror *v1.Pod) *v1.Pod {
+	for _, pod := range p.local {
+		if key(pod.Namespace, pod.Name) == k && status.Removing(pod) && mirror.Annotations[AnnotationConfigMirror] == configHash(pod) {
+			return pod
+		}
+	}
+	return nil
 }
 
 // syncKey makes the apiserver's mirror named k match the local pod.
@@ -370,6 +382,21 @@ func (p *podSync) syncKey(ctx context.Context, k string, nodeUID types.UID, read
 		}
 		if p.inSource(k) {
 			return errBehind
+		}
+		if removing := p.removingFor(k, mirror); removing != nil {
+			// As kubelet's pod deletion: the mirror is deleted with the
+			// pod's grace period, so it shows Terminating (and the
+			// local status) while the pod stops; once the pod is gone
+			// the mirror is deleted for good below.
+			if mirror.DeletionTimestamp == nil {
+				if err := p.deleteMirrorGracefully(ctx, k, mirror, removing.DeletionGracePeriodSeconds); err != nil {
+					return err
+				}
+			}
+			if p.mirrors[k] == nil {
+				return nil
+			}
+			return p.syncStatus(ctx, k, removing, p.mirrors[k])
 		}
 		p.s.m.log.Info("deleting the mirror of a pod that is gone", "pod", k, "uid", mirror.UID)
 		return p.deleteMirror(ctx, k, mirror)

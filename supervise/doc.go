@@ -6,7 +6,8 @@
 // A Supervisor receives full desired-set snapshots from manifest.Source and
 // owns one pod worker per pod UID. Each worker runs in its own goroutine: a
 // loop that takes messages from a typed inbox (the desired spec, the
-// ConfigMaps and Secrets, a stop request, OOM kills, probe results, restart requests, wake-ups), observes
+// ConfigMaps and Secrets, a stop request, a node's stop, OOM kills, probe
+// results, restart requests, wake-ups), observes
 // its containers, and then plans and executes until a plan has nothing to
 // do:
 //
@@ -74,6 +75,20 @@
 //     the volumes whose content changed (refreshVolumes), with a
 //     VolumeUpdated event and no restart; a volume whose object went
 //     missing keeps its files.
+//   - The node may stop a pod itself (StopPod: an eviction, the node's
+//     shutdown; nodestop.go). The stop goes the termination path of a
+//     removal (preStop hooks within NodeStop.Grace, sandbox and network
+//     released) but the pod's record keeps it and why: the pod shows
+//     kubelet's status (Failed, Evicted or Terminated, DisruptionTarget
+//     TerminationByKubelet) until it starts again. An evicted pod starts
+//     again as a new instance once SetPressure no longer lists its signal
+//     and its eviction back-off is over (never before the first
+//     SetPressure after a start); a pod stopped for a shutdown starts again
+//     at the next Supervisor's start or on ResumeShutdownStops, its stop
+//     counted as no restart.
+//   - A stopping pod has a deletionTimestamp (Terminating) from the moment
+//     its removal is asked for, even while a step hangs, and names the
+//     step its stop waits on (status.StopStepAnnotation).
 //   - Drops of a log driver (a full log filesystem) are noticed within
 //     seconds, while they go on, and reported as one LogDropped event for
 //     each episode.

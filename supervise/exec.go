@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/podvisor/podvisor/internal/layout"
 	"github.com/podvisor/podvisor/mounts"
+	"github.com/podvisor/podvisor/status"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -165,6 +168,9 @@ func (w *podWorker) removeContainer(ctx context.Context, a removeContainer) erro
 func (w *podWorker) kill(ctx context.Context, pod *v1.Pod, a killContainers) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(a.Targets))
+	// What each container's stop waits on, told to this goroutine (the
+	// only one that publishes); never blocks a sender.
+	notes := make(chan [2]string, 2*len(a.Targets))
 	for i, t := range a.Targets {
 		wg.Add(1)
 		go func() {
@@ -181,13 +187,17 @@ func (w *podWorker) kill(ctx context.Context, pod *v1.Pod, a killContainers) err
 				}
 				w.event(pod, t.Ref.fieldPath(), v1.EventTypeNormal, a.Reason, "%s", msg)
 				if a.PreStop {
+					if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+						notes <- [2]string{t.Ref.Name, "preStop hook of container " + t.Ref.Name}
+					}
 					grace = w.preStop(ctx, pod, t.Ref, c, t.ID, grace)
 				}
 			}
+			notes <- [2]string{t.Ref.Name, fmt.Sprintf("container %s to exit (grace %s)", t.Ref.Name, grace.Round(time.Second))}
 			errs[i] = w.d.rt.Stop(ctx, t.ID, grace)
 		}()
 	}
-	wg.Wait()
+	w.tellStopSteps(pod, &wg, notes)
 	for i, t := range a.Targets {
 		w.observeOne(ctx, t.Ref, t.ID)
 		if errs[i] != nil && !w.halting() {
@@ -225,6 +235,7 @@ func (w *podWorker) removeSandbox(ctx context.Context, pod *v1.Pod) error {
 	sb := w.rec.Sandbox
 	var errs []error
 	if !pod.Spec.HostNetwork {
+		w.setStopStep(pod, cniDelStep(w.d.net, sb.ID))
 		if err := w.d.net.Del(ctx, sb.ID, w.d.sandboxes.NetNS(sb), podRef(pod), sb.Ports); err != nil {
 			errs = append(errs, fmt.Errorf("cni del: %w", err))
 		}
@@ -270,7 +281,11 @@ func (w *podWorker) attachNetwork(ctx context.Context, pod *v1.Pod) error {
 			sb.IPs = []string{w.d.nodeIP}
 		}
 	} else {
+		// A removal interrupts the ADD; the DEL that undoes it follows.
+		step := strings.Replace(cniDelStep(w.d.net, sb.ID), "CNI DEL", "CNI ADD, interrupted, and the DEL that undoes it", 1)
+		w.busy.Store(&status.StopStep{Step: step, Since: w.d.clock.Now().Round(0)})
 		res, err := w.d.net.Add(ctx, sb.ID, sb.NetNS, podRef(pod), sb.Ports)
+		w.busy.Store(nil)
 		if err != nil {
 			return fmt.Errorf("cni add: %w", err)
 		}

@@ -394,9 +394,12 @@ type fakeNet struct {
 	addErr   error
 	delErr   error
 	hang     bool // Add blocks until its context ends, as a stuck plugin
-	adds     int
-	n        byte
-	gcKeep   map[string]bool
+	// delHold, when set, holds every Del until it is closed or the
+	// call's context ends.
+	delHold chan struct{}
+	adds    int
+	n       byte
+	gcKeep  map[string]bool
 }
 
 func (n *fakeNet) Add(ctx context.Context, id, _ string, _ cni.PodRef, _ []cni.PortMapping) (*cni.Result, error) {
@@ -421,7 +424,17 @@ func (n *fakeNet) Add(ctx context.Context, id, _ string, _ cni.PodRef, _ []cni.P
 	return &cni.Result{IPs: []net.IP{net.IPv4(10, 0, 0, n.n)}}, nil
 }
 
-func (n *fakeNet) Del(_ context.Context, id, _ string, _ cni.PodRef, _ []cni.PortMapping) error {
+func (n *fakeNet) Del(ctx context.Context, id, _ string, _ cni.PodRef, _ []cni.PortMapping) error {
+	n.mu.Lock()
+	hold := n.delHold
+	n.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.delErr != nil {
@@ -430,6 +443,9 @@ func (n *fakeNet) Del(_ context.Context, id, _ string, _ cni.PodRef, _ []cni.Por
 	delete(n.attached, id)
 	return nil
 }
+
+// Plugins names the fake network's plugin (as cni.Manager does).
+func (n *fakeNet) Plugins(string) []string { return []string{"fakenet"} }
 
 func (n *fakeNet) GC(_ context.Context, keep map[string]bool) ([]string, error) {
 	n.mu.Lock()

@@ -43,6 +43,9 @@ type inbox struct {
 	// interrupt, while set, ends the step in progress: a stop request
 	// must not wait for a start that hangs.
 	interrupt func()
+	// removed, when set, is told of a stop request as it is sent: the
+	// pod shows it is being removed even while a step hangs.
+	removed func()
 }
 
 func newInbox() *inbox { return &inbox{signal: make(chan struct{}, 1)} }
@@ -64,6 +67,9 @@ func (b *inbox) send(m message) {
 		b.pending = append(b.pending, m)
 		if b.interrupt != nil {
 			b.interrupt()
+		}
+		if _, ok := m.(stopMsg); ok && b.removed != nil {
+			b.removed()
 		}
 	default:
 		b.pending = append(b.pending, m)

@@ -2,10 +2,15 @@ package supervise
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
+	"github.com/podvisor/podvisor/status"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -284,6 +289,7 @@ func (w *podWorker) beginNodeStop(pod *v1.Pod, now time.Time) {
 			continue
 		}
 		w.resumeShutdown = false
+		w.stopStep = nil
 		w.rec.NodeStop = &nodeStopRecord{Reason: st.Reason, Message: st.Message, Signal: st.Signal, Grace: st.Grace, At: now.Round(0)}
 		if st.Reason == ReasonEvicted {
 			if w.rec.StartTime != nil && now.Sub(*w.rec.StartTime) >= evictionBackoffReset {
@@ -384,4 +390,93 @@ func nodeStopConditions(conds []v1.PodCondition, ns *nodeStopRecord) []v1.PodCon
 // manifest was removed, or the node stopped it.
 func (w *podWorker) halting() bool {
 	return w.stopping || (w.rec != nil && w.rec.NodeStop != nil)
+}
+
+// setStopStep says, while the pod stops, what the stop waits on now, and
+// publishes it at once: a step that hangs (a CNI DEL, a preStop hook) is
+// seen while it hangs.
+func (w *podWorker) setStopStep(pod *v1.Pod, step string) {
+	if !w.stopping && !w.nodeStopping() {
+		return
+	}
+	if w.stopStep != nil && w.stopStep.Step == step {
+		return
+	}
+	w.stopStep = &status.StopStep{Step: step, Since: w.d.clock.Now().Round(0)}
+	w.publish(pod)
+}
+
+// tellStopSteps shows, until wg is done, what each container's stop waits
+// on as notes ({container, step}) say.
+func (w *podWorker) tellStopSteps(pod *v1.Pod, wg *sync.WaitGroup, notes chan [2]string) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	steps := map[string]string{}
+	for {
+		select {
+		case n := <-notes:
+			steps[n[0]] = n[1]
+			w.setStopStep(pod, joinSteps(steps))
+		case <-done:
+			return
+		}
+	}
+}
+
+func joinSteps(steps map[string]string) string {
+	names := slices.Sorted(maps.Keys(steps))
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = steps[n]
+	}
+	return strings.Join(out, "; ")
+}
+
+// pluginLister is what a Network may tell of a DEL: the plugins it runs
+// for a sandbox (cni.Manager does).
+type pluginLister interface{ Plugins(id string) []string }
+
+// cniDelStep names the CNI DEL of sandbox id as a stop's step.
+func cniDelStep(n Network, id string) string {
+	if b, ok := n.(boundedNetwork); ok {
+		n = b.net
+	}
+	if pl, ok := n.(pluginLister); ok {
+		if ps := pl.Plugins(id); len(ps) > 0 {
+			return "CNI DEL (plugin " + strings.Join(ps, ", ") + ")"
+		}
+	}
+	return "CNI DEL"
+}
+
+// removalAsked is told by the inbox, in the sender's goroutine, that the
+// pod's manifest is gone. A step may hang meanwhile (a CNI ADD whose
+// plugin does not answer is interrupted, but the DEL that undoes it may
+// hang too): the pod shows at once that it is being removed, and what it
+// waits on, from its last published status; the worker's next publish
+// takes over.
+func (w *podWorker) removalAsked() {
+	t := metav1.NewTime(w.d.clock.Now().Round(0))
+	if !w.removeAsked.CompareAndSwap(nil, &t) {
+		return
+	}
+	last := w.last.Load()
+	if last == nil {
+		return
+	}
+	out := last.DeepCopy()
+	out.DeletionTimestamp = &t
+	if out.DeletionGracePeriodSeconds == nil {
+		secs := int64(gracePeriod(out) / time.Second)
+		out.DeletionGracePeriodSeconds = &secs
+	}
+	if b := w.busy.Load(); b != nil {
+		if j, err := json.Marshal(b); err == nil {
+			if out.Annotations == nil {
+				out.Annotations = map[string]string{}
+			}
+			out.Annotations[status.StopStepAnnotation] = string(j)
+		}
+	}
+	w.d.status.SetPod(out)
 }

@@ -2,11 +2,15 @@ package supervise
 
 import (
 	"context"
+	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/podvisor/podvisor/manifest"
+	"github.com/podvisor/podvisor/status"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -352,5 +356,220 @@ func TestEvictionBackoff(t *testing.T) {
 		if got := evictionBackoff(i + 1); got != w {
 			t.Errorf("eviction %d: %v, want %v", i+1, got, w)
 		}
+	}
+}
+
+// While a removed pod stops, its status names the step the stop waits on
+// (a preStop hook, then a CNI DEL that hangs), published while it hangs.
+func TestStopStepShown(t *testing.T) {
+	e := newEnv(t)
+	p := testPod("hung", v1.RestartPolicyAlways, nil, "a")
+	grace := int64(30)
+	p.Spec.TerminationGracePeriodSeconds = &grace
+	hook := &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"sleep", "600"}}}
+	p.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PreStop: hook}
+	e.hooks.block = map[*v1.LifecycleHandler]bool{hook: true}
+	w := e.worker(p)
+	e.step(w)
+	hold := make(chan struct{})
+	e.net.mu.Lock()
+	e.net.delHold = hold
+	e.net.mu.Unlock()
+
+	finished := make(chan bool, 1)
+	go func() {
+		_, f := e.stopStep(w)
+		finished <- f
+	}()
+	waitStep := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if pod := e.st.pod(p.UID); pod != nil && pod.DeletionTimestamp != nil {
+				if st := status.PodStopStep(pod); st != nil && st.Step == want {
+					return
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no stop step %q; pod annotations %v", want, e.st.pod(p.UID).Annotations)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitStep("preStop hook of container a")
+	// The hook's share of the grace ends on the fake clock.
+	for i := 0; i < 100 && !strings.Contains(e.st.pod(p.UID).Annotations[status.StopStepAnnotation], "CNI DEL"); i++ {
+		e.clock.Step(time.Second)
+		time.Sleep(2 * time.Millisecond)
+	}
+	waitStep("CNI DEL (plugin fakenet)")
+	close(hold)
+	select {
+	case f := <-finished:
+		if !f {
+			t.Fatal("the stop did not finish")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stop did not end once the DEL returned")
+	}
+}
+
+// A removal asked while a step hangs in a CNI ADD shows at once: the pod
+// is Terminating and names what it waits on, before the step returns.
+func TestRemovalShownWhileStepHangs(t *testing.T) {
+	e := newEnv(t)
+	p := testPod("hung", v1.RestartPolicyAlways, nil, "a")
+	e.net.hang = true
+	w := e.worker(p)
+	ctx, cancel := context.WithCancel(context.Background())
+	w.inbox.interruptWith(cancel)
+	stepped := make(chan struct{})
+	go func() { defer close(stepped); w.step(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		e.net.mu.Lock()
+		adds := e.net.adds
+		e.net.mu.Unlock()
+		if adds > 0 && e.st.pod(p.UID) != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no ADD")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Hold the interrupt: only the removal's own report may show it.
+	w.inbox.interruptWith(nil)
+	w.inbox.send(stopMsg{})
+	pod := e.st.pod(p.UID)
+	st := status.PodStopStep(pod)
+	if pod.DeletionTimestamp == nil || st == nil || st.Step != "CNI ADD, interrupted, and the DEL that undoes it (plugin fakenet)" {
+		t.Fatalf("while the ADD hangs: deletionTimestamp %v, stop step %+v", pod.DeletionTimestamp, st)
+	}
+	cancel()
+	<-stepped
+	if pod := e.st.pod(p.UID); pod.DeletionTimestamp == nil {
+		t.Error("the step's own publish dropped the deletionTimestamp")
+	}
+}
+
+// TestPlanNodeStop holds planNodeStop to its cases: the kill with the
+// stop's grace (counted from its start; no preStop at 0), the sandbox
+// released once nothing runs, then waiting for the pressure to go and the
+// back-off, or for a shutdown's resume; a removal wins over a node stop.
+func TestPlanNodeStop(t *testing.T) {
+	pod := testPod("p", v1.RestartPolicyAlways, nil, "a")
+	secs := int64(30)
+	pod.Spec.TerminationGracePeriodSeconds = &secs
+	stopping := func(grace time.Duration, reason string) *podRecord {
+		r := live(nil, map[string]*containerRecord{"a": running("c1")})
+		r.NodeStop = &nodeStopRecord{Reason: reason, Signal: "memory.available", Grace: grace, At: t0.Add(-10 * time.Second)}
+		return r
+	}
+	stopped := func(reason string, evictions int) *podRecord {
+		r := &podRecord{Init: map[string]*containerRecord{}, Apps: map[string]*containerRecord{"a": exitedRec(137)}, Evictions: evictions}
+		r.NodeStop = &nodeStopRecord{Reason: reason, Signal: "memory.available", At: t0.Add(-time.Minute), Stopped: t0.Add(-15 * time.Second)}
+		return r
+	}
+	released := stopping(-1, ReasonEvicted)
+	released.Apps["a"] = exitedRec(143)
+	pressed := &pressure{signals: map[string]bool{"memory.available": true}}
+	cleared := &pressure{signals: map[string]bool{"nodefs.available": true}}
+	kill := func(grace time.Duration, preStop bool) []action {
+		return []action{killContainers{Targets: []killTarget{{Ref: app("a"), ID: "c1"}}, Grace: grace, Reason: "Killing", PreStop: preStop}}
+	}
+	for _, tc := range []struct {
+		name     string
+		rec      *podRecord
+		pressure *pressure
+		resume   bool
+		stopping bool
+		want     []action
+		wake     time.Time
+	}{
+		{name: "pod's grace, 10 s of it gone", rec: stopping(-1, ReasonEvicted), want: kill(20*time.Second, true)},
+		{name: "grace 0: SIGKILL, no preStop", rec: stopping(0, ReasonEvicted), want: kill(0, false)},
+		{name: "grace below the pod's", rec: stopping(15*time.Second, ReasonNodeShutdown), want: kill(5*time.Second, true)},
+		{name: "grace above the pod's: the pod's", rec: stopping(time.Hour, ReasonNodeShutdown), want: kill(20*time.Second, true)},
+		{name: "nothing runs: release, mark stopped", rec: released, want: []action{releaseSandbox{}, markNodeStopped{}}},
+		{name: "evicted, no pressure told yet", rec: stopped(ReasonEvicted, 1)},
+		{name: "evicted, its signal under pressure", rec: stopped(ReasonEvicted, 1), pressure: pressed},
+		{name: "evicted, pressure gone, back-off 10 s not over", rec: stopped(ReasonEvicted, 2), pressure: cleared, wake: t0.Add(5 * time.Second)},
+		{name: "evicted, pressure gone, back-off over", rec: stopped(ReasonEvicted, 1), pressure: cleared, want: []action{resumePod{}}},
+		{name: "shutdown, not resumed", rec: stopped(ReasonNodeShutdown, 0), pressure: cleared},
+		{name: "shutdown, resumed", rec: stopped(ReasonNodeShutdown, 0), resume: true, want: []action{resumePod{}}},
+		{name: "removed meanwhile: the removal's stop", rec: stopped(ReasonEvicted, 1), pressure: cleared, stopping: true, want: []action{cleanupPod{}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := map[string]observation{}
+			for _, cr := range tc.rec.Apps {
+				if cr.ID != "" {
+					obs[cr.ID] = obsRunning()
+				}
+			}
+			in := planInput{Now: t0, Pod: pod, Rec: tc.rec, Obs: obs, Probes: map[string]probeView{}, Probing: probing(obs),
+				Sandbox: readySandbox(), Waits: map[ctrRef]waits{}, Pressure: tc.pressure, ResumeShutdown: tc.resume, Stopping: tc.stopping}
+			if tc.stopping {
+				in.StopSince = t0
+			}
+			p := planPod(in)
+			if !reflect.DeepEqual(p.Actions, tc.want) {
+				t.Errorf("actions %v, want %v", p.Actions, tc.want)
+			}
+			if !p.Wake.Equal(tc.wake) {
+				t.Errorf("wake %v, want %v", p.Wake, tc.wake)
+			}
+		})
+	}
+}
+
+// The public API on a running Supervisor: StopPod returns once the pod's
+// containers are stopped, the others untouched; ErrNoPod for a UID it does
+// not have; SetPressure without the signal starts the pod again after the
+// back-off; a shutdown's stop is resumed by ResumeShutdownStops.
+func TestSupervisorStopPod(t *testing.T) {
+	e := newEnv(t)
+	snaps := make(chan manifest.Snapshot, 1)
+	stop := e.run(snaps)
+	defer stop()
+	a := testPod("a", v1.RestartPolicyAlways, nil, "c")
+	b := testPod("b", v1.RestartPolicyAlways, nil, "c")
+	snaps <- snapshot(a, b)
+	poll(t, "two pods running", func() bool { return e.runningCount() == 2 })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.s.StopPod(ctx, "nope", evictStop(0)); !errors.Is(err, ErrNoPod) {
+		t.Fatalf("StopPod of an unknown pod: %v, want ErrNoPod", err)
+	}
+	if err := e.s.StopPod(ctx, a.UID, evictStop(0)); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.runningCount(); n != 1 || e.ctrOf(b.UID) == "" {
+		t.Fatalf("after StopPod of a: %d running, b %q", n, e.ctrOf(b.UID))
+	}
+	poll(t, "a Failed/Evicted", func() bool {
+		p := e.st.pod(a.UID)
+		return p != nil && p.Status.Phase == v1.PodFailed && p.Status.Reason == ReasonEvicted && p.DeletionTimestamp == nil
+	})
+	// Stopped already: at once.
+	if err := e.s.StopPod(ctx, a.UID, evictStop(0)); err != nil {
+		t.Fatal(err)
+	}
+	e.s.SetPressure(nil)
+	poll(t, "the back-off's timer", func() bool { return e.clock.timers() > 0 })
+	e.clock.Step(10 * time.Second)
+	poll(t, "a running again", func() bool { return e.runningCount() == 2 })
+
+	if err := e.s.StopPod(ctx, b.UID, shutdownStop(-1)); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.runningCount(); n != 1 {
+		t.Fatalf("after the shutdown stop of b: %d running", n)
+	}
+	e.s.ResumeShutdownStops()
+	poll(t, "b running again", func() bool { return e.runningCount() == 2 })
+	if p := e.st.pod(b.UID); p.Status.ContainerStatuses[0].RestartCount != 0 {
+		t.Errorf("b's restart count %d after a cancelled shutdown, want 0", p.Status.ContainerStatuses[0].RestartCount)
 	}
 }

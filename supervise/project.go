@@ -16,6 +16,10 @@ type projectInput struct {
 	Path     string // manifest file; empty for a pod no longer desired
 	ManErr   error  // the manifest's current error, if any
 	Deleting *metav1.Time
+	// StopStep, while the pod stops, is what the stop waits on.
+	StopStep *status.StopStep
+	// NodeStop is the node's stop of the pod, unless it is being removed.
+	NodeStop *nodeStopRecord
 	// DeletionGrace, when set, is the grace period shown beside Deleting
 	// (else the pod's own).
 	DeletionGrace *int64
@@ -60,6 +64,11 @@ func projectStatus(in projectInput) *v1.Pod {
 		out.Annotations[status.ManifestErrorAnnotation] = in.ManErr.Error()
 	}
 	out.Annotations[status.ManifestNameAnnotation] = manifestName(pod.Name, in.NodeName)
+	if in.StopStep != nil && in.Deleting != nil {
+		if b, err := json.Marshal(in.StopStep); err == nil {
+			out.Annotations[status.StopStepAnnotation] = string(b)
+		}
+	}
 	if len(in.ProbeResults) > 0 {
 		if b, err := json.Marshal(in.ProbeResults); err == nil {
 			out.Annotations[status.ProbeResultsAnnotation] = string(b)
@@ -76,7 +85,7 @@ func projectStatus(in projectInput) *v1.Pod {
 			initDone = false
 		}
 	}
-	finished := finishedPod(pod, rec) || in.Deleting != nil || rec.NodeStop != nil
+	finished := finishedPod(pod, rec) || in.Deleting != nil || in.NodeStop != nil
 	var initSt, appSt []v1.ContainerStatus
 	rec.each(pod, func(ref ctrRef, c *v1.Container, cr *containerRecord) {
 		cs := containerStatus(pod.Spec.RestartPolicy, ref, c, cr, in.Waiting[c.Name], initDone, finished, in.Probes[cr.ID])
@@ -90,13 +99,13 @@ func projectStatus(in projectInput) *v1.Pod {
 	st.InitContainerStatuses, st.ContainerStatuses = initSt, appSt
 	st.Phase = status.Phase(&pod.Spec, initSt, appSt)
 	sandboxReady := rec.Sandbox != nil && rec.Sandbox.Network
-	if ns := rec.NodeStop; ns != nil {
+	if ns := in.NodeStop; ns != nil {
 		// kubelet's status of a pod it evicts or stops for the node's
 		// shutdown: Failed from the start of the stop.
 		st.Phase, st.Reason, st.Message = v1.PodFailed, ns.Reason, ns.Message
 	}
 	st.Conditions = status.Conditions(&pod.Spec, st.Phase, initSt, appSt, sandboxReady, withoutRuntime(in.Conds), in.Now)
-	st.Conditions = nodeStopConditions(st.Conditions, rec.NodeStop)
+	st.Conditions = nodeStopConditions(st.Conditions, in.NodeStop)
 	if in.Down != nil {
 		st.Conditions = runtimeUnreachable(st.Conditions, in.Down)
 	}
@@ -199,6 +208,17 @@ func (w *podWorker) publish(pod *v1.Pod) {
 	}
 	if d := w.desired; d != nil {
 		in.Path, in.ManErr = d.Path, d.Err
+	}
+	if w.stopping || w.nodeStopping() {
+		in.StopStep = w.stopStep
+	}
+	if a := w.removeAsked.Load(); in.Deleting == nil && a != nil {
+		// Asked to stop, while the step in progress ends.
+		in.Deleting, in.StopStep = a, w.busy.Load()
+	}
+	if !w.stopping && w.rec != nil {
+		// A pod being removed shows the removal only.
+		in.NodeStop = w.rec.NodeStop
 	}
 	if in.Deleting == nil && w.nodeStopping() {
 		// Terminating until its containers are stopped and its sandbox

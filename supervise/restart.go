@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/podvisor/podvisor/status"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -66,6 +67,10 @@ func (s *Supervisor) Restart(ctx context.Context, uid types.UID, container strin
 // published as shown (nil: not yet), cannot be done, or nil.
 func checkRestart(spec, shown *v1.Pod, container string) error {
 	if shown != nil {
+		if status.StoppedByNode(shown) {
+			return fmt.Errorf("the node stopped it (%s: %s); it starts again by itself (an evicted pod once the pressure is gone, after its back-off; a pod stopped for a shutdown at the next start): %w",
+				shown.Status.Reason, shown.Status.Message, ErrNotRestartable)
+		}
 		if shown.DeletionTimestamp != nil {
 			return fmt.Errorf("it is terminating: %w", ErrNotRestartable)
 		}

@@ -170,6 +170,9 @@ func TestCheckRestart(t *testing.T) {
 		}
 		return p
 	}
+	evicted := shown(v1.PodFailed, false)
+	evicted.Status.Reason, evicted.Status.Message = ReasonEvicted, "low on memory"
+	evicted.Status.Conditions = nodeStopConditions(nil, &nodeStopRecord{Message: "low on memory"})
 	for _, tc := range []struct {
 		name      string
 		shown     *v1.Pod
@@ -186,6 +189,7 @@ func TestCheckRestart(t *testing.T) {
 		{name: "terminating", shown: shown(v1.PodRunning, true), want: ErrNotRestartable, msg: "terminating"},
 		{name: "succeeded", shown: shown(v1.PodSucceeded, false), want: ErrNotRestartable, msg: "completed (phase Succeeded, restartPolicy Never)"},
 		{name: "failed", shown: shown(v1.PodFailed, false), container: "app", want: ErrNotRestartable, msg: "phase Failed"},
+		{name: "evicted", shown: evicted, want: ErrNotRestartable, msg: "the node stopped it (Evicted: low on memory); it starts again by itself"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := checkRestart(spec, tc.shown, tc.container)

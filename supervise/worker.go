@@ -51,6 +51,13 @@ type podWorker struct {
 	// stopWaiters the StopPod calls waiting for the containers to stop;
 	// resumeShutdown says a stop for a shutdown may end (the shutdown was
 	// cancelled, or podvisor started since).
+	// stopStep is what a stop waits on now (shown by describe).
+	stopStep *status.StopStep
+	// removeAsked is when the removal was asked for, set by the sender;
+	// busy is the long call a step is in (a CNI ADD), told when a
+	// removal finds the step hanging.
+	removeAsked    atomic.Pointer[metav1.Time]
+	busy           atomic.Pointer[status.StopStep]
 	nodeStops      []NodeStop
 	stopWaiters    []chan struct{}
 	resumeShutdown bool
@@ -141,6 +148,7 @@ func newPodWorker(d *workerDeps, uid types.UID, desired *manifest.Pod, rec *podR
 		w.fullName = desired.Pod.Namespace + "/" + desired.Pod.Name
 	}
 	w.log = d.log.With("pod", w.fullName, "uid", string(uid))
+	w.inbox.removed = w.removalAsked
 	return w
 }
 
@@ -268,6 +276,9 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 		w.warnOnce(pod)
 	} else if w.deleting == nil {
 		t := metav1.NewTime(now)
+		if a := w.removeAsked.Load(); a != nil {
+			t = *a
+		}
 		w.deleting = &t
 		w.log.Info("stopping pod", "gracePeriod", gracePeriod(pod))
 		// Not ready from now on, and no more liveness kills.

@@ -44,6 +44,11 @@ func PrintDescribe(w io.Writer, pod *v1.Pod, events []v1.Event, now time.Time) e
 		if pod.DeletionGracePeriodSeconds != nil {
 			p(0, "Termination Grace Period:\t%ds", *pod.DeletionGracePeriodSeconds)
 		}
+		if st := status.PodStopStep(pod); st != nil {
+			// What the stop waits on now: a hook, a container, a CNI
+			// plugin that hangs.
+			p(0, "Stopping:\twaiting on %s for %s", st.Step, sinceString(metav1.NewTime(st.Since), now))
+		}
 	} else {
 		p(0, "Status:\t%s", pod.Status.Phase)
 	}
