@@ -9,6 +9,7 @@ import (
 	"github.com/podvisor/podvisor/api"
 	"github.com/podvisor/podvisor/internal/crilog"
 	"github.com/podvisor/podvisor/manifest"
+	"github.com/podvisor/podvisor/pressure/reclaim"
 	"github.com/podvisor/podvisor/supervise"
 	"github.com/spf13/pflag"
 )
@@ -49,6 +50,11 @@ type Config struct {
 	TLSPrivateKeyFile         string        `yaml:"tlsPrivateKeyFile"`
 	ClientCAFile              string        `yaml:"clientCAFile"`
 	ExitWhenEmpty             bool          `yaml:"exitWhenEmpty"`
+	// Image garbage collection (pressure/reclaim), as kubelet's.
+	ImageGCHighThreshold int           `yaml:"imageGCHighThreshold"`
+	ImageGCLowThreshold  int           `yaml:"imageGCLowThreshold"`
+	ImageMinimumGCAge    time.Duration `yaml:"imageMinimumGCAge"`
+	ImageMaximumGCAge    time.Duration `yaml:"imageMaximumGCAge"` // 0: off
 }
 
 // DefaultImageCredentialsFile is --image-credentials-file's default;
@@ -94,6 +100,9 @@ func Default() Config {
 		RegistryConfigDir:         ctrd.DefaultRegistryConfigDir,
 		ImageCredentialsFile:      DefaultImageCredentialsFile,
 		ManifestRelistPeriod:      manifest.DefaultRelistPeriod,
+		ImageGCHighThreshold:      reclaim.DefaultPolicy.HighThresholdPercent,
+		ImageGCLowThreshold:       reclaim.DefaultPolicy.LowThresholdPercent,
+		ImageMinimumGCAge:         reclaim.DefaultPolicy.MinAge,
 	}
 }
 
@@ -145,6 +154,10 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.TLSPrivateKeyFile, "tls-private-key-file", c.TLSPrivateKeyFile, "private key (PEM) of --tls-cert-file")
 	fs.StringVar(&c.ClientCAFile, "client-ca-file", c.ClientCAFile, "CA certificates (PEM) a client certificate of --tls-bind-address must chain to")
 	fs.BoolVar(&c.ExitWhenEmpty, "exit-when-empty", c.ExitWhenEmpty, "with a manifests dir holding no manifest: stop and remove every pod, then exit (make demo-clean uses it)")
+	fs.IntVar(&c.ImageGCHighThreshold, "image-gc-high-threshold", c.ImageGCHighThreshold, "percent of the image filesystem used at or above which unused, unpinned images are removed, oldest last use first (as kubelet's)")
+	fs.IntVar(&c.ImageGCLowThreshold, "image-gc-low-threshold", c.ImageGCLowThreshold, "percent of the image filesystem used that image garbage collection frees down to (at most --image-gc-high-threshold)")
+	fs.DurationVar(&c.ImageMinimumGCAge, "image-minimum-gc-age", c.ImageMinimumGCAge, "an image younger than this is never garbage collected")
+	fs.DurationVar(&c.ImageMaximumGCAge, "image-maximum-gc-age", c.ImageMaximumGCAge, "an unpinned image unused for longer is removed whatever the disk (0: off)")
 }
 
 // AddUnknownFieldsFlag defines --unknown-fields (run and validate share it).
@@ -170,7 +183,7 @@ func ConfigKey(flag string) string {
 }
 
 // configInitialisms are the flag words ConfigKey writes in upper case.
-var configInitialisms = map[string]bool{"ip": true, "cidr": true, "ca": true, "cni": true, "api": true, "tls": true, "dns": true}
+var configInitialisms = map[string]bool{"ip": true, "cidr": true, "ca": true, "cni": true, "api": true, "tls": true, "dns": true, "gc": true}
 
 // remoteAPI is the remote API the daemon serves: nil without
 // --tls-bind-address. Validate has checked it.

@@ -176,7 +176,9 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 	unknown, _ := manifest.ParseUnknownFieldPolicy(c.UnknownFields)
 	snapshots := make(chan manifest.Snapshot, 1)
 	// The API lists the ConfigMaps and Secrets of the last snapshot.
-	objects := newObjectsView(mets)
+	// Image GC pins each snapshot's images before the supervisor sees it.
+	rc := &reclaimRef{}
+	objects := newObjectsView(observers{mets, rc})
 	src := manifest.NewSource(manifest.SourceOptions{
 		Dir:           c.Manifests,
 		NodeName:      d.node,
@@ -215,16 +217,18 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 	}
 	imgs := images.New(images.Options{
 		Dir:      c.ImagesDir,
-		Importer: mets.Importer(supervise.Bounded(rt, c.RuntimeRequestTimeout)),
+		Importer: rc.importer(mets.Importer(supervise.Bounded(rt, c.RuntimeRequestTimeout))),
 		// A restart skips the archives unchanged since their import.
 		StateFile: d.paths.ImagesState(),
-		Digests:   rt.ImageDigests,
+		Digests:   rc.digests(rt.ImageDigests),
 		Log:       log,
 		OnImport:  sup.ImagesImported,
 		OnWarning: func(msg string) {
 			sink.Record(status.Event{Node: d.node, Type: v1.EventTypeWarning, Reason: "ImagesWarning", Message: msg})
 		},
 	})
+	rec := d.newReclaimer(ctx, rt, imgs, sink)
+	rc.p.Store(rec)
 	s := supervise.New(supervise.Options{
 		Clock:        clk,
 		Runtime:      rt,
@@ -293,6 +297,7 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 		return nil
 	})
 	g.Go(func() error { imgs.Run(ctx); return nil })
+	g.Go(func() error { rec.Run(ctx, s.Synced); return nil })
 	if mir != nil {
 		g.Go(func() error { mir.Run(ctx); return nil })
 	}

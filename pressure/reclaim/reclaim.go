@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -312,13 +313,17 @@ func (r *Reclaimer) failLocked(reason string, err error) {
 }
 
 // ReclaimImages removes unused, unpinned images, oldest last use first,
-// until at least bytes are freed (math.MaxUint64: every one eligible),
-// and returns what it freed. Before Ready it frees nothing.
+// until at least bytes are freed (0: every one eligible, as the pressure
+// manager asks for an inodes signal), and returns what it freed. Before
+// Ready it frees nothing.
 func (r *Reclaimer) ReclaimImages(ctx context.Context, bytes uint64) (uint64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.readyLocked() {
 		return 0, nil
+	}
+	if bytes == 0 {
+		bytes = math.MaxUint64
 	}
 	return r.freeLocked(ctx, bytes, "the node-pressure manager asked for space")
 }
