@@ -9,6 +9,7 @@ import (
 	"github.com/podvisor/podvisor/api"
 	"github.com/podvisor/podvisor/internal/crilog"
 	"github.com/podvisor/podvisor/manifest"
+	"github.com/podvisor/podvisor/pressure"
 	"github.com/podvisor/podvisor/supervise"
 	"github.com/spf13/pflag"
 )
@@ -49,6 +50,15 @@ type Config struct {
 	TLSPrivateKeyFile         string        `yaml:"tlsPrivateKeyFile"`
 	ClientCAFile              string        `yaml:"clientCAFile"`
 	ExitWhenEmpty             bool          `yaml:"exitWhenEmpty"`
+
+	// Node pressure and eviction (daemon/pressure.go), kubelet's settings.
+	EvictionHard                     string        `yaml:"evictionHard"` // "" or "none": no hard thresholds
+	EvictionSoft                     string        `yaml:"evictionSoft"`
+	EvictionSoftGracePeriod          string        `yaml:"evictionSoftGracePeriod"`
+	EvictionMinimumReclaim           string        `yaml:"evictionMinimumReclaim"`
+	EvictionPressureTransitionPeriod time.Duration `yaml:"evictionPressureTransitionPeriod"`
+	EvictionMaxPodGracePeriod        int           `yaml:"evictionMaxPodGracePeriod"` // seconds; 0: the pod's own
+	EvictionMonitoringInterval       time.Duration `yaml:"evictionMonitoringInterval"`
 }
 
 // DefaultImageCredentialsFile is --image-credentials-file's default;
@@ -94,6 +104,10 @@ func Default() Config {
 		RegistryConfigDir:         ctrd.DefaultRegistryConfigDir,
 		ImageCredentialsFile:      DefaultImageCredentialsFile,
 		ManifestRelistPeriod:      manifest.DefaultRelistPeriod,
+
+		EvictionHard:                     pressure.DefaultHard,
+		EvictionPressureTransitionPeriod: pressure.DefaultTransitionPeriod,
+		EvictionMonitoringInterval:       pressure.DefaultMonitoringInterval,
 	}
 }
 
@@ -145,6 +159,15 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.TLSPrivateKeyFile, "tls-private-key-file", c.TLSPrivateKeyFile, "private key (PEM) of --tls-cert-file")
 	fs.StringVar(&c.ClientCAFile, "client-ca-file", c.ClientCAFile, "CA certificates (PEM) a client certificate of --tls-bind-address must chain to")
 	fs.BoolVar(&c.ExitWhenEmpty, "exit-when-empty", c.ExitWhenEmpty, "with a manifests dir holding no manifest: stop and remove every pod, then exit (make demo-clean uses it)")
+
+	// Node pressure and eviction, as kubelet's flags.
+	fs.StringVar(&c.EvictionHard, "eviction-hard", c.EvictionHard, `hard eviction thresholds, SIGNAL<QUANTITY or SIGNAL<PERCENT,... (signals: memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available; "" or none: no hard thresholds)`)
+	fs.StringVar(&c.EvictionSoft, "eviction-soft", c.EvictionSoft, "soft eviction thresholds, as --eviction-hard; each needs a grace period")
+	fs.StringVar(&c.EvictionSoftGracePeriod, "eviction-soft-grace-period", c.EvictionSoftGracePeriod, "how long each soft threshold must be met before a pod is evicted, SIGNAL=DURATION,... (memory.available=1m30s)")
+	fs.StringVar(&c.EvictionMinimumReclaim, "eviction-minimum-reclaim", c.EvictionMinimumReclaim, "how far past its threshold a signal must get before the pressure is resolved, SIGNAL=QUANTITY,... (nodefs.available=500Mi)")
+	fs.DurationVar(&c.EvictionPressureTransitionPeriod, "eviction-pressure-transition-period", c.EvictionPressureTransitionPeriod, "how long a pressure condition stays True after its last threshold met")
+	fs.IntVar(&c.EvictionMaxPodGracePeriod, "eviction-max-pod-grace-period", c.EvictionMaxPodGracePeriod, "the longest grace period, in seconds, of a pod evicted for a soft threshold (0: the pod's own)")
+	fs.DurationVar(&c.EvictionMonitoringInterval, "eviction-monitoring-interval", c.EvictionMonitoringInterval, "how often the eviction signals are measured and acted on")
 }
 
 // AddUnknownFieldsFlag defines --unknown-fields (run and validate share it).
