@@ -2,17 +2,24 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/podvisor/podvisor/api"
 	"github.com/podvisor/podvisor/internal/layout"
 	"github.com/podvisor/podvisor/internal/stats"
+	"github.com/podvisor/podvisor/internal/version"
+	"github.com/podvisor/podvisor/metrics"
 	"github.com/podvisor/podvisor/pressure"
+	"github.com/podvisor/podvisor/supervise"
+	ctrd "github.com/podvisor/podvisor/supervise/containerd"
 	"go.yaml.in/yaml/v3"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 )
@@ -71,6 +78,7 @@ type pressureDeps struct {
 	imageFS string // containerd's image filesystem root; "": nodefs
 	evicter pressure.Evicter
 	reclaim pressure.Reclaimer
+	rootfs  func(ctx context.Context, p *v1.Pod) map[string]uint64
 	clock   clock.WithTicker
 	log     *slog.Logger
 }
@@ -99,6 +107,7 @@ func (c *Config) newPressure(d pressureDeps) *pressure.Manager {
 				return filepath.Join(d.paths.PodLogs(p.Namespace, p.Name, string(p.UID)), container)
 			},
 			Memory: func() map[types.UID]map[string]uint64 { return workingSets(d.stats()) },
+			Rootfs: d.rootfs,
 		},
 		Reclaimer:      d.reclaim,
 		ImagesOnNodeFS: imagesOnNodeFS,
@@ -151,4 +160,123 @@ func mapValue(v *yaml.Node, sep string) (string, error) {
 		return "none", nil
 	}
 	return strings.Join(parts, ","), nil
+}
+
+// supervisorEvicter is the pressure.Evicter of the supervisor's node
+// stops; evicted counts each eviction in the metrics.
+func supervisorEvicter(sup *supervisorRef, evicted func(signal string)) pressure.Evicter {
+	return funcEvicter{
+		evict: func(ctx context.Context, uid types.UID, e pressure.Eviction) error {
+			s := sup.p.Load()
+			if s == nil {
+				return errors.New("the supervisor is not running yet")
+			}
+			// StopPod returns once the containers have stopped: bound it by
+			// the grace period and the runtime's time to stop.
+			ctx, cancel := context.WithTimeout(ctx, e.Grace+time.Minute)
+			defer cancel()
+			err := s.StopPod(ctx, uid, supervise.NodeStop{Reason: supervise.ReasonEvicted, Message: e.Message, Grace: e.Grace, Signal: string(e.Signal)})
+			if err == nil {
+				evicted(string(e.Signal))
+			}
+			return err
+		},
+		setPressure: func(signals []pressure.Signal) {
+			if s := sup.p.Load(); s != nil {
+				names := make([]string, len(signals))
+				for i, sig := range signals {
+					names[i] = string(sig)
+				}
+				s.SetPressure(names)
+			}
+		},
+	}
+}
+
+// nodeView is GET /node: the pressure manager's status with Ready.
+type nodeView struct {
+	name    string
+	started time.Time
+	health  func() error
+	pm      *pressure.Manager
+}
+
+func (n nodeView) Node() api.Node {
+	st := n.pm.Status()
+	out := api.Node{Name: n.name, Version: version.Version, StartTime: n.started, Time: st.Time}
+	out.Conditions = append(out.Conditions, st.Conditions...)
+	ready := v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady", Message: "podvisor is posting ready status",
+		LastHeartbeatTime: metav1.NewTime(st.Time), LastTransitionTime: metav1.NewTime(n.started)}
+	if err := n.health(); err != nil {
+		ready.Status, ready.Reason, ready.Message = v1.ConditionFalse, "KubeletNotReady", err.Error()
+	}
+	out.Conditions = append(out.Conditions, ready)
+	for _, sig := range pressure.Signals {
+		s := api.NodeSignal{Signal: string(sig)}
+		if o, ok := st.Observations[sig]; ok {
+			s.Measured, s.Available, s.Capacity = true, o.Available, o.Capacity
+		}
+		for _, t := range st.Thresholds {
+			if t.Signal == sig {
+				s.Thresholds = append(s.Thresholds, t.String())
+			}
+		}
+		for _, t := range st.Met {
+			if t.Signal == sig {
+				s.Met = true
+			}
+		}
+		out.Signals = append(out.Signals, s)
+	}
+	return out
+}
+
+// metricsView is the pressure manager's status for the metrics.
+func metricsView(pm *pressure.Manager) func() metrics.NodePressure {
+	return func() metrics.NodePressure {
+		st := pm.Status()
+		out := metrics.NodePressure{Conditions: map[string]bool{}, Signals: map[string]metrics.SignalValue{}}
+		for _, c := range st.Conditions {
+			out.Conditions[string(c.Type)] = c.Status == v1.ConditionTrue
+		}
+		for sig, o := range st.Observations {
+			out.Signals[string(sig)] = metrics.SignalValue{Available: o.Available, Capacity: o.Capacity}
+		}
+		return out
+	}
+}
+
+// imageFS is containerd's image filesystem: the embedded containerd's
+// root, or the snapshotter root containerd tells; "" (nodefs's, with a
+// log line) when it cannot be learnt.
+func (d *daemon) imageFS(ctx context.Context, rt *ctrd.Runtime) string {
+	if d.c.EmbeddedContainerd {
+		return d.paths.ContainerdRoot()
+	}
+	root, err := rt.ImageFSRoot(ctx)
+	if err != nil {
+		d.log.Warn("imagefs is taken to be nodefs: containerd's image filesystem is unknown", "err", err)
+		return ""
+	}
+	return root
+}
+
+// rootfsUsage is a pod's running containers' writable layer use, by name.
+func rootfsUsage(rt *ctrd.Runtime) func(ctx context.Context, p *v1.Pod) map[string]uint64 {
+	return func(ctx context.Context, p *v1.Pod) map[string]uint64 {
+		out := map[string]uint64{}
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.State.Running == nil {
+				continue
+			}
+			_, id, ok := strings.Cut(cs.ContainerID, "://")
+			if !ok {
+				continue
+			}
+			if n, err := rt.WritableLayerUsage(ctx, id); err == nil {
+				out[cs.Name] = n
+			}
+		}
+		return out
+	}
 }
