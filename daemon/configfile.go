@@ -243,6 +243,9 @@ func applyConfig(path string, data []byte, fs *pflag.FlagSet, c *Config) (map[st
 
 // configValue checks v against c's kind and returns it as a flag value.
 func configValue(c configurable, v *yaml.Node) (string, error) {
+	if sep, ok := mapFlags[c.name]; ok && v.Kind == yaml.MappingNode {
+		return mapValue(v, sep)
+	}
 	if v.Kind != yaml.ScalarNode {
 		return "", fmt.Errorf("want %s", c.kind)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/podvisor/podvisor/internal/images"
 	"github.com/podvisor/podvisor/manifest"
+	"github.com/podvisor/podvisor/pressure"
 	"github.com/podvisor/podvisor/pressure/reclaim"
 	"github.com/podvisor/podvisor/status"
 	ctrd "github.com/podvisor/podvisor/supervise/containerd"
@@ -80,6 +81,25 @@ func (r *reclaimRef) ObserveSnapshot(s manifest.Snapshot) {
 	rec.SetPods(pods)
 }
 
+// ReclaimContainers is the Reclaimer's, nothing before it is set: the
+// pressure manager reclaims through it.
+func (r *reclaimRef) ReclaimContainers(ctx context.Context) error {
+	if rec := r.p.Load(); rec != nil {
+		return rec.ReclaimContainers(ctx)
+	}
+	return nil
+}
+
+// ReclaimImages is the Reclaimer's, nothing before it is set.
+func (r *reclaimRef) ReclaimImages(ctx context.Context, bytes uint64) (uint64, error) {
+	if rec := r.p.Load(); rec != nil {
+		return rec.ReclaimImages(ctx, bytes)
+	}
+	return 0, nil
+}
+
+var _ pressure.Reclaimer = (*reclaimRef)(nil)
+
 // pinImported pins what the images dir imported or, at start, found
 // already imported (it asks the digests of exactly its archives' images).
 func (r *reclaimRef) pinImported(names []string) {
@@ -127,9 +147,9 @@ func (o observers) ObserveSnapshot(s manifest.Snapshot) {
 // off: the pressure manager's requests and --image-maximum-gc-age still
 // work). Removals and failures are node events on sink.
 func (d *daemon) newReclaimer(ctx context.Context, rt *ctrd.Runtime, imgs *images.Watcher, sink interface{ Record(status.Event) }) *reclaim.Reclaimer {
-	fsPath, err := rt.ImageFS(ctx)
-	if err != nil {
-		d.log.Warn("image filesystem unknown: image GC by --image-gc-high-threshold is off", "err", err)
+	fsPath := d.imageFS(ctx, rt)
+	if fsPath == "" {
+		d.log.Warn("image filesystem unknown: image GC by --image-gc-high-threshold is off")
 	} else {
 		d.log.Info("image garbage collection", "imagefs", fsPath, "high", d.c.ImageGCHighThreshold, "low", d.c.ImageGCLowThreshold)
 	}

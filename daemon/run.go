@@ -19,6 +19,7 @@ import (
 	"github.com/podvisor/podvisor/manifest"
 	"github.com/podvisor/podvisor/metrics"
 	"github.com/podvisor/podvisor/mirror"
+	"github.com/podvisor/podvisor/pressure"
 	"github.com/podvisor/podvisor/status"
 	"github.com/podvisor/podvisor/supervise"
 	ctrd "github.com/podvisor/podvisor/supervise/containerd"
@@ -193,6 +194,21 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 	// (which takes the watcher and the mirror's event sink) and call it
 	// back: they reach it through sup, empty until it is built.
 	sup := &supervisorRef{}
+	// Node pressure: measured from the start, acting through the
+	// supervisor once it is built.
+	var pm *pressure.Manager
+	evicted := mets.WatchPressure(func() metrics.NodePressure { return metricsView(pm)() })
+	pm = c.newPressure(pressureDeps{
+		paths:   d.paths,
+		pods:    store.Pods,
+		stats:   mets.Stats,
+		imageFS: d.imageFS(ctx, rt),
+		evicter: supervisorEvicter(sup, evicted),
+		reclaim: rc,
+		rootfs:  rootfsUsage(rt),
+		clock:   clk,
+		log:     log,
+	})
 	// Events go to the store and, with --kubeconfig, to the apiserver.
 	var sink supervise.StatusSink = store
 	var mir *mirror.Mirror
@@ -208,6 +224,7 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 			Ready:                   sup.Synced,
 			Health:                  store.Health,
 			StorageDir:              c.StateDir,
+			Conditions:              pm.NodeConditions,
 			Log:                     log.With("component", "mirror"),
 		})
 		if err != nil {
@@ -280,6 +297,7 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 			Streamer:  runtimeStreamer{rt: rt, paths: d.paths},
 			Images:    rt,
 			Objects:   objects,
+			Node:      nodeView{name: d.node, started: clk.Now(), health: store.Health, pm: pm},
 			ContainerdVersion: func(ctx context.Context) (string, error) {
 				v, err := client.Version(ctx)
 				return v.Version, err
@@ -298,6 +316,7 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 	})
 	g.Go(func() error { imgs.Run(ctx); return nil })
 	g.Go(func() error { rec.Run(ctx, s.Synced); return nil })
+	g.Go(func() error { pm.Run(ctx); return nil })
 	if mir != nil {
 		g.Go(func() error { mir.Run(ctx); return nil })
 	}

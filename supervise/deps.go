@@ -54,6 +54,9 @@ type workerDeps struct {
 	imageGen atomic.Int64
 	// down is set while the runtime cannot be reached.
 	down atomic.Pointer[runtimeDown]
+	// pressure is the eviction signals under pressure (SetPressure);
+	// nil until it is first told.
+	pressure atomic.Pointer[pressure]
 	// unpublished counts the workers started with the first snapshot that
 	// have not published yet.
 	unpublished atomic.Int64

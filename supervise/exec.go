@@ -53,6 +53,10 @@ func (w *podWorker) execute(ctx context.Context, pod *v1.Pod, actions []action) 
 			if c := containerSpec(pod, a.Ref); c != nil {
 				w.watchProbes(pod, a.Ref, c, w.rec.container(a.Ref))
 			}
+		case markNodeStopped:
+			w.markNodeStopped()
+		case resumePod:
+			w.resume(pod)
 		case cleanupPod:
 			if err := w.cleanup(ctx, pod); err != nil {
 				return false, err
@@ -186,12 +190,12 @@ func (w *podWorker) kill(ctx context.Context, pod *v1.Pod, a killContainers) err
 	wg.Wait()
 	for i, t := range a.Targets {
 		w.observeOne(ctx, t.Ref, t.ID)
-		if errs[i] != nil && !w.stopping {
+		if errs[i] != nil && !w.halting() {
 			w.log.Warn("kill container", "container", t.Ref.Name, "err", errs[i])
 			w.unknown(t.ID, errs[i])
 		}
 	}
-	if !w.stopping {
+	if !w.halting() {
 		return nil
 	}
 	return errors.Join(errs...)

@@ -60,7 +60,7 @@ func (b *inbox) send(m message) {
 		b.pending = append(b.pending, m)
 	case wakeMsg:
 		// The signal alone is the wake-up.
-	case stopMsg:
+	case stopMsg, nodeStopMsg:
 		b.pending = append(b.pending, m)
 		if b.interrupt != nil {
 			b.interrupt()

@@ -103,6 +103,11 @@ type planInput struct {
 	// last written; VolumesRetryAt is when a failed rewrite is tried again.
 	VolumesStale   bool
 	VolumesRetryAt time.Time
+	// Pressure is the eviction signals under pressure (nil: not told
+	// since podvisor started); ResumeShutdown says a pod stopped for a
+	// shutdown may start again.
+	Pressure       *pressure
+	ResumeShutdown bool
 }
 
 // plan is what to do now, and when to look again.
@@ -247,6 +252,10 @@ func planPod(in planInput) plan {
 	}
 	if in.Stopping {
 		planStop(&p, in)
+		return p
+	}
+	if in.Rec.NodeStop != nil {
+		planNodeStop(&p, in)
 		return p
 	}
 	if finishedPod(in.Pod, in.Rec) && !restartPending(in) {

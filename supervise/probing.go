@@ -95,7 +95,7 @@ func (w *podWorker) receiveProbe(c probes.Change) {
 // container: its started and ready. A stopping pod's record keeps what was
 // known before the stop (its probes no longer run).
 func (w *podWorker) noteProbes(container, id string) {
-	if w.stopping || w.rec == nil {
+	if w.halting() || w.rec == nil {
 		return
 	}
 	cr := w.rec.byID(id)
@@ -113,7 +113,7 @@ func (w *podWorker) noteProbes(container, id string) {
 // ready) seeds them, so an adopted container is neither gated again nor
 // killed for a history that was lost.
 func (w *podWorker) watchProbes(pod *v1.Pod, ref ctrRef, c *v1.Container, cr *containerRecord) {
-	if w.probing[cr.ID] || w.stopping {
+	if w.probing[cr.ID] || w.halting() {
 		return
 	}
 	w.probing[cr.ID] = true

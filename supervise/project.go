@@ -16,8 +16,11 @@ type projectInput struct {
 	Path     string // manifest file; empty for a pod no longer desired
 	ManErr   error  // the manifest's current error, if any
 	Deleting *metav1.Time
-	Waiting  map[string]*v1.ContainerStateWaiting
-	Probes   map[string]probeView // by container ID
+	// DeletionGrace, when set, is the grace period shown beside Deleting
+	// (else the pod's own).
+	DeletionGrace *int64
+	Waiting       map[string]*v1.ContainerStateWaiting
+	Probes        map[string]probeView // by container ID
 	// ProbeResults are the probes' last results, shown by describe.
 	ProbeResults status.ProbeResults
 	Conds        []v1.PodCondition // the previous conditions (transition times)
@@ -43,6 +46,9 @@ func projectStatus(in projectInput) *v1.Pod {
 		// Shown as Terminating, as kubectl shows a pod being deleted.
 		out.DeletionTimestamp = in.Deleting.DeepCopy()
 		out.DeletionGracePeriodSeconds = pod.Spec.TerminationGracePeriodSeconds
+		if in.DeletionGrace != nil {
+			out.DeletionGracePeriodSeconds = in.DeletionGrace
+		}
 	}
 	if out.Annotations == nil {
 		out.Annotations = map[string]string{}
@@ -70,7 +76,7 @@ func projectStatus(in projectInput) *v1.Pod {
 			initDone = false
 		}
 	}
-	finished := finishedPod(pod, rec) || in.Deleting != nil
+	finished := finishedPod(pod, rec) || in.Deleting != nil || rec.NodeStop != nil
 	var initSt, appSt []v1.ContainerStatus
 	rec.each(pod, func(ref ctrRef, c *v1.Container, cr *containerRecord) {
 		cs := containerStatus(pod.Spec.RestartPolicy, ref, c, cr, in.Waiting[c.Name], initDone, finished, in.Probes[cr.ID])
@@ -84,7 +90,13 @@ func projectStatus(in projectInput) *v1.Pod {
 	st.InitContainerStatuses, st.ContainerStatuses = initSt, appSt
 	st.Phase = status.Phase(&pod.Spec, initSt, appSt)
 	sandboxReady := rec.Sandbox != nil && rec.Sandbox.Network
+	if ns := rec.NodeStop; ns != nil {
+		// kubelet's status of a pod it evicts or stops for the node's
+		// shutdown: Failed from the start of the stop.
+		st.Phase, st.Reason, st.Message = v1.PodFailed, ns.Reason, ns.Message
+	}
 	st.Conditions = status.Conditions(&pod.Spec, st.Phase, initSt, appSt, sandboxReady, withoutRuntime(in.Conds), in.Now)
+	st.Conditions = nodeStopConditions(st.Conditions, rec.NodeStop)
 	if in.Down != nil {
 		st.Conditions = runtimeUnreachable(st.Conditions, in.Down)
 	}
@@ -177,7 +189,7 @@ func (w *podWorker) publish(pod *v1.Pod) {
 		Rec:          w.rec,
 		Deleting:     w.deleting,
 		Waiting:      w.waiting,
-		Probes:       probeViews(pod, w.rec, w.stopping, w.probing, w.probeFailed),
+		Probes:       probeViews(pod, w.rec, w.halting(), w.probing, w.probeFailed),
 		Conds:        w.conds,
 		ProbeResults: w.probeResults(pod),
 		Now:          w.d.clock.Now(),
@@ -187,6 +199,15 @@ func (w *podWorker) publish(pod *v1.Pod) {
 	}
 	if d := w.desired; d != nil {
 		in.Path, in.ManErr = d.Path, d.Err
+	}
+	if in.Deleting == nil && w.nodeStopping() {
+		// Terminating until its containers are stopped and its sandbox
+		// released, as a pod being deleted.
+		ns := w.rec.NodeStop
+		t := metav1.NewTime(ns.At)
+		grace, _ := nodeStopGrace(pod, ns.Grace)
+		secs := int64(grace / time.Second)
+		in.Deleting, in.DeletionGrace = &t, &secs
 	}
 	out := projectStatus(in)
 	w.conds = out.Status.Conditions

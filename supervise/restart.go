@@ -109,7 +109,7 @@ func restartableNames(pod *v1.Pod) []string {
 // began to stop, or changed, since Restart checked it) is dropped.
 func (w *podWorker) receiveRestart(m restartMsg) {
 	pod := w.pod()
-	if w.stopping || pod == nil || w.desired == nil {
+	if w.stopping || pod == nil || w.desired == nil || (w.rec != nil && w.rec.NodeStop != nil) {
 		w.log.Info("restart request dropped: the pod is stopping")
 		return
 	}

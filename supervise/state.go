@@ -31,6 +31,11 @@ type podRecord struct {
 	Sandbox   *Sandbox                    `json:"sandbox,omitempty"`
 	Init      map[string]*containerRecord `json:"init,omitempty"`
 	Apps      map[string]*containerRecord `json:"containers,omitempty"`
+	// NodeStop, when set, is the stop the node decided (an eviction, a
+	// shutdown): the pod is stopped, or stopping, until it starts again.
+	NodeStop *nodeStopRecord `json:"nodeStop,omitempty"`
+	// Evictions counts the pod's evictions in a row, for its back-off.
+	Evictions int `json:"evictions,omitempty"`
 }
 
 // Sandbox is the record of a pod's shared namespaces and network, as the

@@ -47,6 +47,13 @@ type podWorker struct {
 	recorded *v1.Pod
 	stopping bool
 	deleting *metav1.Time // when the stop began, shown as deletionTimestamp
+	// nodeStops are the node's stop requests not applied yet;
+	// stopWaiters the StopPod calls waiting for the containers to stop;
+	// resumeShutdown says a stop for a shutdown may end (the shutdown was
+	// cancelled, or podvisor started since).
+	nodeStops      []NodeStop
+	stopWaiters    []chan struct{}
+	resumeShutdown bool
 
 	rec   *podRecord
 	saved []byte // the record as last written, to skip writes of no change
@@ -126,6 +133,9 @@ func newPodWorker(d *workerDeps, uid types.UID, desired *manifest.Pod, rec *podR
 	if rec != nil {
 		w.recorded = rec.Pod
 		w.fullName = rec.fullName()
+		// A pod stopped for a shutdown starts again with the next
+		// podvisor: the boot after it, or a shutdown that never came.
+		w.resumeShutdown = rec.NodeStop != nil && rec.NodeStop.Reason != ReasonEvicted
 	}
 	if desired != nil {
 		w.fullName = desired.Pod.Namespace + "/" + desired.Pod.Name
@@ -142,13 +152,14 @@ func (w *podWorker) run(ctx context.Context) {
 	for {
 		w.receive(w.inbox.take())
 		base := ctx
-		if w.stopping {
+		nodeStopping := w.nodeStopping() || len(w.nodeStops) > 0
+		if w.stopping || nodeStopping {
 			// A stop in progress is not cut short by podvisor's own stop:
 			// half-removed containers would leave their shims behind.
 			base = context.WithoutCancel(ctx)
 		}
 		sctx, cancel := context.WithCancel(base)
-		if !w.stopping {
+		if !w.stopping && !nodeStopping {
 			// A stop request ends a step that is starting the pod (a CNI
 			// plugin or an image that hangs); the stop itself is never
 			// interrupted.
@@ -162,8 +173,9 @@ func (w *podWorker) run(ctx context.Context) {
 			return
 		}
 		done := ctx.Done()
+		stopping := w.stopping || w.nodeStopping()
 		if ctx.Err() != nil {
-			if !w.stopping {
+			if !stopping {
 				return
 			}
 			// Bounded: what is not done by then is resumed from the
@@ -188,7 +200,7 @@ func (w *podWorker) run(ctx context.Context) {
 		}
 		select {
 		case <-done:
-			if !w.stopping {
+			if !stopping {
 				return
 			}
 			// Stopping: go on, bounded, on a context podvisor's stop
@@ -218,6 +230,13 @@ func (w *podWorker) receive(msgs []message) {
 			w.receiveProbe(m.change)
 		case restartMsg:
 			w.receiveRestart(m)
+		case nodeStopMsg:
+			w.nodeStops = append(w.nodeStops, m.stop)
+			w.stopWaiters = append(w.stopWaiters, m.done)
+		case resumeShutdownMsg:
+			if w.rec != nil && w.rec.NodeStop != nil && w.rec.NodeStop.Reason != ReasonEvicted {
+				w.resumeShutdown = true
+			}
 		}
 	}
 }
@@ -259,6 +278,10 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 		t := now.Round(0)
 		w.rec.StartTime = &t
 	}
+	if len(w.nodeStops) > 0 {
+		w.beginNodeStop(pod, now)
+		w.publish(pod)
+	}
 	w.rec.ensureContainers(pod)
 	w.seeRecordedExits(pod, now)
 	if w.d.down.Load() != nil {
@@ -299,6 +322,7 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 		if finished {
 			return time.Time{}, true
 		}
+		w.notifyStopped()
 		if errors.Is(err, errReported) {
 			continue // its retry is armed; the next plan waits for it
 		}
@@ -315,6 +339,7 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 	}
 	w.save()
 	w.publish(pod)
+	w.notifyStopped()
 	return wake, false
 }
 
@@ -323,17 +348,19 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 func (w *podWorker) planInput(pod *v1.Pod) planInput {
 	now := w.d.clock.Now()
 	in := planInput{
-		Now:        now,
-		Pod:        pod,
-		Stopping:   w.stopping,
-		Rec:        w.rec,
-		Obs:        w.obs,
-		Probes:     probeViews(pod, w.rec, w.stopping, w.probing, w.probeFailed),
-		Probing:    w.probing,
-		HookFailed: w.hookFailed,
-		Waits:      map[ctrRef]waits{},
-		Restarts:   w.restarts,
-		Objects:    w.objs,
+		Now:            now,
+		Pod:            pod,
+		Stopping:       w.stopping,
+		Rec:            w.rec,
+		Obs:            w.obs,
+		Probes:         probeViews(pod, w.rec, w.halting(), w.probing, w.probeFailed),
+		Probing:        w.probing,
+		HookFailed:     w.hookFailed,
+		Waits:          map[ctrRef]waits{},
+		Restarts:       w.restarts,
+		Objects:        w.objs,
+		Pressure:       w.d.pressure.Load(),
+		ResumeShutdown: w.resumeShutdown,
 	}
 	if w.deleting != nil {
 		in.StopSince = w.deleting.Time

@@ -2,7 +2,6 @@ package containerd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -112,31 +111,4 @@ func (r *Runtime) RemoveImage(ctx context.Context, name, dgst string) (err error
 		return fmt.Errorf("remove image %s: %w", name, err)
 	}
 	return nil
-}
-
-// ImageFS returns the directory whose filesystem holds containerd's
-// images: the root the snapshotter reports through containerd's
-// introspection service (where unpacked layers live, what kubelet's
-// imagefs is), or else the content store's root. Both are
-// exported by containerd 1.6 and 2.x as the plugin's "root".
-func (r *Runtime) ImageFS(ctx context.Context) (_ string, err error) {
-	defer markUnavailable(&err)
-	ctx, cancel := context.WithTimeout(ctx, gcTimeout)
-	defer cancel()
-	is := r.client.IntrospectionService()
-	for _, filter := range []string{
-		fmt.Sprintf("type==io.containerd.snapshotter.v1,id==%s", r.opts.Snapshotter),
-		"type==io.containerd.content.v1,id==content",
-	} {
-		resp, err := is.Plugins(ctx, filter)
-		if err != nil {
-			return "", fmt.Errorf("introspect containerd: %w", err)
-		}
-		for _, p := range resp.Plugins {
-			if root := p.Exports["root"]; root != "" && p.InitErr == nil {
-				return root, nil
-			}
-		}
-	}
-	return "", errors.New("containerd reports no root of its snapshotter or content store")
 }
