@@ -81,14 +81,19 @@ type Reclaimer struct {
 	o       Options
 	started time.Time
 
-	mu       sync.Mutex // serializes passes; guards the fields below
-	snapshot bool       // a first snapshot was seen
+	// pass serializes passes (GarbageCollect, ReclaimImages) and guards
+	// failing; mu guards the pins and last uses, and is never held over
+	// a runtime call, so a snapshot's pins never wait for a pass.
+	pass    sync.Mutex
+	failing string // the reason of the failure told, "" when none
+
+	mu       sync.Mutex
+	snapshot bool // a first snapshot was seen
 	named    map[string]bool
 	podUIDs  map[string]bool
 	imported map[string]bool
 	running  map[string]bool // container images at the last pass
 	use      *usage
-	failing  string // the reason of the failure told, "" when none
 
 	gone chan struct{} // buffer 1: a pod left the snapshot
 }
@@ -233,9 +238,9 @@ func (r *Reclaimer) observeLocked(present map[string]bool) {
 	}
 }
 
-// refreshLocked lists images and containers, updating the running pins
-// and last uses, and returns the unpinned groups in removal order.
-func (r *Reclaimer) refreshLocked(ctx context.Context) ([]group, error) {
+// refresh lists images and containers, updating the running pins and
+// last uses, and returns the unpinned groups in removal order.
+func (r *Reclaimer) refresh(ctx context.Context) ([]group, error) {
 	ctrs, err := r.o.Runtime.Containers(ctx)
 	if err != nil {
 		return nil, err
@@ -250,7 +255,6 @@ func (r *Reclaimer) refreshLocked(ctx context.Context) ([]group, error) {
 			running[k] = true
 		}
 	}
-	r.running = running
 	// A container's image by name pins the digest that name has now.
 	present := map[string]bool{}
 	for _, i := range imgs {
@@ -259,16 +263,39 @@ func (r *Reclaimer) refreshLocked(ctx context.Context) ([]group, error) {
 			running[i.Digest] = true
 		}
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.running = running
 	r.observeLocked(present)
 	return groups(imgs, pinSet{r}, r.use.lastUsed(r.o.Clock.Now())), nil
 }
 
-// removeLocked removes the groups' names, logging and recording each
+// pinnedNow reports whether a group planned for removal got pinned since
+// (a snapshot naming it arrived during the pass).
+func (r *Reclaimer) pinnedNow(g group) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := pinSet{r}
+	if p.pinnedDigest(g.Digest) {
+		return true
+	}
+	for _, n := range g.Names {
+		if p.pinnedName(n) {
+			return true
+		}
+	}
+	return false
+}
+
+// remove removes the groups' names, logging and recording each
 // removal; it returns the bytes freed.
-func (r *Reclaimer) removeLocked(ctx context.Context, gs []group, why string) (uint64, error) {
+func (r *Reclaimer) remove(ctx context.Context, gs []group, why string) (uint64, error) {
 	var freed uint64
 	var errs []error
 	for _, g := range gs {
+		if r.pinnedNow(g) {
+			continue
+		}
 		var gerr error
 		for _, n := range g.Names {
 			if err := r.o.Runtime.RemoveImage(ctx, n, g.Digest); err != nil {
@@ -300,9 +327,9 @@ func (r *Reclaimer) event(typ, reason, msg string) {
 	}
 }
 
-// failLocked tells a failure once per episode (a pass that succeeds ends
+// fail tells a failure once per episode (a pass that succeeds ends
 // it): a box that stays full must not write an event every period.
-func (r *Reclaimer) failLocked(reason string, err error) {
+func (r *Reclaimer) fail(reason string, err error) {
 	if r.failing == reason {
 		r.o.Log.Debug("image garbage collection still failing", "reason", reason, "err", err)
 		return
@@ -317,32 +344,32 @@ func (r *Reclaimer) failLocked(reason string, err error) {
 // manager asks for an inodes signal), and returns what it freed. Before
 // Ready it frees nothing.
 func (r *Reclaimer) ReclaimImages(ctx context.Context, bytes uint64) (uint64, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.readyLocked() {
+	r.pass.Lock()
+	defer r.pass.Unlock()
+	if !r.Ready() {
 		return 0, nil
 	}
 	if bytes == 0 {
 		bytes = math.MaxUint64
 	}
-	return r.freeLocked(ctx, bytes, "the node-pressure manager asked for space")
+	return r.free(ctx, bytes, "the node-pressure manager asked for space")
 }
 
-func (r *Reclaimer) freeLocked(ctx context.Context, bytes uint64, why string) (uint64, error) {
-	gs, err := r.refreshLocked(ctx)
+func (r *Reclaimer) free(ctx context.Context, bytes uint64, why string) (uint64, error) {
+	gs, err := r.refresh(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("image garbage collection: %w", err)
 	}
-	return r.removeLocked(ctx, r.o.Policy.plan(gs, r.o.Clock.Now(), bytes), why)
+	return r.remove(ctx, r.o.Policy.plan(gs, r.o.Clock.Now(), bytes), why)
 }
 
 // GarbageCollect runs one pass of image GC: images unused beyond MaxAge,
 // then, with the image filesystem at or above the high threshold,
 // images until it is at the low one.
 func (r *Reclaimer) GarbageCollect(ctx context.Context) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.readyLocked() {
+	r.pass.Lock()
+	defer r.pass.Unlock()
+	if !r.Ready() {
 		return nil
 	}
 	var want uint64
@@ -352,7 +379,7 @@ func (r *Reclaimer) GarbageCollect(ctx context.Context) error {
 		capacity, available, err = r.o.DiskUsage(r.o.ImageFS)
 		if err != nil {
 			err = fmt.Errorf("image filesystem %s: %w", r.o.ImageFS, err)
-			r.failLocked(ReasonImageGCFailed, err)
+			r.fail(ReasonImageGCFailed, err)
 			return err
 		}
 		want = r.o.Policy.toFree(capacity, available)
@@ -361,20 +388,20 @@ func (r *Reclaimer) GarbageCollect(ctx context.Context) error {
 		r.failing = ""
 		return nil
 	}
-	gs, err := r.refreshLocked(ctx)
+	gs, err := r.refresh(ctx)
 	if err != nil {
 		err = fmt.Errorf("image garbage collection: %w", err)
-		r.failLocked(ReasonImageGCFailed, err)
+		r.fail(ReasonImageGCFailed, err)
 		return err
 	}
 	now := r.o.Clock.Now()
 	var freed uint64
 	var errs []error
 	if old := r.o.Policy.expired(gs, now, r.started); len(old) > 0 {
-		n, err := r.removeLocked(ctx, old, fmt.Sprintf("unused for more than %s", r.o.Policy.MaxAge))
+		n, err := r.remove(ctx, old, fmt.Sprintf("unused for more than %s", r.o.Policy.MaxAge))
 		freed += n
 		errs = append(errs, err)
-		if gs, err = r.refreshLocked(ctx); err != nil {
+		if gs, err = r.refresh(ctx); err != nil {
 			errs = append(errs, err)
 			gs = nil
 		}
@@ -382,18 +409,18 @@ func (r *Reclaimer) GarbageCollect(ctx context.Context) error {
 	if want > freed {
 		usage := 100 - int(min(available, capacity)*100/capacity)
 		r.o.Log.Info("image filesystem above the high threshold; freeing space", "path", r.o.ImageFS, "usage", usage, "high", r.o.Policy.HighThresholdPercent, "bytes", want-freed)
-		n, err := r.removeLocked(ctx, r.o.Policy.plan(gs, now, want-freed),
+		n, err := r.remove(ctx, r.o.Policy.plan(gs, now, want-freed),
 			fmt.Sprintf("image filesystem at %d%%, above the high threshold %d%%", usage, r.o.Policy.HighThresholdPercent))
 		freed += n
 		errs = append(errs, err)
 		if freed < want {
 			err := fmt.Errorf("Failed to garbage collect required amount of images. Attempted to free %d bytes, but only found %d bytes eligible to free.", want, freed)
-			r.failLocked(ReasonFreeDiskSpaceFailed, err)
+			r.fail(ReasonFreeDiskSpaceFailed, err)
 			return errors.Join(append(errs, err)...)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		r.failLocked(ReasonImageGCFailed, err)
+		r.fail(ReasonImageGCFailed, err)
 		return err
 	}
 	r.failing = ""

@@ -265,3 +265,38 @@ func TestSweepLogs(t *testing.T) {
 		t.Errorf("left\n%q\nwant\n%q", left, want)
 	}
 }
+
+type hookRuntime struct {
+	*fakeRuntime
+	onRemove func(name string)
+}
+
+func (h hookRuntime) RemoveImage(ctx context.Context, name, digest string) error {
+	h.onRemove(name)
+	return h.fakeRuntime.RemoveImage(ctx, name, digest)
+}
+
+// TestPinnedDuringPass: an image a snapshot names while a pass removes
+// others is not removed, though the pass had planned it; SetPods does not
+// wait for the pass.
+func TestPinnedDuringPass(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0.Add(time.Hour))
+	fr := &fakeRuntime{imgs: []Image{
+		{Name: "docker.io/library/a:1", Digest: "sha256:a", Size: 10, Updated: t0},
+		{Name: "docker.io/library/b:1", Digest: "sha256:b", Size: 10, Updated: t0.Add(time.Minute)},
+	}}
+	var r *Reclaimer
+	rt := hookRuntime{fr, func(name string) {
+		if name == "docker.io/library/a:1" {
+			done := make(chan struct{})
+			go func() { r.SetPods([]*v1.Pod{pod("p", "b:1")}); close(done) }()
+			<-done
+		}
+	}}
+	r = New(Options{Runtime: rt, Clock: clk})
+	r.SetPods(nil)
+	freed, err := r.ReclaimImages(context.Background(), 0)
+	if err != nil || freed != 10 || !slices.Equal(fr.removed, []string{"docker.io/library/a:1"}) {
+		t.Errorf("ReclaimImages = %d, %v; removed %q; want only a", freed, err, fr.removed)
+	}
+}
