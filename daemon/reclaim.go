@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/podvisor/podvisor/status"
 	ctrd "github.com/podvisor/podvisor/supervise/containerd"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 func init() {
@@ -198,4 +200,22 @@ func (r reclaimRuntime) RemoveImage(ctx context.Context, name, digest string) er
 	ctx, cancel := context.WithTimeout(ctx, removeImageTimeout)
 	defer cancel()
 	return r.rt.RemoveImage(ctx, name, digest)
+}
+
+// runReclaim runs image GC and the log sweeper until ctx ends; each pod
+// the store deletes (stopped and cleaned up) makes it sweep the log dir.
+func runReclaim(ctx context.Context, rec *reclaim.Reclaimer, store *status.Store, synced func() bool, log *slog.Logger) {
+	changes, err := store.Watch(ctx, 0)
+	if err != nil {
+		log.Warn("log directories of removed pods are swept at start only", "err", err)
+	} else {
+		go func() {
+			for c := range changes {
+				if c.Type == watch.Deleted {
+					rec.PodRemoved()
+				}
+			}
+		}()
+	}
+	rec.Run(ctx, synced)
 }

@@ -315,7 +315,7 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 		return nil
 	})
 	g.Go(func() error { imgs.Run(ctx); return nil })
-	g.Go(func() error { rec.Run(ctx, s.Synced); return nil })
+	g.Go(func() error { runReclaim(ctx, rec, store, s.Synced, log); return nil })
 	g.Go(func() error { pm.Run(ctx); return nil })
 	if mir != nil {
 		g.Go(func() error { mir.Run(ctx); return nil })

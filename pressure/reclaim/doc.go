@@ -33,9 +33,11 @@
 //     Normal ImageGarbageCollected event; a pass that cannot free enough
 //     records FreeDiskSpaceFailed, one that fails ImageGCFailed, once per
 //     episode.
-//   - Logs: ReclaimContainers and SweepLogs remove rotated files beyond
-//     the rotation limit of every container log under LogDir, and the
-//     "<namespace>_<name>_<uid>" directories of pods that neither the
-//     snapshot, nor a record in the state dir, nor a container names.
-//     Names are validated, symlinks never followed, anything else left.
+//   - Logs: SweepLogs (Run calls it once every pod found at start is
+//     known and after each PodRemoved; ReclaimContainers too) removes
+//     rotated files beyond the rotation limit of every container log
+//     under LogDir, and the "<namespace>_<name>_<uid>" directories of
+//     pods that neither the snapshot, nor a record in the state dir, nor
+//     a container names. Names are validated, symlinks never followed nor
+//     removed, anything else left alone.
 package reclaim

@@ -95,7 +95,7 @@ type Reclaimer struct {
 	running  map[string]bool // container images at the last pass
 	use      *usage
 
-	gone chan struct{} // buffer 1: a pod left the snapshot
+	gone chan struct{} // buffer 1: a pod was removed
 }
 
 // New returns a Reclaimer; Run starts its periodic check.
@@ -143,17 +143,16 @@ func (r *Reclaimer) SetPods(pods []*v1.Pod) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	left := false
-	for uid := range r.podUIDs {
-		left = left || !uids[uid]
-	}
 	r.snapshot, r.named, r.podUIDs = true, named, uids
 	r.observeLocked(nil)
-	if left {
-		select {
-		case r.gone <- struct{}{}:
-		default:
-		}
+}
+
+// PodRemoved tells that a pod is gone (stopped and cleaned up): Run
+// sweeps the log dir.
+func (r *Reclaimer) PodRemoved() {
+	select {
+	case r.gone <- struct{}{}:
+	default:
 	}
 }
 
@@ -428,7 +427,7 @@ func (r *Reclaimer) GarbageCollect(ctx context.Context) error {
 }
 
 // Run checks the image filesystem every Period (and once at Ready) until
-// ctx ends, and sweeps the log dir once Ready and after a pod left.
+// ctx ends, and sweeps the log dir once Ready and after PodRemoved.
 // synced reports when every pod found at start is known (the
 // supervisor's Synced); no log directory is swept before.
 func (r *Reclaimer) Run(ctx context.Context, synced func() bool) {
