@@ -66,7 +66,7 @@ spec:
   - name: main
     image: busybox
     imagePullPolicy: IfNotPresent
-    command: ["sh", "-c", "date +%s >> /starts/log; dd if=/dev/zero of=/data/f bs=1k count=512 2>/dev/null; exec sleep 3600"]
+    command: ["sh", "-c", "date +%s >> /starts/log; dd if=/dev/zero of=/data/f bs=1k count=512 2>/dev/null; dd if=/dev/zero of=/tmp/f bs=1k count=256 2>/dev/null; exec sleep 3600"]
     volumeMounts:
     - {name: data, mountPath: /data}
     - {name: starts, mountPath: /starts}
@@ -117,7 +117,11 @@ func TestDiskPressureEviction(t *testing.T) {
 	t.Parallel()
 	d := newDaemon(t, "--eviction-hard", "nodefs.available<50%",
 		"--eviction-pressure-transition-period", "3s", "--eviction-monitoring-interval", "1s")
+	// nodefs is the state and log directories' filesystems, the fuller of
+	// both: both on the small one.
 	loopFS(t, d.state, 64)
+	d.logs = filepath.Join(d.state, "logs")
+	d.extraArgs = append(d.extraArgs, "--log-dir", d.logs)
 	starts := d.hostDir("starts")
 	d.writeManifest("victim.yaml", strings.ReplaceAll(pressureVictim, "STARTS", starts))
 	d.writeManifest("critical.yaml", pressureCritical)
