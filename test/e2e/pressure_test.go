@@ -175,11 +175,11 @@ func TestDiskPressureEviction(t *testing.T) {
 	if n, msgs := d.eventCount("victim-"+node, "Evicted", wantMsg); n == 0 {
 		t.Errorf("no Evicted event for the victim: %q", msgs)
 	}
-	if m, err := api.NewClient(d.sock).Metrics(context.Background()); err != nil ||
-		!strings.Contains(string(m), `podvisor_node_pressure{condition="DiskPressure"} 1`) ||
-		!strings.Contains(string(m), `podvisor_evictions_total{signal="nodefs.available"} 1`) {
-		t.Errorf("metrics: %v\n%s", err, m)
-	}
+	d.poll("the pressure metrics", 10*time.Second, func() (bool, string) {
+		m, err := api.NewClient(d.sock).Metrics(context.Background())
+		return err == nil && strings.Contains(string(m), `podvisor_node_pressure{condition="DiskPressure"} 1`) &&
+			strings.Contains(string(m), `podvisor_evictions_total{signal="nodefs.available"} 1`), fmt.Sprint(err, "\n", string(m))
+	})
 	out, _, err := d.cli("get", "node")
 	if err != nil || !strings.Contains(out, "DiskPressure") {
 		t.Errorf("podvisor get node: %v\n%s", err, out)
