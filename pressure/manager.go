@@ -88,6 +88,8 @@ type Manager struct {
 
 	mu     sync.Mutex
 	status Status
+	told   bool   // SetPressure has been called
+	stuck  string // the last "no pod to evict" logged, to log it once
 }
 
 // Status is the node pressure at one moment, for the node's views.
@@ -169,11 +171,16 @@ func (m *Manager) Synchronize(ctx context.Context) {
 		Signals:      dec.Signals,
 	}
 	m.mu.Unlock()
-	if !slices.Equal(old.Signals, dec.Signals) {
-		m.o.Log.Info("node pressure changed", "signals", dec.Signals, "thresholdsMet", fmt.Sprint(dec.Met))
+	if !m.told || !slices.Equal(old.Signals, dec.Signals) {
+		if m.told || len(dec.Signals) > 0 {
+			m.o.Log.Info("node pressure changed", "signals", dec.Signals, "thresholdsMet", fmt.Sprint(dec.Met))
+		}
+		// The first call too: the supervisor starts no evicted pod again
+		// before it.
 		if m.o.Evicter != nil {
 			m.o.Evicter.SetPressure(dec.Signals)
 		}
+		m.told = true
 	}
 	if m.o.Evicter == nil {
 		return
@@ -260,10 +267,14 @@ func (m *Manager) evict(ctx context.Context, t Threshold, act []Threshold) {
 			e.Grace = podGrace(u.Pod, m.o.MaxPodGracePeriod)
 		}
 		if m.evictOne(ctx, u.Pod, e) {
+			m.stuck = ""
 			return
 		}
 	}
-	m.o.Log.Warn("node pressure: no pod to evict", "signal", t.Signal, "thresholds", fmt.Sprint(act))
+	if stuck := fmt.Sprint(act); stuck != m.stuck {
+		m.stuck = stuck
+		m.o.Log.Warn("node pressure: no pod to evict", "signal", t.Signal, "thresholds", stuck)
+	}
 }
 
 func (m *Manager) evictOne(ctx context.Context, pod *v1.Pod, e Eviction) bool {
