@@ -80,6 +80,8 @@ type Options struct {
 	// Objects, when set, answers GET /objects; without it /objects
 	// answers 501.
 	Objects ObjectSource
+	// Node, when set, answers GET /node; without it /node answers 501.
+	Node NodeSource
 
 	streams *streams // the exec and attach sessions in flight
 }
@@ -297,6 +299,7 @@ func newHandler(o Options) http.Handler {
 	registerRestart(mux, o)
 	registerVersion(mux, o)
 	registerImages(mux, o)
+	registerNode(mux, o)
 	registerObjects(mux, o)
 	registerMetrics(mux, o)
 	registerStreams(mux, o)

@@ -25,7 +25,7 @@ func newDescribeCommand(g *globalOptions) *cobra.Command {
 	o := &describeOptions{}
 	cmd := &cobra.Command{
 		Use:   "describe",
-		Short: "show pods, ConfigMaps or Secrets in detail with their events (podvisor describe pod|configmap|secret [NAME...] | pod/NAME)",
+		Short: "show pods, ConfigMaps, Secrets or the node in detail (podvisor describe pod|configmap|secret [NAME...] | node | pod/NAME)",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return cmd.Help()
@@ -50,7 +50,7 @@ func newDescribeCommand(g *globalOptions) *cobra.Command {
 		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd, g, args) },
 	}
 	o.addFlags(pod)
-	cmd.AddCommand(pod, newDescribeObjectsCommand(g, configMapKind), newDescribeObjectsCommand(g, secretKind))
+	cmd.AddCommand(pod, newDescribeObjectsCommand(g, configMapKind), newDescribeObjectsCommand(g, secretKind), newDescribeNodeCommand(g))
 	return cmd
 }
 

@@ -53,7 +53,7 @@ func newGetCommand(g *globalOptions) *cobra.Command {
 	pods := &getOptions{}
 	cmd := &cobra.Command{
 		Use:   "get",
-		Short: "show pods, events, ConfigMaps or Secrets (podvisor get pods|events|configmaps|secrets|pod/NAME [-o wide|json|yaml|name|jsonpath=...] [-n NS] [-l SEL] [-w])",
+		Short: "show pods, events, ConfigMaps, Secrets or the node (podvisor get pods|events|configmaps|secrets|node|pod/NAME [-o wide|json|yaml|name|jsonpath=...] [-n NS] [-l SEL] [-w])",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return cmd.Help()
@@ -97,7 +97,7 @@ func newGetCommand(g *globalOptions) *cobra.Command {
 		},
 	}
 	events.addFlags(eventsCmd.Flags(), false)
-	cmd.AddCommand(podsCmd, eventsCmd, newGetObjectsCommand(g, configMapKind), newGetObjectsCommand(g, secretKind))
+	cmd.AddCommand(podsCmd, eventsCmd, newGetObjectsCommand(g, configMapKind), newGetObjectsCommand(g, secretKind), newGetNodeCommand(g))
 	return cmd
 }
 

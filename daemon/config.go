@@ -9,6 +9,8 @@ import (
 	"github.com/podvisor/podvisor/api"
 	"github.com/podvisor/podvisor/internal/crilog"
 	"github.com/podvisor/podvisor/manifest"
+	"github.com/podvisor/podvisor/pressure"
+	"github.com/podvisor/podvisor/pressure/reclaim"
 	"github.com/podvisor/podvisor/shutdown"
 	"github.com/podvisor/podvisor/supervise"
 	"github.com/spf13/pflag"
@@ -54,6 +56,20 @@ type Config struct {
 	ShutdownGracePeriod              time.Duration    `yaml:"shutdownGracePeriod"`
 	ShutdownGracePeriodCriticalPods  time.Duration    `yaml:"shutdownGracePeriodCriticalPods"`
 	ShutdownGracePeriodByPodPriority shutdown.Periods `yaml:"shutdownGracePeriodByPodPriority"`
+	// Image garbage collection (pressure/reclaim), as kubelet's.
+	ImageGCHighThreshold int           `yaml:"imageGCHighThreshold"`
+	ImageGCLowThreshold  int           `yaml:"imageGCLowThreshold"`
+	ImageMinimumGCAge    time.Duration `yaml:"imageMinimumGCAge"`
+	ImageMaximumGCAge    time.Duration `yaml:"imageMaximumGCAge"` // 0: off
+
+	// Node pressure and eviction (daemon/pressure.go), kubelet's settings.
+	EvictionHard                     string        `yaml:"evictionHard"` // "" or "none": no hard thresholds
+	EvictionSoft                     string        `yaml:"evictionSoft"`
+	EvictionSoftGracePeriod          string        `yaml:"evictionSoftGracePeriod"`
+	EvictionMinimumReclaim           string        `yaml:"evictionMinimumReclaim"`
+	EvictionPressureTransitionPeriod time.Duration `yaml:"evictionPressureTransitionPeriod"`
+	EvictionMaxPodGracePeriod        int           `yaml:"evictionMaxPodGracePeriod"` // seconds; 0: the pod's own
+	EvictionMonitoringInterval       time.Duration `yaml:"evictionMonitoringInterval"`
 }
 
 // DefaultImageCredentialsFile is --image-credentials-file's default;
@@ -103,6 +119,13 @@ func Default() Config {
 		// off and rebooted by people who do not know podvisor is there.
 		ShutdownGracePeriod:             DefaultShutdownGracePeriod,
 		ShutdownGracePeriodCriticalPods: DefaultShutdownGracePeriodCriticalPods,
+		ImageGCHighThreshold:            reclaim.DefaultPolicy.HighThresholdPercent,
+		ImageGCLowThreshold:             reclaim.DefaultPolicy.LowThresholdPercent,
+		ImageMinimumGCAge:               reclaim.DefaultPolicy.MinAge,
+
+		EvictionHard:                     pressure.DefaultHard,
+		EvictionPressureTransitionPeriod: pressure.DefaultTransitionPeriod,
+		EvictionMonitoringInterval:       pressure.DefaultMonitoringInterval,
 	}
 }
 
@@ -157,6 +180,19 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.ShutdownGracePeriod, "shutdown-grace-period", c.ShutdownGracePeriod, "graceful node shutdown: at power-off or reboot (logind's PrepareForShutdown) the pods are stopped within this period, critical pods last, under a logind delay lock (0: off)")
 	fs.DurationVar(&c.ShutdownGracePeriodCriticalPods, "shutdown-grace-period-critical-pods", c.ShutdownGracePeriodCriticalPods, "the part of --shutdown-grace-period kept for critical pods (priority 2000000000 or more, system-cluster-critical, system-node-critical), stopped after the others")
 	fs.Var(&c.ShutdownGracePeriodByPodPriority, "shutdown-grace-period-by-pod-priority", "kubelet's shutdownGracePeriodByPodPriority as PRIORITY=DURATION,... (e.g. 2000000000=10s,0=20s): pods are stopped by group, lowest priority first, each group within its period; when given, replaces the two flags above")
+	fs.IntVar(&c.ImageGCHighThreshold, "image-gc-high-threshold", c.ImageGCHighThreshold, "percent of the image filesystem used at or above which unused, unpinned images are removed, oldest last use first (as kubelet's)")
+	fs.IntVar(&c.ImageGCLowThreshold, "image-gc-low-threshold", c.ImageGCLowThreshold, "percent of the image filesystem used that image garbage collection frees down to (at most --image-gc-high-threshold)")
+	fs.DurationVar(&c.ImageMinimumGCAge, "image-minimum-gc-age", c.ImageMinimumGCAge, "an image younger than this is never garbage collected")
+	fs.DurationVar(&c.ImageMaximumGCAge, "image-maximum-gc-age", c.ImageMaximumGCAge, "an unpinned image unused for longer is removed whatever the disk (0: off)")
+
+	// Node pressure and eviction, as kubelet's flags.
+	fs.StringVar(&c.EvictionHard, "eviction-hard", c.EvictionHard, `hard eviction thresholds, SIGNAL<QUANTITY or SIGNAL<PERCENT,... (signals: memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available; "" or none: no hard thresholds)`)
+	fs.StringVar(&c.EvictionSoft, "eviction-soft", c.EvictionSoft, "soft eviction thresholds, as --eviction-hard; each needs a grace period")
+	fs.StringVar(&c.EvictionSoftGracePeriod, "eviction-soft-grace-period", c.EvictionSoftGracePeriod, "how long each soft threshold must be met before a pod is evicted, SIGNAL=DURATION,... (memory.available=1m30s)")
+	fs.StringVar(&c.EvictionMinimumReclaim, "eviction-minimum-reclaim", c.EvictionMinimumReclaim, "how far past its threshold a signal must get before the pressure is resolved, SIGNAL=QUANTITY,... (nodefs.available=500Mi)")
+	fs.DurationVar(&c.EvictionPressureTransitionPeriod, "eviction-pressure-transition-period", c.EvictionPressureTransitionPeriod, "how long a pressure condition stays True after its last threshold met")
+	fs.IntVar(&c.EvictionMaxPodGracePeriod, "eviction-max-pod-grace-period", c.EvictionMaxPodGracePeriod, "the longest grace period, in seconds, of a pod evicted for a soft threshold (0: the pod's own)")
+	fs.DurationVar(&c.EvictionMonitoringInterval, "eviction-monitoring-interval", c.EvictionMonitoringInterval, "how often the eviction signals are measured and acted on")
 }
 
 // AddUnknownFieldsFlag defines --unknown-fields (run and validate share it).
@@ -182,7 +218,7 @@ func ConfigKey(flag string) string {
 }
 
 // configInitialisms are the flag words ConfigKey writes in upper case.
-var configInitialisms = map[string]bool{"ip": true, "cidr": true, "ca": true, "cni": true, "api": true, "tls": true, "dns": true}
+var configInitialisms = map[string]bool{"ip": true, "cidr": true, "ca": true, "cni": true, "api": true, "tls": true, "dns": true, "gc": true}
 
 // remoteAPI is the remote API the daemon serves: nil without
 // --tls-bind-address. Validate has checked it.

@@ -249,6 +249,9 @@ func configValue(c configurable, v *yaml.Node) (string, error) {
 	if c.kind == kindPeriods {
 		return periodsValue(v)
 	}
+	if sep, ok := mapFlags[c.name]; ok && v.Kind == yaml.MappingNode {
+		return mapValue(v, sep)
+	}
 	if v.Kind != yaml.ScalarNode {
 		return "", fmt.Errorf("want %s", c.kind)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/podvisor/podvisor/manifest"
 	"github.com/podvisor/podvisor/metrics"
 	"github.com/podvisor/podvisor/mirror"
+	"github.com/podvisor/podvisor/pressure"
 	"github.com/podvisor/podvisor/status"
 	"github.com/podvisor/podvisor/supervise"
 	ctrd "github.com/podvisor/podvisor/supervise/containerd"
@@ -176,7 +177,9 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 	unknown, _ := manifest.ParseUnknownFieldPolicy(c.UnknownFields)
 	snapshots := make(chan manifest.Snapshot, 1)
 	// The API lists the ConfigMaps and Secrets of the last snapshot.
-	objects := newObjectsView(mets)
+	// Image GC pins each snapshot's images before the supervisor sees it.
+	rc := &reclaimRef{}
+	objects := newObjectsView(observers{mets, rc})
 	src := manifest.NewSource(manifest.SourceOptions{
 		Dir:           c.Manifests,
 		NodeName:      d.node,
@@ -200,6 +203,21 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 		}
 	})
 	health := withShutdown(nodeShutdown, store.Health)
+	// Node pressure: measured from the start, acting through the
+	// supervisor once it is built.
+	var pm *pressure.Manager
+	evicted := mets.WatchPressure(func() metrics.NodePressure { return metricsView(pm)() })
+	pm = c.newPressure(pressureDeps{
+		paths:   d.paths,
+		pods:    store.Pods,
+		stats:   mets.Stats,
+		imageFS: d.imageFS(ctx, rt),
+		evicter: supervisorEvicter(sup, evicted),
+		reclaim: rc,
+		rootfs:  rootfsUsage(rt),
+		clock:   clk,
+		log:     log,
+	})
 	// Events go to the store and, with --kubeconfig, to the apiserver.
 	var sink supervise.StatusSink = store
 	if c.Kubeconfig != "" {
@@ -214,6 +232,7 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 			Ready:                   sup.Synced,
 			Health:                  health,
 			StorageDir:              c.StateDir,
+			Conditions:              pm.NodeConditions,
 			Log:                     log.With("component", "mirror"),
 		})
 		if err != nil {
@@ -223,16 +242,18 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 	}
 	imgs := images.New(images.Options{
 		Dir:      c.ImagesDir,
-		Importer: mets.Importer(supervise.Bounded(rt, c.RuntimeRequestTimeout)),
+		Importer: rc.importer(mets.Importer(supervise.Bounded(rt, c.RuntimeRequestTimeout))),
 		// A restart skips the archives unchanged since their import.
 		StateFile: d.paths.ImagesState(),
-		Digests:   rt.ImageDigests,
+		Digests:   rc.digests(rt.ImageDigests),
 		Log:       log,
 		OnImport:  sup.ImagesImported,
 		OnWarning: func(msg string) {
 			sink.Record(status.Event{Node: d.node, Type: v1.EventTypeWarning, Reason: "ImagesWarning", Message: msg})
 		},
 	})
+	rec := d.newReclaimer(ctx, rt, imgs, sink)
+	rc.p.Store(rec)
 	s := supervise.New(supervise.Options{
 		Clock:        clk,
 		Runtime:      rt,
@@ -284,6 +305,7 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 			Streamer:  runtimeStreamer{rt: rt, paths: d.paths},
 			Images:    rt,
 			Objects:   objects,
+			Node:      nodeView{name: d.node, started: clk.Now(), health: store.Health, pm: pm},
 			ContainerdVersion: func(ctx context.Context) (string, error) {
 				v, err := client.Version(ctx)
 				return v.Version, err
@@ -301,6 +323,8 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 		return nil
 	})
 	g.Go(func() error { imgs.Run(ctx); return nil })
+	g.Go(func() error { runReclaim(ctx, rec, store, s.Synced, log); return nil })
+	g.Go(func() error { pm.Run(ctx); return nil })
 	if mir != nil {
 		g.Go(func() error { mir.Run(ctx); return nil })
 	}

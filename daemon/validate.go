@@ -101,6 +101,12 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("--%s: %w", f.name, err))
 		}
 	}
+	if len(errs) == 0 {
+		// The eviction flags together (a soft threshold's grace period).
+		if _, err := c.evictionThresholds(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if c.TLSBindAddress == "" {
 		if c.TLSCertFile != "" || c.TLSPrivateKeyFile != "" || c.ClientCAFile != "" {
 			errs = append(errs, errors.New("--tls-cert-file, --tls-private-key-file and --client-ca-file need --tls-bind-address"))

@@ -107,6 +107,9 @@ type Options struct {
 	// Health, when set, reports whether podvisor can run pods (nil: yes);
 	// an error makes the Node NotReady with it as the message.
 	Health func() error
+	// Conditions, when set, returns the node's pressure conditions
+	// (MemoryPressure, DiskPressure, PIDPressure); nil: all False.
+	Conditions func() []v1.NodeCondition
 	// StorageDir is on the filesystem whose size is the Node's
 	// ephemeral-storage capacity (podvisor's state and log directories);
 	// default "/".

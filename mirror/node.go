@@ -78,12 +78,19 @@ func (m *Mirror) setStatus(node *v1.Node) {
 			ready.Status, ready.Reason, ready.Message = v1.ConditionFalse, ReasonNotReady, err.Error()
 		}
 	}
-	for _, c := range []v1.NodeCondition{
+	conds := []v1.NodeCondition{
 		{Type: v1.NodeMemoryPressure, Status: v1.ConditionFalse, Reason: "KubeletHasSufficientMemory", Message: "podvisor has sufficient memory available"},
 		{Type: v1.NodeDiskPressure, Status: v1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", Message: "podvisor has no disk pressure"},
 		{Type: v1.NodePIDPressure, Status: v1.ConditionFalse, Reason: "KubeletHasSufficientPID", Message: "podvisor has sufficient PID available"},
-		ready, // last, as kubelet keeps it
-	} {
+	}
+	if m.opts.Conditions != nil {
+		// The pressure conditions as the eviction manager computes them.
+		conds = nil
+		for _, c := range m.opts.Conditions() {
+			conds = append(conds, v1.NodeCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message})
+		}
+	}
+	for _, c := range append(conds, ready) { // Ready last, as kubelet keeps it
 		c.LastHeartbeatTime, c.LastTransitionTime = now, now
 		i := slices.IndexFunc(st.Conditions, func(o v1.NodeCondition) bool { return o.Type == c.Type })
 		if i < 0 {

@@ -74,7 +74,7 @@ const (
 // fields_test.go fails when it and the structs disagree.
 var fieldTable = []FieldSupport{
 	// PodSpec
-	{"PodSpec", "volumes", impl, "hostPath, emptyDir, configMap, secret, downwardAPI and projected (configMap, secret and downwardAPI sources) from the local ConfigMaps and Secrets, with items, mode, defaultMode and optional, updated in place when an object changes; secret and projected volumes on tmpfs; projected serviceAccountToken, clusterTrustBundle and podCertificate rejected (they need a control plane); emptyDir sizeLimit with medium Memory only (it sizes the tmpfs); other sources rejected"},
+	{"PodSpec", "volumes", impl, "hostPath, emptyDir, configMap, secret, downwardAPI and projected (configMap, secret and downwardAPI sources) from the local ConfigMaps and Secrets, with items, mode, defaultMode and optional, updated in place when an object changes; secret and projected volumes on tmpfs; projected serviceAccountToken, clusterTrustBundle and podCertificate rejected (they need a control plane); emptyDir sizeLimit (with medium Memory it sizes the tmpfs; on disk a pod over it is evicted, as kubelet); other sources rejected"},
 	{"PodSpec", "initContainers", impl, "run in order before the app containers"},
 	{"PodSpec", "containers", impl, ""},
 	{"PodSpec", "ephemeralContainers", reject, "there is no API to add them"},
@@ -127,7 +127,7 @@ var fieldTable = []FieldSupport{
 	{"Container", "ports", impl, ""},
 	{"Container", "envFrom", impl, "configMapRef and secretRef of local ConfigMaps and Secrets, with prefix and optional; keys that are not valid names are skipped with an event"},
 	{"Container", "env", impl, "value, and valueFrom: fieldRef, resourceFieldRef, configMapKeyRef and secretKeyRef of local objects (fileKeyRef is rejected); a missing object or key waits in CreateContainerConfigError"},
-	{"Container", "resources", impl, "cpu and memory; ephemeral-storage ignored with a warning; claims and other resources rejected"},
+	{"Container", "resources", impl, "cpu and memory; ephemeral-storage requests rank pods for eviction under disk pressure and a container over its limit gets its pod evicted, as kubelet; claims and other resources rejected"},
 	{"Container", "resizePolicy", ignore, "resources change only by editing the manifest"},
 	{"Container", "restartPolicy", impl, "Always on initContainers only (sidecar containers); app containers follow the pod's restartPolicy"},
 	{"Container", "restartPolicyRules", reject, "container restart rules"},
@@ -442,12 +442,8 @@ func (c *supportChecker) checkVolume(path string, vol *v1.Volume) {
 		if ed.Mode != nil {
 			c.p.invalid(path+".emptyDir.mode", notSupported(""))
 		}
-		// kubelet enforces a disk emptyDir's limit by evicting the pod;
-		// podvisor has no eviction, and a limit never enforced must not
-		// look like one. A zero limit is no limit, in Kubernetes too.
-		if ed.Medium == v1.StorageMediumDefault && ed.SizeLimit != nil && !ed.SizeLimit.IsZero() {
-			c.p.invalid(path+".emptyDir.sizeLimit", "podvisor cannot limit a disk emptyDir; use medium: Memory or remove sizeLimit")
-		}
+		// A disk emptyDir's sizeLimit is enforced as kubelet does, by
+		// evicting the pod (package pressure).
 	}
 }
 
@@ -499,7 +495,7 @@ func (c *supportChecker) checkResourceList(path string, rl v1.ResourceList) {
 		switch name {
 		case v1.ResourceCPU, v1.ResourceMemory:
 		case v1.ResourceEphemeralStorage:
-			c.p.warn(ignoredWarning(rp, "no local storage accounting"))
+			// Enforced by eviction, as kubelet (package pressure).
 		default:
 			c.p.invalid(rp, notSupported("cpu and memory only"))
 		}

@@ -412,8 +412,7 @@ func TestWarnings(t *testing.T) {
 		{"several", "  nodeSelector: {a: b}\n  priorityClassName: system-node-critical\n  subdomain: s\n  imagePullSecrets: [{name: s}]\n",
 			[]string{"spec.nodeSelector: ignored by podvisor (there is only this node)",
 				"spec.subdomain: ignored by podvisor (there is no cluster DNS)"}},
-		{"ephemeral storage", "    resources: {limits: {ephemeral-storage: 1Gi}}\n",
-			[]string{"spec.containers[0].resources.limits[ephemeral-storage]: ignored by podvisor (no local storage accounting)"}},
+		{"ephemeral storage is enforced by eviction", "    resources: {limits: {ephemeral-storage: 1Gi}}\n", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -157,8 +157,6 @@ func TestValidateRejects(t *testing.T) {
 		{"hostPath relative", withSpec("web", oneContainer+"  volumes: [{name: d, hostPath: {path: var/x}}]\n"), "spec.volumes[0].hostPath.path", "absolute"},
 		{"hostPath backsteps", withSpec("web", oneContainer+"  volumes: [{name: d, hostPath: {path: /var/../etc}}]\n"), "spec.volumes[0].hostPath.path", "'..'"},
 		{"hostPath type", withSpec("web", oneContainer+"  volumes: [{name: d, hostPath: {path: /x, type: Folder}}]\n"), "spec.volumes[0].hostPath.type", `Unsupported value: "Folder"`},
-		{"disk emptyDir sizeLimit", withSpec("web", oneContainer+"  volumes: [{name: d, emptyDir: {sizeLimit: 1Gi}}]\n"), "spec.volumes[0].emptyDir.sizeLimit",
-			"podvisor cannot limit a disk emptyDir; use medium: Memory or remove sizeLimit"},
 		{"emptyDir hugepages", withSpec("web", oneContainer+"  volumes: [{name: d, emptyDir: {medium: HugePages}}]\n"), "spec.volumes[0].emptyDir.medium", "not supported"},
 
 		// TestValidateVolumeMounts.
@@ -274,8 +272,8 @@ func TestKubernetesValidation(t *testing.T) {
 }
 
 // TestEmptyDirSizeLimit: a Memory emptyDir's sizeLimit sizes its tmpfs; a
-// disk emptyDir's cannot be enforced and is refused at its line, unless it
-// is zero, which is no limit in Kubernetes too.
+// disk emptyDir's is accepted (eviction enforces it) within the bounds of
+// a quantity.
 func TestEmptyDirSizeLimit(t *testing.T) {
 	vol := func(ed string) string {
 		return withSpec("web", oneContainer+"  volumes:\n  - name: d\n    emptyDir: "+ed+"\n")
@@ -285,8 +283,9 @@ func TestEmptyDirSizeLimit(t *testing.T) {
 		t.Errorf("Memory sizeLimit %s, want 64Mi", got)
 	}
 	mustParse(t, "/m/x.yaml", vol("{sizeLimit: 0}"))
-	_, errs := parseDefault("/m/x.yaml", []byte(vol("{medium: \"\", sizeLimit: 9Pi}")), node) // one error, not "at most 8Pi" too
-	want := "/m/x.yaml:11: spec.volumes[0].emptyDir.sizeLimit: podvisor cannot limit a disk emptyDir; use medium: Memory or remove sizeLimit"
+	mustParse(t, "/m/x.yaml", vol("{sizeLimit: 1Gi}"))
+	_, errs := parseDefault("/m/x.yaml", []byte(vol("{medium: \"\", sizeLimit: 9Pi}")), node)
+	want := "/m/x.yaml:11: spec.volumes[0].emptyDir.sizeLimit: must be at most 8Pi, got 9Pi"
 	if len(errs) != 1 || errs[0].Error() != want {
 		t.Errorf("errors:\n%s\nwant:\n%s", joinErrs(errs), want)
 	}
