@@ -2,7 +2,8 @@
 // `podvisor run`'s flags and configuration file both fill, and Run, which
 // builds every part from it (containerd client, CNI, status store,
 // manifests source, supervisor, images watcher, API, mirror, metrics,
-// /healthz, the service manager's notifications) and runs them.
+// /healthz, the node pressure manager, the service manager's
+// notifications) and runs them.
 //
 // Contract:
 //   - Config has one field per run flag; its yaml keys are the
@@ -15,7 +16,9 @@
 //     a file, FILE:LINE: key) and why; every such error matches ErrInvalid.
 //   - Run owns every goroutine it starts: each is a member of an errgroup,
 //     ends when its context ends, and the first one to fail stops all.
-//   - Nothing Run does stops a pod: pods keep running after it returns.
+//   - Nothing Run does stops a pod but an eviction for node pressure
+//     (package pressure, through the supervisor's StopPod): pods keep
+//     running after it returns.
 //
 // Shutdown order (the only one):
 //  1. The trigger: ctx ends (SIGINT, SIGTERM), --exit-when-empty finds
@@ -23,8 +26,8 @@
 //  2. Every part sees its context end together and returns: the service
 //     manager is told STOPPING=1; the supervisor stops its pod workers
 //     (never the pods); the API stops, its exec and attach sessions ended;
-//     the manifests watch, the images watcher, the mirror, the metrics
-//     watch and /healthz end; the keeper of --embedded-containerd returns
+//     the manifests watch, the images watcher, the pressure manager, the
+//     mirror, the metrics watch and /healthz end; the keeper of --embedded-containerd returns
 //     (containerd itself and the pods' shims keep running).
 //  3. Once every part has returned, the event journal closes (no one
 //     records an event any more), then the containerd client (no worker or

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/podvisor/podvisor/api"
+	"github.com/podvisor/podvisor/internal/cgroupfs"
 	"github.com/podvisor/podvisor/internal/layout"
 	"github.com/podvisor/podvisor/internal/stats"
 	"github.com/podvisor/podvisor/internal/version"
@@ -108,6 +111,9 @@ func (c *Config) newPressure(d pressureDeps) *pressure.Manager {
 			},
 			Memory: func() map[types.UID]map[string]uint64 { return workingSets(d.stats()) },
 			Rootfs: d.rootfs,
+			Pids: func(uid types.UID) uint64 {
+				return podPids("/sys/fs/cgroup", layout.PodCgroup(c.ContainerdNamespace, string(uid)))
+			},
 		},
 		Reclaimer:      d.reclaim,
 		ImagesOnNodeFS: imagesOnNodeFS,
@@ -279,4 +285,18 @@ func rootfsUsage(rt *ctrd.Runtime) func(ctx context.Context, p *v1.Pod) map[stri
 		}
 		return out
 	}
+}
+
+// podPids is pids.current of a pod's cgroup (0 when it cannot be read).
+func podPids(root, rel string) uint64 {
+	for _, dir := range cgroupfs.Dirs(root, rel) {
+		b, err := os.ReadFile(filepath.Join(dir, "pids.current"))
+		if err != nil {
+			continue
+		}
+		if n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil {
+			return n
+		}
+	}
+	return 0
 }

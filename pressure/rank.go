@@ -44,6 +44,8 @@ type PodUsage struct {
 	Volumes map[string]uint64
 	// Inodes are the inodes its emptyDirs and logs take.
 	Inodes uint64
+	// Pids are the tasks in its cgroup.
+	Pids uint64
 	// Known is false when the pod's use could not be read: it ranks first,
 	// as kubelet ranks a pod without stats.
 	Known bool
@@ -80,7 +82,7 @@ func (u PodUsage) disk() int64 {
 }
 
 func (u PodUsage) pids() int64 {
-	var n uint64
+	n := u.Pids
 	for _, c := range u.Containers {
 		n += c.Pids
 	}

@@ -24,6 +24,8 @@ type Usage struct {
 	// Rootfs, when set, returns the writable layer use of each running
 	// container of a pod, by name.
 	Rootfs func(ctx context.Context, pod *v1.Pod) map[string]uint64
+	// Pids, when set, returns the number of tasks in a pod's cgroup.
+	Pids func(uid types.UID) uint64
 }
 
 var _ UsageSource = Usage{}
@@ -42,6 +44,9 @@ func (u Usage) Usage(ctx context.Context, pods []v1.Pod, disk bool) []PodUsage {
 		pu.Known = ok || u.Memory == nil
 		for name, ws := range cm {
 			pu.Containers[name] = ContainerUsage{Memory: ws}
+		}
+		if u.Pids != nil {
+			pu.Pids = u.Pids(p.UID)
 		}
 		if disk {
 			u.disk(ctx, &pu)

@@ -170,6 +170,10 @@ func (d *daemon) args() []string {
 		"--relist-period", "1h",
 		"--manifest-relist-period", "1h",
 		"--log-level", "debug",
+		// The host's own disk and memory must not evict the tests' pods
+		// (a CI runner's disk is often more than 85% full, kubelet's
+		// imagefs.available default); the pressure tests set their own.
+		"--eviction-hard", "none",
 	}
 	return append(a, d.extraArgs...)
 }

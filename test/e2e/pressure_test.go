@@ -110,6 +110,22 @@ spec:
   - {name: data, emptyDir: {sizeLimit: 100Ki}}
 `
 
+// pressureEphemeral's container writes past its ephemeral-storage limit
+// in its writable layer.
+const pressureEphemeral = `apiVersion: v1
+kind: Pod
+metadata: {name: ephemeral}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "dd if=/dev/zero of=/tmp/f bs=1k count=600 2>/dev/null; exec sleep 3600"]
+    resources:
+      limits: {ephemeral-storage: 200Ki}
+`
+
 // nodeCondition is the status of one of the local node's conditions.
 func (d *daemon) nodeCondition(typ v1.NodeConditionType) (v1.ConditionStatus, *api.Node) {
 	n, err := api.NewClient(d.sock).Node(context.Background())
@@ -128,7 +144,8 @@ func (d *daemon) nodeCondition(typ v1.NodeConditionType) (v1.ConditionStatus, *a
 // that crosses nodefs.available makes DiskPressure True; the pod using
 // most disk beyond its requests is evicted with kubelet's status and
 // message, the system-node-critical pod never is though the pressure
-// stays; once the file is gone DiskPressure turns False after the
+// stays (and, whatever the thresholds, pods over an emptyDir sizeLimit or
+// an ephemeral-storage limit are evicted with kubelet's messages); once the file is gone DiskPressure turns False after the
 // transition period and the evicted static pod runs again (it logged a
 // second start from inside its container).
 func TestDiskPressureEviction(t *testing.T) {
@@ -144,6 +161,7 @@ func TestDiskPressureEviction(t *testing.T) {
 	d.writeManifest("victim.yaml", strings.ReplaceAll(pressureVictim, "STARTS", starts))
 	d.writeManifest("critical.yaml", pressureCritical)
 	d.writeManifest("limited.yaml", pressureLimited)
+	d.writeManifest("ephemeral.yaml", pressureEphemeral)
 	d.start()
 	// A disk emptyDir over its sizeLimit: evicted with kubelet's message,
 	// whatever the thresholds say.
@@ -154,6 +172,13 @@ func TestDiskPressureEviction(t *testing.T) {
 		t.Errorf("limited pod's message %q, want %q", lp.Status.Message, want)
 	}
 	d.removeManifest("limited.yaml")
+	ep := d.waitPod("ephemeral", 60*time.Second, "evicted for its writable layer", func(p *v1.Pod) bool {
+		return p.Status.Phase == v1.PodFailed && p.Status.Reason == "Evicted"
+	})
+	if want := `Container main exceeded its local ephemeral storage limit "200Ki". `; ep.Status.Message != want {
+		t.Errorf("ephemeral pod's message %q, want %q", ep.Status.Message, want)
+	}
+	d.removeManifest("ephemeral.yaml")
 	d.waitPod("victim", 60*time.Second, "running", running)
 	d.waitPod("critical", 60*time.Second, "running", running)
 	if st, n := d.nodeCondition(v1.NodeDiskPressure); st != v1.ConditionFalse {
