@@ -65,6 +65,14 @@ func (s *Supervisor) adopt(ctx context.Context) (map[types.UID]*podRecord, []lef
 			}
 		}
 	}
+	// A record that cannot be read names a sandbox, a cgroup and network
+	// attachments nobody can tell now: with one, nothing is taken for a
+	// leftover of no record (its pod's may run), until a start that reads
+	// every record.
+	if len(errs) > 0 {
+		s.log.Warn("a pod record is unreadable: sandboxes, pod cgroups and network attachments no record names are kept", "unreadable", len(errs))
+		return records, s.removeLeftovers(ctx, left), nil
+	}
 	left = append(left, s.sweep(records)...)
 	// Leaked CNI attachments: any whose sandbox no record knows.
 	keep := map[string]bool{}
