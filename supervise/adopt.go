@@ -3,6 +3,7 @@ package supervise
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // adopt reads what an earlier podvisor left: pod records, and containers
@@ -37,6 +39,10 @@ func (s *Supervisor) adopt(ctx context.Context) (map[types.UID]*podRecord, []lef
 	var left []leftover
 	live := map[types.UID][]ContainerInfo{}
 	for _, c := range list {
+		if err := checkLabels(c.Labels); err != nil {
+			s.log.Error("ignoring a container whose labels cannot be podvisor's: nothing is removed for it", "container", c.ID, "err", err)
+			continue
+		}
 		uid := types.UID(c.Labels[LabelPodUID])
 		live[uid] = append(live[uid], c)
 	}
@@ -65,6 +71,14 @@ func (s *Supervisor) adopt(ctx context.Context) (map[types.UID]*podRecord, []lef
 			}
 		}
 	}
+	// A record that cannot be read names a sandbox, a cgroup and network
+	// attachments nobody can tell now: with one, nothing is taken for a
+	// leftover of no record (its pod's may run), until a start that reads
+	// every record.
+	if len(errs) > 0 {
+		s.log.Warn("a pod record is unreadable: sandboxes, pod cgroups and network attachments no record names are kept", "unreadable", len(errs))
+		return records, s.removeLeftovers(ctx, left), nil
+	}
 	left = append(left, s.sweep(records)...)
 	// Leaked CNI attachments: any whose sandbox no record knows.
 	keep := map[string]bool{}
@@ -79,6 +93,53 @@ func (s *Supervisor) adopt(ctx context.Context) (map[types.UID]*podRecord, []lef
 		s.log.Info("released leaked network attachments", "sandboxes", removed)
 	}
 	return records, s.removeLeftovers(ctx, left), nil
+}
+
+// checkLabels refuses container labels that cannot be podvisor's before
+// they name paths (the pod's state and log dirs, its sandbox's netns and
+// /dev/shm, its cgroup) that adoption and removal remove: a container
+// made by anyone with access to podvisor's containerd namespace must not
+// make podvisor remove anything outside its dirs. The pod UID and sandbox
+// ID are tokens (letters, digits, '-', '_', '.', no ".."), the namespace
+// and container names DNS labels, the pod name a DNS subdomain.
+func checkLabels(l map[string]string) error {
+	for _, k := range []string{LabelPodUID, LabelSandboxID} {
+		v, ok := l[k]
+		if !ok && k == LabelSandboxID {
+			continue
+		}
+		if !pathToken(v) {
+			return fmt.Errorf("label %s=%q: want letters, digits, '-', '_' or '.', no '..'", k, v)
+		}
+	}
+	for _, c := range []struct {
+		key   string
+		check func(string) []string
+	}{
+		{LabelPodNamespace, validation.IsDNS1123Label},
+		{LabelPodName, validation.IsDNS1123Subdomain},
+		{LabelContainer, validation.IsDNS1123Label},
+	} {
+		if v, ok := l[c.key]; ok {
+			if errs := c.check(v); len(errs) > 0 {
+				return fmt.Errorf("label %s=%q: %s", c.key, v, strings.Join(errs, "; "))
+			}
+		}
+	}
+	return nil
+}
+
+// pathToken reports whether s is safe as one path element.
+func pathToken(s string) bool {
+	if s == "" || len(s) > 253 || strings.Contains(s, "..") || s[0] == '.' || s[0] == '-' {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 // recordFromLabels rebuilds a minimal record for containers whose pod has no

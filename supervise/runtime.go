@@ -71,7 +71,8 @@ type Runtime interface {
 	ReleaseShims(ctx context.Context, sandboxIDs []string) error
 	// CollectShims ends what the runtime still runs for groups no
 	// container belongs to any more, and says what it ended. The
-	// supervisor calls it on every relist.
+	// supervisor calls it once adoption is done and after each pod's
+	// removal.
 	CollectShims(ctx context.Context) ([]string, error)
 }
 

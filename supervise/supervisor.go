@@ -279,12 +279,19 @@ func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot
 	reported := s.reportManifestErrors(nil, last)
 	relist := s.clock.NewTicker(s.opts.RelistPeriod)
 	defer relist.Stop()
-	var collecting chan struct{} // closed when the last collectShims is done
-	defer func() {
-		if collecting != nil {
-			<-collecting
+	// Shims are collected once adoption is done (what it removed may
+	// have left a shim) and after each pod's removal, never on a timer:
+	// finding them walks /proc.
+	shimsWanted, shimsDone := make(chan struct{}, 1), make(chan struct{})
+	go s.collectShims(ctx, shimsWanted, shimsDone)
+	defer func() { <-shimsDone }()
+	wantShims := func() {
+		select {
+		case shimsWanted <- struct{}{}:
+		default:
 		}
-	}()
+	}
+	wantShims()
 	var heartbeat <-chan time.Time
 	if s.opts.Heartbeat != nil {
 		hb := s.clock.NewTicker(cmp.Or(s.opts.HeartbeatPeriod, time.Second))
@@ -313,30 +320,27 @@ func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot
 				}
 			}
 			s.mu.Unlock()
+			wantShims()
 		case <-relist.C():
 			s.log.Debug("relist")
 			s.wakeAll()
-			collecting = s.collectShims(ctx, collecting)
 			continue
 		}
 		s.reconcile(last, records, start)
 	}
 }
 
-// collectShims ends, in the background, the shims no container owns any
-// more (see Runtime.CollectShims), unless the previous round (done) is
-// still running; it returns the round's done channel.
-func (s *Supervisor) collectShims(ctx context.Context, done chan struct{}) chan struct{} {
-	if done != nil {
+// collectShims ends the shims no container owns any more (see
+// Runtime.CollectShims) for each ask on wanted, until ctx ends; asks made
+// during a round merge into one more round. It closes done as it returns.
+func (s *Supervisor) collectShims(ctx context.Context, wanted <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	for {
 		select {
-		case <-done:
-		default:
-			return done
+		case <-ctx.Done():
+			return
+		case <-wanted:
 		}
-	}
-	done = make(chan struct{})
-	go func() {
-		defer close(done)
 		killed, err := s.rt.CollectShims(ctx)
 		if len(killed) > 0 {
 			s.log.Info("ended what no pod owned", "what", killed)
@@ -344,8 +348,7 @@ func (s *Supervisor) collectShims(ctx context.Context, done chan struct{}) chan 
 		if err != nil && ctx.Err() == nil {
 			s.log.Debug("collect shims", "err", err)
 		}
-	}()
-	return done
+	}
 }
 
 // ImageGate holds image look-ups while the images dir's start-up import

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -389,15 +390,12 @@ func TestSupervisorSynced(t *testing.T) {
 	}
 }
 
-// TestRelistCollectsShims: every relist, on the supervisor's clock, wakes
-// every worker and asks the runtime to end the shims no container owns (a
-// shim left holding a container whose creation was cut short outlives its
-// pod otherwise), and a failing round does not stop the next. Nothing
-// relists before its period has passed on that clock.
-func TestRelistCollectsShims(t *testing.T) {
+// TestRelistWakesWorkers: every relist, on the supervisor's clock, wakes
+// every worker; nothing relists before its period has passed on that
+// clock.
+func TestRelistWakesWorkers(t *testing.T) {
 	e := newEnv(t)
 	e.s.opts.RelistPeriod = time.Minute
-	e.rt.setFail("CollectShims", errTest)
 	p := testPod("web", v1.RestartPolicyAlways, nil, "c")
 	snaps := make(chan manifest.Snapshot, 1)
 	snaps <- snapshot(p)
@@ -409,15 +407,43 @@ func TestRelistCollectsShims(t *testing.T) {
 	e.rt.exit(id, 0)
 	states := e.rt.count("State")
 	e.clock.Step(time.Minute - time.Millisecond)
-	if n := e.rt.count("CollectShims"); n != 0 {
-		t.Fatalf("%d CollectShims before the relist period passed", n)
+	if e.rt.count("State") != states {
+		t.Fatal("a worker was woken before the relist period passed")
 	}
-	for round := 1; round <= 2; round++ {
-		e.clock.Step(time.Minute)
-		poll(t, "a relist round", func() bool { return e.rt.count("CollectShims") >= round })
-	}
+	e.clock.Step(time.Minute)
 	poll(t, "the exit found by the relist", func() bool { id2 := e.rt.running()["c"]; return id2 != "" && id2 != id })
-	if e.rt.count("State") == states {
-		t.Error("the relist did not wake the worker")
+}
+
+// TestShimsCollectedAtStartAndRemoval: the shims no container owns are
+// looked for once adoption is done (what it removed may have left one)
+// and after each pod's removal — a shim left by a start that a killed
+// podvisor cut short outlived its pod until an hourly relist — and never
+// on the relist's timer (the search walks /proc). A failing round does
+// not stop the next.
+func TestShimsCollectedAtStartAndRemoval(t *testing.T) {
+	e := newEnv(t)
+	e.s.opts.RelistPeriod = time.Minute
+	e.rt.setFail("CollectShims", errTest)
+	a, b := testPod("a", v1.RestartPolicyAlways, nil, "c"), testPod("b", v1.RestartPolicyAlways, nil, "c")
+	snaps := make(chan manifest.Snapshot, 1)
+	snaps <- snapshot(a, b)
+	stop := e.run(snaps)
+	defer stop()
+	poll(t, "shims collected at start", func() bool { return e.rt.count("CollectShims") == 1 })
+	e.rt.mu.Lock()
+	calls := slices.Clone(e.rt.calls)
+	e.rt.mu.Unlock()
+	if first, adopted := slices.Index(calls, "CollectShims "), slices.Index(calls, "List "); adopted < 0 || first < adopted {
+		t.Errorf("shims collected before adoption listed the containers: %q", calls)
+	}
+	poll(t, "started", func() bool { return e.runningCount() == 2 })
+	for range 3 {
+		e.clock.Step(time.Minute)
+	}
+	snaps <- snapshot(b)
+	poll(t, "shims collected after the removal", func() bool { return e.rt.count("CollectShims") == 2 && e.runningCount() == 1 })
+	e.clock.Step(time.Minute)
+	if n := e.rt.count("CollectShims"); n != 2 {
+		t.Errorf("%d rounds of shim collection, want 2: one at start, one after the removal", n)
 	}
 }

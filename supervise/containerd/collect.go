@@ -139,7 +139,10 @@ func (r *Runtime) ReleaseShims(ctx context.Context, groups []string) (err error)
 // whose group was given up while podvisor was killed in the middle of a
 // task's creation (containerd's clean-up of a cut-short create is bounded
 // by 5 s and can leave the shim holding a container it never reported).
-// The supervisor calls it on every relist. It says what it killed.
+// The supervisor calls it once adoption is done (adoption removes the
+// containers no record names, which kept such a shim's group owned at
+// Collect) and after each pod's removal, never on a timer: finding shims
+// walks /proc. It says what it killed.
 func (r *Runtime) CollectShims(ctx context.Context) (_ []string, err error) {
 	defer markUnavailable(&err)
 	return r.killIdleShims(ctx, nil)

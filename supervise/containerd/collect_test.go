@@ -290,7 +290,7 @@ func fakeShim(t *testing.T, address, ns, group string) (pid int, ended <-chan st
 	return cmd.Process.Pid, done
 }
 
-// CollectShims (every relist) ends a shim whose group no container
+// CollectShims (once adoption is done, after each removal) ends a shim whose group no container
 // belongs to — the one containerd leaves holding a container whose task
 // creation podvisor's death cut short — and keeps the shim of a group
 // that still has a container, even one without a task (its task may be

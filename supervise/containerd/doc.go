@@ -15,6 +15,9 @@
 //     failed start runs on a context that outlives the caller's.
 //   - Missing containers and tasks are not errors for Stop and Remove; a
 //     task whose status containerd cannot read is an error, never an exit.
+//   - Every exec returns by its context's end even when its process
+//     exited and a child of it holds the output open: the output is cut
+//     there and the exec process deleted in the background.
 //   - An interactive exec (ExecStream) bounds each containerd call, keeps
 //     its fifos in a private directory removed on return, and kills its
 //     process when its context ends, awaiting the exit.

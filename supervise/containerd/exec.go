@@ -17,6 +17,13 @@ import (
 // settings (user, capabilities, cwd) and p's arguments and extra
 // environment, and returns its exit code. When ctx ends first the process
 // is killed and ctx's error returned.
+//
+// Exec returns by ctx's deadline even when the process exited and a child
+// of it still holds its output open (sh -c 'sleep 600 & echo bye'): the
+// output is cut there, the exit code returned, and the exec process is
+// deleted in the background (the shim's delete waits up to 2 s for its
+// own copy of the output). The child is the container's: it is left, as
+// kubelet leaves it.
 func (r *Runtime) Exec(ctx context.Context, id string, p supervise.ExecProcess) (_ int, err error) {
 	defer markUnavailable(&err)
 	ctr, spec, err := r.execTarget(ctx, id)
@@ -40,21 +47,21 @@ func (r *Runtime) Exec(ctx context.Context, id string, p supervise.ExecProcess) 
 		stdinDone = make(chan struct{})
 		stdin = &eofNotifier{r: p.Stdin, done: stdinDone}
 	}
-	stdout, stderr := p.Stdout, p.Stderr
-	if stdout == nil {
-		stdout = io.Discard
-	}
-	if stderr == nil {
-		stderr = io.Discard
-	}
+	stdout, stderr := newCutWriter(p.Stdout), newCutWriter(p.Stderr)
 	execID := "exec-" + randomID()
 	process, err := task.Exec(ctx, execID, &proc, cio.NewCreator(cio.WithStreams(stdin, stdout, stderr)))
 	if err != nil {
 		return 0, fmt.Errorf("exec in %s: %w", id, err)
 	}
 	cctx, cancel := cleanupContext(ctx)
-	defer cancel()
-	defer process.Delete(cctx, client.WithProcessKill)
+	background := false
+	defer func() {
+		if background {
+			go deleteProcess(cctx, cancel, process)
+			return
+		}
+		deleteProcess(cctx, cancel, process)
+	}()
 	exited, err := process.Wait(cctx)
 	if err != nil {
 		return 0, fmt.Errorf("wait exec in %s: %w", id, err)
@@ -79,16 +86,84 @@ func (r *Runtime) Exec(ctx context.Context, id string, p supervise.ExecProcess) 
 		if err != nil {
 			return 0, fmt.Errorf("exec in %s: %w", id, err)
 		}
-		// Output is copied by the fifo readers; wait for them to drain.
-		if pio := process.IO(); pio != nil {
-			pio.Wait()
-		}
+		// Output is copied by the fifo readers; wait for them to drain,
+		// until ctx's deadline.
+		background = !drain(ctx, process.IO(), stdout, stderr)
 		return int(code), nil
 	case <-ctx.Done():
 		process.Kill(cctx, syscall.SIGKILL)
 		<-exited
+		// A child may still hold the output: cut it here and delete in
+		// the background.
+		stdout.cut()
+		stderr.cut()
+		background = true
 		return 0, ctx.Err()
 	}
+}
+
+// deleteProcess deletes an exited (or killed) exec process, bounded by
+// ctx, and then cancels ctx.
+func deleteProcess(ctx context.Context, cancel context.CancelFunc, p client.Process) {
+	defer cancel()
+	p.Delete(ctx, client.WithProcessKill)
+}
+
+// drain waits for an exited process's output to be copied, until ctx
+// ends: a child of the process that keeps the output open would hold it
+// forever (the shim copies until the last writer closes it). At ctx's end
+// outs are cut, so nothing more reaches the caller's writers once drain
+// returns, and the fifo readers are cancelled. It reports whether all the
+// output was copied.
+func drain(ctx context.Context, pio cio.IO, outs ...*cutWriter) bool {
+	if pio == nil {
+		return true
+	}
+	done := make(chan struct{})
+	go func() {
+		pio.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		for _, w := range outs {
+			w.cut()
+		}
+		pio.Cancel()
+		return false
+	}
+}
+
+// cutWriter passes writes to its writer until it is cut, and drops them
+// from then on; cut returns once no write is in progress.
+type cutWriter struct {
+	mu    sync.Mutex
+	w     io.Writer
+	isCut bool
+}
+
+func newCutWriter(w io.Writer) *cutWriter {
+	if w == nil {
+		w = io.Discard
+	}
+	return &cutWriter{w: w}
+}
+
+func (c *cutWriter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.isCut {
+		return len(p), nil
+	}
+	return c.w.Write(p)
+}
+
+func (c *cutWriter) cut() {
+	c.mu.Lock()
+	c.isCut = true
+	c.mu.Unlock()
 }
 
 // startProcess starts an exec'd process and returns once the shim has

@@ -88,8 +88,15 @@ func (r *Runtime) ExecStream(ctx context.Context, id string, args []string, s St
 	if err != nil {
 		return 0, fmt.Errorf("exec fifo directory: %w", err)
 	}
-	defer os.RemoveAll(dir)
-	stdout, stderr := orDiscard(s.Stdout), orDiscard(s.Stderr)
+	// background: the output was cut, the process is deleted (and its
+	// fifos removed) after the return, which it must not wait for.
+	background := false
+	defer func() {
+		if !background {
+			os.RemoveAll(dir)
+		}
+	}()
+	stdout, stderr := newCutWriter(s.Stdout), newCutWriter(s.Stderr)
 	var stdin io.Reader
 	var stdinDone chan struct{}
 	if s.Stdin != nil {
@@ -107,8 +114,14 @@ func (r *Runtime) ExecStream(ctx context.Context, id string, args []string, s St
 	}
 	defer func() {
 		cctx, cancel := cleanupContext(ctx)
-		defer cancel()
-		process.Delete(cctx, client.WithProcessKill)
+		if background {
+			go func() {
+				deleteProcess(cctx, cancel, process)
+				os.RemoveAll(dir)
+			}()
+			return
+		}
+		deleteProcess(cctx, cancel, process)
 	}()
 	// The wait outlives ctx (the kill below is awaited) and ends with us.
 	wctx, wcancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -148,9 +161,9 @@ func (r *Runtime) ExecStream(ctx context.Context, id string, args []string, s St
 		if err != nil {
 			return 0, fmt.Errorf("exec in %s: %w", id, err)
 		}
-		if pio := process.IO(); pio != nil {
-			pio.Wait() // the fifo readers drain the last output
-		}
+		// The fifo readers drain the last output, until the session
+		// ends: a child of the process can hold the output open.
+		background = !drain(ctx, process.IO(), stdout, stderr)
 		return int(code), nil
 	case <-ctx.Done():
 		cctx, cancel := cleanupContext(ctx)
@@ -161,6 +174,9 @@ func (r *Runtime) ExecStream(ctx context.Context, id string, args []string, s St
 		case <-exited:
 		case <-cctx.Done():
 		}
+		stdout.cut()
+		stderr.cut()
+		background = true
 		return 0, ctx.Err()
 	}
 }

@@ -320,9 +320,32 @@ func (r *Runtime) Info(ctx context.Context, id string) (_ supervise.ContainerInf
 	return supervise.ContainerInfo{ID: id, Labels: info.Labels, CreatedAt: info.CreatedAt}, nil
 }
 
-// List returns every container labelled with a pod UID.
+// List returns every container labelled with a pod UID. A container whose
+// record cannot be read for another reason than its removal meanwhile
+// fails the list (tried listAttempts times): adoption must never take a
+// pod whose containers run for one that is gone, and remove its sandbox
+// and cgroup under them.
 func (r *Runtime) List(ctx context.Context) (_ []supervise.ContainerInfo, err error) {
 	defer markUnavailable(&err)
+	for attempt := 1; ; attempt++ {
+		out, err := r.list(ctx)
+		if err == nil || attempt == listAttempts {
+			return out, err
+		}
+		t := time.NewTimer(time.Duration(attempt) * 200 * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		}
+	}
+}
+
+// listAttempts is how many times List tries before it fails.
+const listAttempts = 3
+
+func (r *Runtime) list(ctx context.Context) ([]supervise.ContainerInfo, error) {
 	ctrs, err := r.client.Containers(ctx, fmt.Sprintf("labels.%q", supervise.LabelPodUID))
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
@@ -330,8 +353,11 @@ func (r *Runtime) List(ctx context.Context) (_ []supervise.ContainerInfo, err er
 	out := make([]supervise.ContainerInfo, 0, len(ctrs))
 	for _, c := range ctrs {
 		info, err := c.Info(ctx, client.WithoutRefreshedMetadata)
-		if err != nil {
+		if errdefs.IsNotFound(err) {
 			continue // removed meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("container %s: %w", c.ID(), err)
 		}
 		out = append(out, supervise.ContainerInfo{ID: c.ID(), Labels: info.Labels, CreatedAt: info.CreatedAt})
 	}

@@ -369,8 +369,10 @@ func (d *daemon) requireEmpty(what string, baseIPs []string, timeout time.Durati
 	}
 }
 
-// shimPIDs lists the shims serving namespace ns (the harness's shimCount,
-// with the pids for the report).
+// shimPIDs lists the shims serving namespace ns of the test's containerd
+// (the harness's shimCount, with the pids for the report): by -namespace
+// and -address, so that the shims of other containerd instances on the
+// machine (other test runs) are never counted.
 func shimPIDs(ns string) []string {
 	var pids []string
 	procs, _ := os.ReadDir("/proc")
@@ -380,7 +382,8 @@ func shimPIDs(ns string) []string {
 			continue
 		}
 		args := strings.Split(string(b), "\x00")
-		if strings.HasSuffix(args[0], "containerd-shim-runc-v2") && bytes.Contains(b, []byte("\x00-namespace\x00"+ns+"\x00")) {
+		if strings.HasSuffix(args[0], "containerd-shim-runc-v2") && bytes.Contains(b, []byte("\x00-namespace\x00"+ns+"\x00")) &&
+			bytes.Contains(b, []byte("\x00-address\x00"+env.Address+"\x00")) {
 			pids = append(pids, p.Name()+shimDetail(p.Name(), args))
 		}
 	}
