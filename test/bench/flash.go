@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -65,11 +64,11 @@ func runFlash(ctx context.Context, o options, env *testenv.Env, dir, bin string)
 	pv := &pvCase{env: env, bin: bin, dir: filepath.Join(dir, "flash"), logLevel: "info", logPath: o.podvisorLog, ns: flashNamespace, pipeLog: true}
 	stateDir := filepath.Join(pv.dir, "state")
 	img := filepath.Join(pv.dir, "state.img")
-	if err := mountLoopExt4(img, stateDir); err != nil {
+	if err := testenv.MountExt4(img, stateDir, 256); err != nil {
 		return nil, err
 	}
 	defer func() {
-		if uerr := unmountLoop(img, stateDir); uerr != nil {
+		if uerr := testenv.UnmountExt4(img, stateDir); uerr != nil {
 			err = errors.Join(err, uerr)
 		}
 		removeNamespaceDirs(flashNamespace)
@@ -166,40 +165,6 @@ func procIO(pid int) (procCounters, error) {
 		}
 	}
 	return out, nil
-}
-
-// mountLoopExt4 makes a 256 MiB ext4 in img and mounts it on dir.
-func mountLoopExt4(img, dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	for _, c := range [][]string{
-		{"truncate", "-s", "256M", img},
-		{"mkfs.ext4", "-q", "-F", img},
-		{"mount", "-o", "loop", img, dir},
-	} {
-		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
-			return fmt.Errorf("%s: %v: %s", strings.Join(c, " "), err, out)
-		}
-	}
-	return nil
-}
-
-// unmountLoop undoes mountLoopExt4 (a loop mount is autocleared; losetup
-// -d makes sure) and removes img.
-func unmountLoop(img, dir string) error {
-	err := syscall.Unmount(dir, 0)
-	if err != nil {
-		err = fmt.Errorf("unmount %s: %w", dir, err)
-	}
-	out, _ := exec.Command("losetup", "-j", img).Output()
-	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if dev, _, ok := strings.Cut(l, ":"); ok {
-			_ = exec.Command("losetup", "-d", dev).Run()
-		}
-	}
-	os.Remove(img)
-	return err
 }
 
 // stateEntry is what scanState keeps of a file.

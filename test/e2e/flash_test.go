@@ -87,14 +87,13 @@ spec:
 // podvisor's log goes to a pipe the test drains, as journald's would.
 func TestFlashIdle(t *testing.T) {
 	t.Parallel()
-	img := filepath.Join(t.TempDir(), "state.img")
 	d := newDaemon(t,
 		"--relist-period", "500ms",
 		"--manifest-relist-period", "500ms",
 		"--log-level", "debug",
 		"--container-log-links", filepath.Join(t.TempDir(), "containers"),
 	)
-	mountLoopExt4(t, img, d.state)
+	loopFS(t, d.state, 64)
 	d.startPiped()
 	d.writeManifest("objects.yaml", flashObjects)
 	const pods = 5
@@ -218,32 +217,6 @@ func (d *daemon) startPiped() {
 		}
 		err := c.Healthz(context.Background())
 		return err == nil, fmt.Sprint(err)
-	})
-}
-
-// mountLoopExt4 makes a 64 MiB ext4 in img and mounts it on dir; the
-// daemon's cleanup unmounts what is under its dir (the loop device is
-// autocleared then), and this cleanup, which runs after it, makes sure.
-func mountLoopExt4(t *testing.T, img, dir string) {
-	t.Helper()
-	for _, c := range [][]string{
-		{"truncate", "-s", "64M", img},
-		{"mkfs.ext4", "-q", "-F", img},
-		{"mkdir", "-p", dir},
-		{"mount", "-o", "loop", img, dir},
-	} {
-		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", strings.Join(c, " "), err, out)
-		}
-	}
-	t.Cleanup(func() {
-		syscall.Unmount(dir, 0)
-		out, _ := exec.Command("losetup", "-j", img).Output()
-		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-			if dev, _, ok := strings.Cut(l, ":"); ok {
-				exec.Command("losetup", "-d", dev).Run()
-			}
-		}
 	})
 }
 

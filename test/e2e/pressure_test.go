@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,28 +11,22 @@ import (
 
 	"github.com/podvisor/podvisor/api"
 	"github.com/podvisor/podvisor/pressure"
+	"github.com/podvisor/podvisor/test/testenv"
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 )
 
-// loopFS mounts a new ext4 filesystem of size MiB at dir, a directory of
-// the daemon's: the daemon's cleanup unmounts it (releasing its loop
-// device) once podvisor has stopped.
+// loopFS mounts a new ext4 filesystem of mib MiB at dir, a directory of
+// the daemon's: the daemon's cleanup unmounts it once podvisor has
+// stopped; this cleanup, which runs before, makes sure the loop device is
+// released (its unmount fails while podvisor still holds files there).
 func loopFS(t *testing.T, dir string, mib int) {
 	t.Helper()
 	img := filepath.Join(t.TempDir(), "fs.img")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := testenv.MountExt4(img, dir, mib); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range [][]string{
-		{"truncate", "-s", fmt.Sprintf("%dM", mib), img},
-		{"mkfs.ext4", "-q", "-F", img},
-		{"mount", "-o", "loop", img, dir},
-	} {
-		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", strings.Join(c, " "), err, out)
-		}
-	}
+	t.Cleanup(func() { testenv.UnmountExt4(img, dir) })
 }
 
 // fillFS writes a file at path that leaves free% of its filesystem
