@@ -49,7 +49,13 @@ type Config struct {
 	TLSPrivateKeyFile         string        `yaml:"tlsPrivateKeyFile"`
 	ClientCAFile              string        `yaml:"clientCAFile"`
 	ExitWhenEmpty             bool          `yaml:"exitWhenEmpty"`
+	// Hardening (issue 17).
+	PodPidsLimit int64 `yaml:"podPidsLimit"` // -1: none
 }
+
+// DefaultPodPidsLimit is --pod-pids-limit's default: kubelet's is
+// unlimited, a box nobody watches needs a finite one.
+const DefaultPodPidsLimit = 4096
 
 // DefaultImageCredentialsFile is --image-credentials-file's default;
 // KubeletCredentialsFile is read in its place when it is missing.
@@ -94,6 +100,7 @@ func Default() Config {
 		RegistryConfigDir:         ctrd.DefaultRegistryConfigDir,
 		ImageCredentialsFile:      DefaultImageCredentialsFile,
 		ManifestRelistPeriod:      manifest.DefaultRelistPeriod,
+		PodPidsLimit:              DefaultPodPidsLimit,
 	}
 }
 
@@ -145,6 +152,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.TLSPrivateKeyFile, "tls-private-key-file", c.TLSPrivateKeyFile, "private key (PEM) of --tls-cert-file")
 	fs.StringVar(&c.ClientCAFile, "client-ca-file", c.ClientCAFile, "CA certificates (PEM) a client certificate of --tls-bind-address must chain to")
 	fs.BoolVar(&c.ExitWhenEmpty, "exit-when-empty", c.ExitWhenEmpty, "with a manifests dir holding no manifest: stop and remove every pod, then exit (make demo-clean uses it)")
+	fs.Int64Var(&c.PodPidsLimit, "pod-pids-limit", c.PodPidsLimit, "processes (pids.max) each pod's cgroup may hold, as kubelet's podPidsLimit (kubelet's default is unlimited; -1: none)")
 }
 
 // AddUnknownFieldsFlag defines --unknown-fields (run and validate share it).

@@ -243,6 +243,7 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 		HeartbeatPeriod: d.sd.watchdogInterval(),
 		ProbeRuns:       mets.ProbeRun,
 		LogLinks:        c.ContainerLogLinks,
+		PodPidsLimit:    c.PodPidsLimit,
 	})
 	sup.p.Store(s)
 	var hz *healthz
