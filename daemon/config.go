@@ -50,7 +50,8 @@ type Config struct {
 	ClientCAFile              string        `yaml:"clientCAFile"`
 	ExitWhenEmpty             bool          `yaml:"exitWhenEmpty"`
 	// Hardening (issue 17).
-	PodPidsLimit int64 `yaml:"podPidsLimit"` // -1: none
+	PodPidsLimit           int64 `yaml:"podPidsLimit"` // -1: none
+	AllowInsecureManifests bool  `yaml:"allowInsecureManifests"`
 }
 
 // DefaultPodPidsLimit is --pod-pids-limit's default: kubelet's is
@@ -153,6 +154,13 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.ClientCAFile, "client-ca-file", c.ClientCAFile, "CA certificates (PEM) a client certificate of --tls-bind-address must chain to")
 	fs.BoolVar(&c.ExitWhenEmpty, "exit-when-empty", c.ExitWhenEmpty, "with a manifests dir holding no manifest: stop and remove every pod, then exit (make demo-clean uses it)")
 	fs.Int64Var(&c.PodPidsLimit, "pod-pids-limit", c.PodPidsLimit, "processes (pids.max) each pod's cgroup may hold, as kubelet's podPidsLimit (kubelet's default is unlimited; -1: none)")
+	AddAllowInsecureFlag(fs, &c.AllowInsecureManifests)
+}
+
+// AddAllowInsecureFlag defines --allow-insecure-manifests (run and
+// validate share it).
+func AddAllowInsecureFlag(fs *pflag.FlagSet, p *bool) {
+	fs.BoolVar(p, "allow-insecure-manifests", *p, "use, with a warning, manifests, image archives and their directories that a user other than root could change (default: they are not used)")
 }
 
 // AddUnknownFieldsFlag defines --unknown-fields (run and validate share it).

@@ -185,6 +185,7 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 		StateDir:      c.StateDir,
 		UnknownFields: unknown,
 		Observer:      objects,
+		AllowInsecure: c.AllowInsecureManifests,
 	})
 
 	// The mirror and the images watcher are built before the supervisor
@@ -221,6 +222,8 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 		Digests:   rt.ImageDigests,
 		Log:       log,
 		OnImport:  sup.ImagesImported,
+		// Archives others could change are not imported without it.
+		AllowInsecure: c.AllowInsecureManifests,
 		OnWarning: func(msg string) {
 			sink.Record(status.Event{Node: d.node, Type: v1.EventTypeWarning, Reason: "ImagesWarning", Message: msg})
 		},
