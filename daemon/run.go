@@ -61,6 +61,9 @@ func Run(ctx context.Context, c Config) error {
 			return fmt.Errorf("create %s: %w", dir.path, err)
 		}
 	}
+	if err := checkLogDir(&c, log); err != nil {
+		return err
+	}
 	unlock, err := lockStateDir(c.StateDir)
 	if err != nil {
 		return err
