@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/podvisor/podvisor/api"
+	v1 "k8s.io/api/core/v1"
 )
 
 const trustPod = `apiVersion: v1
@@ -99,5 +101,47 @@ spec:
 	}
 	if cmd := p.Spec.Containers[0].Command; len(cmd) != 2 || cmd[1] != "3600" {
 		t.Errorf("spec command %v, want the last good one (sleep 3600)", cmd)
+	}
+}
+
+// TestLogSymlinkNotFollowed: a symlink planted where a container's next
+// log file goes (pointing at a passwd-like file of root's) is not
+// followed: the container runs again, the file keeps its content, and the
+// link stays a link.
+func TestLogSymlinkNotFollowed(t *testing.T) {
+	t.Parallel()
+	d := newDaemon(t)
+	d.start()
+	d.writeManifest("flap.yaml", `apiVersion: v1
+kind: Pod
+metadata: {name: flap}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "echo secret-overwritten; sleep 1; exit 1"]
+`)
+	p := d.waitPod("flap", 30*time.Second, "first run logged", func(p *v1.Pod) bool {
+		return p.UID != "" && len(d.logLines(p, "main", 0)) > 0
+	})
+	secret := filepath.Join(d.dir, "passwd")
+	const content = "root:x:0:0:root:/root:/bin/sh\n"
+	if err := os.WriteFile(secret, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	next := filepath.Join(d.logs, fmt.Sprintf("%s_%s_%s", p.Namespace, p.Name, p.UID), "main", "1.log")
+	if err := os.Symlink(secret, next); err != nil {
+		t.Fatal(err)
+	}
+	d.waitPod("flap", 40*time.Second, "its second run to have ended", func(p *v1.Pod) bool {
+		return containerStatus(p, "main").RestartCount >= 2
+	})
+	if b, err := os.ReadFile(secret); err != nil || string(b) != content {
+		t.Errorf("the planted link's target was written: %q, %v", b, err)
+	}
+	if fi, err := os.Lstat(next); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("%s is no longer the planted link: %v %v", next, fi, err)
 	}
 }
