@@ -95,7 +95,7 @@ func (o Options) withDefaults() Options {
 		o.ShutdownTimeout = defaultShutdownTimeout
 	}
 	if o.streams == nil {
-		o.streams = new(streams)
+		o.streams = newStreams()
 	}
 	return o
 }
