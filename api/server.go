@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/podvisor/podvisor/internal/connlimit"
 	"github.com/podvisor/podvisor/status"
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
@@ -83,6 +84,11 @@ type Options struct {
 
 	streams *streams // the exec and attach sessions in flight
 }
+
+// maxConns caps the connections each listener (the socket, TLS) holds at
+// once; more wait in the backlog. It is well above the session and follow
+// limits, so those answer 429 rather than wait. A test lowers it.
+var maxConns = 256
 
 func (o Options) withDefaults() Options {
 	if o.Socket == "" {
@@ -162,11 +168,14 @@ func Serve(ctx context.Context, o Options) error {
 	srv := &http.Server{
 		Handler:           newHandler(o),
 		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		// An idle keep-alive connection is not kept forever. No read or
+		// write timeout: sessions, follows and watches are long.
+		IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return ctx },
+		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(connlimit.Listen(ln, maxConns)) }()
 	log.Info("serving local API", "socket", socketPath)
 
 	select {
