@@ -2,9 +2,16 @@ package api
 
 import (
 	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/podvisor/podvisor/internal/layout"
+	v1 "k8s.io/api/core/v1"
 )
 
 // TestSessionLimit: exec and attach sessions beyond the daemon's limit
@@ -54,6 +61,68 @@ func TestSessionLimit(t *testing.T) {
 		// just after its client saw the end.
 		if time.Now().After(deadline) {
 			t.Fatalf("a session after the first ended: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond) // polling interval, not synchronisation
+	}
+}
+
+// TestFollowLimit: followed logs beyond the daemon's limit are refused
+// with a 429-style error; a log read without follow is not limited; once
+// a follow ends, a new one is served.
+func TestFollowLimit(t *testing.T) {
+	saved := maxLogFollows
+	maxLogFollows = 1
+	defer func() { maxLogFollows = saved }()
+	dir := t.TempDir()
+	socket, logDir := filepath.Join(dir, "s.sock"), filepath.Join(dir, "logs")
+	pod := *staticPod("default", "web", "n")
+	pod.Status.ContainerStatuses = []v1.ContainerStatus{running("containerd://b", 0, "")}
+	store := &podStore{}
+	store.set(pod)
+	live := layout.Layout{LogDir: logDir}.ContainerLog("default", pod.Name, string(pod.UID), "app", 0)
+	os.MkdirAll(filepath.Dir(live), 0o755)
+	os.WriteFile(live, []byte(record(2, "stdout", "one")), 0o644)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(ctx, Options{Socket: socket, Store: store, LogDir: logDir, Log: slog.New(slog.DiscardHandler)})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	c := NewClient(socket)
+	deadline := time.Now().Add(5 * time.Second)
+	for c.Healthz(t.Context()) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("server did not answer within 5s")
+		}
+		time.Sleep(10 * time.Millisecond) // polling interval, not synchronisation
+	}
+	follow := &v1.PodLogOptions{Follow: true}
+	first, err := c.Logs(t.Context(), "web", follow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(first, buf); err != nil || string(buf) != "one\n" {
+		t.Fatalf("first follow read %q, %v", buf, err)
+	}
+	if _, err := c.Logs(t.Context(), "web", follow); err == nil || !strings.Contains(err.Error(), "too many followed logs: 1 are open on this podvisor") {
+		t.Fatalf("a follow beyond the limit: %v", err)
+	}
+	if body, err := c.Logs(t.Context(), "web", &v1.PodLogOptions{}); err != nil {
+		t.Fatalf("a read without follow: %v", err)
+	} else {
+		body.Close()
+	}
+	first.Close()
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		body, err := c.Logs(t.Context(), "web", follow)
+		if err == nil {
+			body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a follow after the first ended: %v", err)
 		}
 		time.Sleep(10 * time.Millisecond) // polling interval, not synchronisation
 	}
