@@ -141,7 +141,9 @@ spec:
 	if b, err := os.ReadFile(secret); err != nil || string(b) != content {
 		t.Errorf("the planted link's target was written: %q, %v", b, err)
 	}
-	if fi, err := os.Lstat(next); err != nil || fi.Mode()&os.ModeSymlink == 0 {
-		t.Errorf("%s is no longer the planted link: %v %v", next, fi, err)
+	// The link may be gone (podvisor removes the logs of runs older than
+	// the previous one); it must not have been replaced by a file.
+	if fi, err := os.Lstat(next); err == nil && fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("%s was replaced by a %v", next, fi.Mode())
 	}
 }
