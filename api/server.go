@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/podvisor/podvisor/internal/connlimit"
 	"github.com/podvisor/podvisor/status"
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
@@ -84,11 +83,6 @@ type Options struct {
 
 	streams *streams // the exec and attach sessions in flight
 }
-
-// maxConns caps the connections each listener (the socket, TLS) holds at
-// once; more wait in the backlog. It is well above the session and follow
-// limits, so those answer 429 rather than wait. A test lowers it.
-var maxConns = 256
 
 func (o Options) withDefaults() Options {
 	if o.Socket == "" {
@@ -175,7 +169,7 @@ func Serve(ctx context.Context, o Options) error {
 		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(connlimit.Listen(ln, maxConns)) }()
+	go func() { errc <- srv.Serve(ln) }()
 	log.Info("serving local API", "socket", socketPath)
 
 	select {

@@ -13,8 +13,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/podvisor/podvisor/internal/connlimit"
 )
 
 // TLSConfig is where ServeTLS listens and the files it authenticates with.
@@ -102,7 +100,7 @@ func (s *TLSServer) Serve(ctx context.Context) error {
 		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(connlimit.Listen(s.ln, maxConns)) }()
+	go func() { errc <- srv.Serve(s.ln) }()
 	log.Info("serving remote API over TLS", "address", s.ln.Addr().String())
 	select {
 	case err := <-errc:
