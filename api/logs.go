@@ -232,6 +232,12 @@ func serveLog(w http.ResponseWriter, r *http.Request, o Options) {
 		writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, pod.Name, "this podvisor serves no logs (no log dir)")
 		return
 	}
+	if req.follow && o.streams != nil {
+		if !take(w, o.streams.follows, pod.Name, "followed logs") {
+			return
+		}
+		defer release(o.streams.follows)
+	}
 	live := layout.Layout{LogDir: o.LogDir}.ContainerLog(pod.Namespace, pod.Name, string(pod.UID), req.container, n)
 
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -97,7 +97,7 @@ func (o Options) withDefaults() Options {
 		o.ShutdownTimeout = defaultShutdownTimeout
 	}
 	if o.streams == nil {
-		o.streams = new(streams)
+		o.streams = newStreams()
 	}
 	return o
 }
@@ -164,8 +164,11 @@ func Serve(ctx context.Context, o Options) error {
 	srv := &http.Server{
 		Handler:           newHandler(o),
 		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		// An idle keep-alive connection is not kept forever. No read or
+		// write timeout: sessions, follows and watches are long.
+		IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return ctx },
+		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -65,7 +65,37 @@ type Session struct {
 // for their cleanup before it returns.
 type streams struct {
 	wg sync.WaitGroup
+	// sessions and follows hold a token per exec or attach session and per
+	// followed log: a full one answers 429 (a client cannot pin podvisor's
+	// goroutines, file descriptors and shims without end).
+	sessions, follows chan struct{}
 }
+
+// Session limits per daemon (every listener shares them); a test lowers
+// them.
+var (
+	maxStreamSessions = 64
+	maxLogFollows     = 64
+)
+
+func newStreams() *streams {
+	return &streams{sessions: make(chan struct{}, maxStreamSessions), follows: make(chan struct{}, maxLogFollows)}
+}
+
+// take takes a token of pool, or answers 429 naming what is full and
+// returns false. The caller gives the token back with release.
+func take(w http.ResponseWriter, pool chan struct{}, name, what string) bool {
+	select {
+	case pool <- struct{}{}:
+		return true
+	default:
+		writeStatus(w, http.StatusTooManyRequests, metav1.StatusReasonTooManyRequests, name,
+			fmt.Sprintf("too many %s: %d are open on this podvisor; try again when one ends", what, cap(pool)))
+		return false
+	}
+}
+
+func release(pool chan struct{}) { <-pool }
 
 // wait waits for the sessions until ctx ends.
 func (s *streams) wait(ctx context.Context) {
@@ -270,6 +300,10 @@ func serveStream(w http.ResponseWriter, r *http.Request, o Options, exec bool) {
 	id, _ := strings.CutPrefix(st.ContainerID, "containerd://")
 	target := StreamTarget{Pod: pod, Container: ctr, ContainerID: id, RestartCount: st.RestartCount}
 
+	if !take(w, o.streams.sessions, name, "exec and attach sessions") {
+		return
+	}
+	defer release(o.streams.sessions)
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, name, "cannot take over the connection: "+err.Error())

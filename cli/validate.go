@@ -13,6 +13,7 @@ import (
 // and validator, offline.
 func newValidateCommand() *cobra.Command {
 	var nodeName, output string
+	var allowInsecure bool
 	unknownFields := "error"
 	cmd := &cobra.Command{
 		Use:   "validate PATH...",
@@ -31,7 +32,7 @@ func newValidateCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			report := manifest.Validate(args, node, manifest.ParseOptions{UnknownFields: unknown})
+			report := manifest.Validate(args, node, manifest.ParseOptions{UnknownFields: unknown, AllowInsecure: allowInsecure})
 			stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			switch output {
 			case "json":
@@ -63,5 +64,6 @@ func newValidateCommand() *cobra.Command {
 	fs.StringVar(&nodeName, "node-name", "", "node name the pods would run on (default: the lowercased hostname)")
 	fs.StringVarP(&output, "output", "o", "", "json for tools")
 	daemon.AddUnknownFieldsFlag(fs, &unknownFields)
+	daemon.AddAllowInsecureFlag(fs, &allowInsecure)
 	return cmd
 }

@@ -70,7 +70,14 @@ type Config struct {
 	EvictionPressureTransitionPeriod time.Duration `yaml:"evictionPressureTransitionPeriod"`
 	EvictionMaxPodGracePeriod        int           `yaml:"evictionMaxPodGracePeriod"` // seconds; 0: the pod's own
 	EvictionMonitoringInterval       time.Duration `yaml:"evictionMonitoringInterval"`
+	// Hardening (issue 17).
+	PodPidsLimit           int64 `yaml:"podPidsLimit"` // -1: none
+	AllowInsecureManifests bool  `yaml:"allowInsecureManifests"`
 }
+
+// DefaultPodPidsLimit is --pod-pids-limit's default: kubelet's is
+// unlimited, a box nobody watches needs a finite one.
+const DefaultPodPidsLimit = 4096
 
 // DefaultImageCredentialsFile is --image-credentials-file's default;
 // KubeletCredentialsFile is read in its place when it is missing.
@@ -126,6 +133,7 @@ func Default() Config {
 		EvictionHard:                     pressure.DefaultHard,
 		EvictionPressureTransitionPeriod: pressure.DefaultTransitionPeriod,
 		EvictionMonitoringInterval:       pressure.DefaultMonitoringInterval,
+		PodPidsLimit:                     DefaultPodPidsLimit,
 	}
 }
 
@@ -193,6 +201,14 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.EvictionPressureTransitionPeriod, "eviction-pressure-transition-period", c.EvictionPressureTransitionPeriod, "how long a pressure condition stays True after its last threshold met")
 	fs.IntVar(&c.EvictionMaxPodGracePeriod, "eviction-max-pod-grace-period", c.EvictionMaxPodGracePeriod, "the longest grace period, in seconds, of a pod evicted for a soft threshold (0: the pod's own)")
 	fs.DurationVar(&c.EvictionMonitoringInterval, "eviction-monitoring-interval", c.EvictionMonitoringInterval, "how often the eviction signals are measured and acted on")
+	fs.Int64Var(&c.PodPidsLimit, "pod-pids-limit", c.PodPidsLimit, "processes (pids.max) each pod's cgroup may hold, as kubelet's podPidsLimit (kubelet's default is unlimited; -1: none)")
+	AddAllowInsecureFlag(fs, &c.AllowInsecureManifests)
+}
+
+// AddAllowInsecureFlag defines --allow-insecure-manifests (run and
+// validate share it).
+func AddAllowInsecureFlag(fs *pflag.FlagSet, p *bool) {
+	fs.BoolVar(p, "allow-insecure-manifests", *p, "use, with a warning, manifests, image archives and their directories that a user other than root could change (default: they are not used)")
 }
 
 // AddUnknownFieldsFlag defines --unknown-fields (run and validate share it).

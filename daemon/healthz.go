@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/podvisor/podvisor/internal/connlimit"
 	"github.com/podvisor/podvisor/mirror"
 )
 
@@ -25,10 +26,27 @@ func listenHealthz(addr string, health func() error, log *slog.Logger) (*healthz
 	if err != nil {
 		return nil, fmt.Errorf("--healthz-bind-address: %w", err)
 	}
-	srv := &http.Server{Handler: mirror.HealthzHandler(health), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{
+		Handler:           mirror.HealthzHandler(health),
+		ReadHeaderTimeout: healthzLimits.readHeader,
+		ReadTimeout:       healthzLimits.read,
+		WriteTimeout:      healthzLimits.write,
+		IdleTimeout:       healthzLimits.idle,
+		MaxHeaderBytes:    8 << 10,
+	}
 	log.Info("serving /healthz", "address", ln.Addr().String())
-	return &healthz{ln: ln, srv: srv, log: log}, nil
+	return &healthz{ln: connlimit.Listen(ln, healthzLimits.conns), srv: srv, log: log}, nil
 }
+
+// healthzLimits bound the health endpoint, which may listen beyond
+// loopback: a client that sends its request slowly (slow loris) or keeps
+// an idle connection is cut, and no more than conns connections are open
+// at once (more wait in the backlog), so no client can pin podvisor's
+// memory or file descriptors. A test shortens them.
+var healthzLimits = struct {
+	readHeader, read, write, idle time.Duration
+	conns                         int
+}{readHeader: 5 * time.Second, read: 10 * time.Second, write: 10 * time.Second, idle: 30 * time.Second, conns: 16}
 
 // run serves until ctx ends. A failure of the endpoint is logged, not
 // fatal: the pods do not depend on it.

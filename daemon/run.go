@@ -62,6 +62,9 @@ func Run(ctx context.Context, c Config) error {
 			return fmt.Errorf("create %s: %w", dir.path, err)
 		}
 	}
+	if err := checkLogDir(&c, log); err != nil {
+		return err
+	}
 	unlock, err := lockStateDir(c.StateDir)
 	if err != nil {
 		return err
@@ -188,6 +191,7 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 		StateDir:      c.StateDir,
 		UnknownFields: unknown,
 		Observer:      objects,
+		AllowInsecure: c.AllowInsecureManifests,
 	})
 
 	// The mirror and the images watcher are built before the supervisor
@@ -248,6 +252,8 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 		Digests:   rc.digests(rt.ImageDigests),
 		Log:       log,
 		OnImport:  sup.ImagesImported,
+		// Archives others could change are not imported without it.
+		AllowInsecure: c.AllowInsecureManifests,
 		OnWarning: func(msg string) {
 			sink.Record(status.Event{Node: d.node, Type: v1.EventTypeWarning, Reason: "ImagesWarning", Message: msg})
 		},
@@ -272,6 +278,7 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 		HeartbeatPeriod: d.sd.watchdogInterval(),
 		ProbeRuns:       mets.ProbeRun,
 		LogLinks:        c.ContainerLogLinks,
+		PodPidsLimit:    c.PodPidsLimit,
 	})
 	sup.p.Store(s)
 	var hz *healthz

@@ -20,6 +20,12 @@ import (
 // why the value is refused. A configuration file's key is checked as it
 // is read (its error names the line), and Validate runs them all.
 var fieldChecks = map[string]func(c *Config) error{
+	"pod-pids-limit": func(c *Config) error {
+		if c.PodPidsLimit == 0 || c.PodPidsLimit < -1 {
+			return fmt.Errorf("%d: must be more than 0, or -1 for none", c.PodPidsLimit)
+		}
+		return nil
+	},
 	"node-name": func(c *Config) error {
 		name := normalNodeName(c.NodeName)
 		if name == "" {

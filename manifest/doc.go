@@ -21,7 +21,10 @@
 //     its line); ParseFile, FileError, Pod, ErrInvalid and the field table
 //     are its names, kept here. A scan that parsed a lot returns the memory
 //     to the OS. Every problem is a *FileError ("path:line: field: reason"); all
-//     of them wrap ErrInvalid unless they are I/O errors. Warnings wrap
+//     of them wrap ErrInvalid unless they are I/O errors or ErrInsecure (a
+//     manifest, its directory or a parent, or the directory of a symlinked
+//     manifest's target, that a user other than root can change: not read,
+//     last good pods kept; a warning instead with AllowInsecure). Warnings wrap
 //     ErrInsecure, ErrIgnored or ErrMissingObject (a pod referencing a
 //     ConfigMap or Secret not defined, or a key such an object lacks, is
 //     accepted and waits for it; a missing imagePullSecrets Secret is

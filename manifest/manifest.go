@@ -60,8 +60,11 @@ var ErrIgnored = podfile.ErrIgnored
 // (podfile.ErrMissingObject).
 var ErrMissingObject = podfile.ErrMissingObject
 
-// ErrInsecure is wrapped by the Snapshot.Warnings about permissions: a
-// directory or file that a user other than root can change.
+// ErrInsecure is wrapped by the Snapshot.Errors (Warnings, with
+// AllowInsecure) about permissions: a directory or file that a user other
+// than root can change. Such a file, or every file of such a directory, is
+// not used; a pod running from it keeps its last good version, read while
+// the file was secure.
 var ErrInsecure = errors.New("insecure manifest permissions")
 
 // ParseUnknownFieldPolicy parses "error" or "warn".

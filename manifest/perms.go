@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/podvisor/podvisor/internal/trust"
 )
@@ -77,4 +78,71 @@ func (s *scanner) permissions(manifests []entry) []*FileError {
 		}
 	}
 	return warns
+}
+
+// dirProblems returns why the manifests directory (as given and with
+// symlinks resolved) or a parent of it is not trusted; none when it is.
+func (s *scanner) dirProblems() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range trust.Dir(s.dir, s.trustedUID, seen) {
+		out = append(out, p.String())
+	}
+	if real, err := filepath.EvalSymlinks(s.dir); err == nil && real != s.dir {
+		for _, p := range trust.Dir(real, s.trustedUID, seen) {
+			out = append(out, p.String())
+		}
+	}
+	return out
+}
+
+// fileProblems returns why one manifest is not trusted: the file (or a
+// symlink's target) and the directory holding a symlink's target; for an
+// explicit file (validate), its directory and parents too.
+func (s *scanner) fileProblems(e entry) []string {
+	var out []string
+	if s.files != nil {
+		for _, p := range trust.Dir(filepath.Dir(e.path), s.trustedUID, nil) {
+			out = append(out, p.String())
+		}
+	}
+	fi, err := os.Stat(e.path)
+	if err != nil {
+		return out
+	}
+	if !e.link {
+		for _, r := range trust.Reasons(fi, true, s.trustedUID, "") {
+			out = append(out, trust.Problem{Path: e.path, Reason: r}.String())
+		}
+		return out
+	}
+	target, err := filepath.EvalSymlinks(e.path)
+	if err != nil {
+		return out
+	}
+	for _, r := range trust.Reasons(fi, true, s.trustedUID, "symlink target of "+e.path) {
+		out = append(out, trust.Problem{Path: target, Reason: r}.String())
+	}
+	// The directories holding the target, up to / (a symlink into a
+	// world-writable directory is refused): others could swap the target.
+	seen := map[string]bool{}
+	if s.files == nil {
+		// The manifests directory and its parents are checked as the
+		// directory's.
+		seen[s.dir] = true
+		if real, err := filepath.EvalSymlinks(s.dir); err == nil {
+			seen[real] = true
+		}
+	}
+	for _, p := range trust.Dir(filepath.Dir(target), s.trustedUID, seen) {
+		out = append(out, trust.Problem{Path: p.Path, Reason: p.Reason + " (holds the symlink target of " + e.path + ")"}.String())
+	}
+	return out
+}
+
+// insecureError is why path is not used: the problems found, and how to
+// fix or override them.
+func insecureError(path string, problems []string) *FileError {
+	return &FileError{Path: path, Err: ErrInsecure,
+		Reason: "not used: " + strings.Join(problems, "; ") + " (fix with chmod go-w and chown root, or run with --allow-insecure-manifests)"}
 }

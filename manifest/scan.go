@@ -55,6 +55,9 @@ type fileState struct {
 	errs    []*FileError // of the last read
 	warns   []*FileError // of the last read
 	ioErr   *FileError   // this scan could not stat or read the file
+	// insecure is why the file is not used (ErrInsecure): someone other
+	// than root could change it; it is not read while it is set.
+	insecure *FileError
 }
 
 // entry is one directory entry that may be a manifest.
@@ -93,6 +96,8 @@ type scanner struct {
 	loggedState string            // last state file error logged
 
 	parsed int // bytes of manifests parsed by this scan
+
+	dirInsecure bool // the last scan refused the directory as insecure
 }
 
 func newScanner(dir, nodeName string, log *slog.Logger) *scanner {
@@ -148,6 +153,16 @@ func (s *scanner) scan(mode scanMode) (Snapshot, bool) {
 		// An unreadable directory is not a removed one: keep every last good
 		// pod running, marked with the error.
 		dirErr = &FileError{Path: s.dir, Reason: "read directory: " + listErr.Error(), Err: listErr}
+	case s.files == nil && !s.opts.AllowInsecure:
+		// A directory others could write is not used: its pods keep
+		// their last good versions, and no new file is read, until it
+		// is fixed; then every file is read again.
+		if probs := s.dirProblems(); len(probs) > 0 {
+			dirErr = insecureError(s.dir, probs)
+			s.dirInsecure = true
+		} else if s.dirInsecure {
+			s.dirInsecure, s.fullRead = false, true
+		}
 	}
 
 	var manifests []entry
@@ -219,6 +234,18 @@ func (s *scanner) visit(e entry, mode scanMode) bool {
 
 	st := s.stateOf(e.path)
 	st.ioErr = nil
+	if !s.opts.AllowInsecure {
+		// A file others could change is not read: what it holds now is
+		// not a pod, and its last good version (read while it was
+		// secure) keeps running. Once fixed, it is read again.
+		if probs := s.fileProblems(e); len(probs) > 0 {
+			st.insecure = insecureError(e.path, probs)
+			return true
+		}
+		if st.insecure != nil {
+			st.insecure, st.needRead = nil, true
+		}
+	}
 	sig := sigOf(info)
 	read := false
 	switch {

@@ -439,6 +439,7 @@ func TestScanPermissions(t *testing.T) {
 	path := filepath.Join(dir, "web.yaml")
 	writeFile(t, path, basePod)
 	sc := newScanner(dir, node, slog.New(slog.NewTextHandler(&logs, nil)))
+	sc.opts.AllowInsecure = true // warnings; TestScanInsecureRefused: errors
 	warnings := func() []string {
 		t.Helper()
 		s, _ := rescan(sc)

@@ -33,6 +33,10 @@ func (s *scanner) build(dirErr *FileError, manifests []entry) Snapshot {
 			pods, objs = keepAll(st.lkg, st.ioErr)
 			objErrs = objErrors(objs, st.ioErr)
 			errs = append(errs, st.ioErr)
+		case st.insecure != nil:
+			pods, objs = keepAll(st.lkg, st.insecure)
+			objErrs = objErrors(objs, st.insecure)
+			errs = append(errs, st.insecure)
 		default:
 			errs = append(errs, st.errs...)
 			warns = append(warns, st.warns...)
@@ -80,7 +84,10 @@ func (s *scanner) build(dirErr *FileError, manifests []entry) Snapshot {
 			snap.Pods = append(snap.Pods, c.pod)
 		}
 	}
-	warns = append(warns, s.permissions(manifests)...)
+	if s.opts.AllowInsecure {
+		// Otherwise insecure files and directories are errors.
+		warns = append(warns, s.permissions(manifests)...)
+	}
 
 	slices.SortFunc(snap.Pods, func(a, b *Pod) int { return strings.Compare(a.Key(), b.Key()) })
 	sortErrors(errs)

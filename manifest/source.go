@@ -54,6 +54,10 @@ type SourceOptions struct {
 	// parents and the manifests; files of other users get a permission
 	// warning. Zero trusts root only.
 	TrustedUID int
+	// AllowInsecure uses, with a warning, the manifests such a user could
+	// change; without it they are not used (an error names why) and a pod
+	// already running from one keeps its last good version.
+	AllowInsecure bool
 	// Observer, when set, sees every snapshot before it is sent (for
 	// metrics).
 	Observer Observer
@@ -94,7 +98,7 @@ func NewSource(opts SourceOptions) *Source {
 // newScanner returns the scanner Run uses, with the persisted state loaded.
 func (s *Source) newScanner() *scanner {
 	sc := newScanner(s.opts.Dir, s.opts.NodeName, s.log)
-	sc.opts = ParseOptions{UnknownFields: s.opts.UnknownFields}
+	sc.opts = ParseOptions{UnknownFields: s.opts.UnknownFields, AllowInsecure: s.opts.AllowInsecure}
 	sc.trustedUID = s.opts.TrustedUID
 	if s.opts.StateDir != "" {
 		sc.statePath = StateFile(s.opts.StateDir)

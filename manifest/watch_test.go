@@ -306,11 +306,12 @@ func TestSourcePermissionWarnings(t *testing.T) {
 	path := filepath.Join(dir, "web.yaml")
 	writeFile(t, path, basePod)
 	src := NewSource(SourceOptions{
-		Dir:          dir,
-		NodeName:     node,
-		RelistPeriod: time.Hour,
-		Debounce:     20 * time.Millisecond,
-		TrustedUID:   os.Geteuid(),
+		Dir:           dir,
+		NodeName:      node,
+		RelistPeriod:  time.Hour,
+		Debounce:      20 * time.Millisecond,
+		TrustedUID:    os.Geteuid(),
+		AllowInsecure: true,
 	})
 	out, _ := startSource(t, src)
 	first := waitFor(t, out, "first snapshot", hasPods("default/web-node-1"))

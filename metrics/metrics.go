@@ -208,7 +208,10 @@ func (c countingImporter) Import(ctx context.Context, path string) ([]string, er
 // WatchStarts observes podvisor_pod_start_duration_seconds for every pod
 // that podvisor saw after New and whose containers have all started, once
 // per pod instance (UID), until ctx is done. Pods already known before New
-// (adopted after a restart of podvisor) are not new starts.
+// (adopted after a restart of podvisor) are not new starts. A pod removed
+// from the store takes its probe series with it (podvisor_prober_probe_*),
+// as kubelet's prober deletes them with the pod: a box that runs for years
+// must not keep a series for every pod it ever ran.
 func (m *Metrics) WatchStarts(ctx context.Context) error {
 	ch, err := m.store.Watch(ctx, 0)
 	if err != nil {
@@ -219,6 +222,7 @@ func (m *Metrics) WatchStarts(ctx context.Context) error {
 		uid := string(c.Pod.UID)
 		if c.Type == watch.Deleted {
 			delete(observed, uid)
+			m.forgetProbes(c.Pod.Namespace, c.Pod.Name)
 			continue
 		}
 		if observed[uid] {
@@ -230,6 +234,13 @@ func (m *Metrics) WatchStarts(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// forgetProbes deletes the probe series of pod namespace/name.
+func (m *Metrics) forgetProbes(namespace, name string) {
+	match := prometheus.Labels{"namespace": namespace, "pod": name}
+	m.probeTotal.DeletePartialMatch(match)
+	m.probeDuration.DeletePartialMatch(match)
 }
 
 // startLatency is how long the pod took from its creation (podvisor seeing

@@ -17,6 +17,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // fakeStore is a Store of fixed pods with no changes to watch.
@@ -287,6 +288,55 @@ func TestWatchStarts(t *testing.T) {
 	if h := histogram(t, m, "podvisor_pod_start_duration_seconds", "", ""); h.GetSampleSum() != 3 {
 		t.Errorf("latencies sum to %v, want 3 (1.5 s each, observed once per pod)", h.GetSampleSum())
 	}
+}
+
+// TestProbeSeriesDeletedWithPod: a pod's probe series go when the pod
+// leaves the store; another pod's stay.
+func TestProbeSeriesDeletedWithPod(t *testing.T) {
+	store := status.NewStore(nil)
+	m := New(Options{Store: store})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- m.WatchStarts(ctx) }()
+	defer func() { cancel(); <-done }()
+	for _, name := range []string{"web-n", "db-n"} {
+		store.SetPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name)}})
+		tgt := probes.Target{PodName: name, Namespace: "default", Container: &v1.Container{Name: "c"}}
+		m.ProbeRun(probes.Run{Target: tgt, Kind: probes.Liveness, Result: probes.Success, Duration: time.Millisecond})
+		m.ProbeRun(probes.Run{Target: tgt, Kind: probes.Readiness, Result: probes.Failure, Duration: time.Millisecond})
+	}
+	series := func(pod string) int { return countPod(t, m, pod) }
+	if n := series("web-n"); n != 4 {
+		t.Fatalf("web-n has %d probe series, want 4 (2 totals, 2 histograms)", n)
+	}
+	store.DeletePod("web-n")
+	poll(t, "web-n's probe series gone", func() bool { return series("web-n") == 0 })
+	if n := series("db-n"); n != 4 {
+		t.Errorf("db-n has %d probe series after web-n went, want 4", n)
+	}
+}
+
+// countPod counts the gathered podvisor_prober_probe_* series of pod.
+func countPod(t *testing.T, m *Metrics, pod string) int {
+	t.Helper()
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, mf := range mfs {
+		if !strings.HasPrefix(mf.GetName(), "podvisor_prober_probe_") {
+			continue
+		}
+		for _, met := range mf.GetMetric() {
+			for _, l := range met.GetLabel() {
+				if l.GetName() == "pod" && l.GetValue() == pod {
+					n++
+				}
+			}
+		}
+	}
+	return n
 }
 
 func poll(t *testing.T, what string, cond func() bool) {

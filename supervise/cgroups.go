@@ -125,8 +125,18 @@ type cgroupFile struct {
 	Value      string
 }
 
-// cgroupFiles translates resources into the files of cgroup v1 or v2.
-func cgroupFiles(v2 bool, r Resources) []cgroupFile {
+// cgroupFiles translates resources into the files of cgroup v1 or v2, and
+// pids, the pod's pids limit (kubelet's podPidsLimit; 0 or less: none), into
+// pids.max (the v1 pids hierarchy or the v2 file).
+func cgroupFiles(v2 bool, r Resources, pids int64) []cgroupFile {
+	var pidsFiles []cgroupFile
+	if pids > 0 {
+		ctl := "pids"
+		if v2 {
+			ctl = ""
+		}
+		pidsFiles = []cgroupFile{{Controller: ctl, Name: "pids.max", Value: strconv.FormatInt(pids, 10)}}
+	}
 	if v2 {
 		cpuMax := "max " + strconv.Itoa(quotaPeriod)
 		if r.CPUQuota > 0 {
@@ -136,11 +146,11 @@ func cgroupFiles(v2 bool, r Resources) []cgroupFile {
 		if r.MemoryLimit > 0 {
 			mem = strconv.FormatInt(r.MemoryLimit, 10)
 		}
-		return []cgroupFile{
+		return append([]cgroupFile{
 			{Name: "cpu.weight", Value: strconv.FormatUint(sharesToWeight(r.CPUShares), 10)},
 			{Name: "cpu.max", Value: cpuMax},
 			{Name: "memory.max", Value: mem},
-		}
+		}, pidsFiles...)
 	}
 	quota := "-1"
 	if r.CPUQuota > 0 {
@@ -150,35 +160,44 @@ func cgroupFiles(v2 bool, r Resources) []cgroupFile {
 	if r.MemoryLimit > 0 {
 		mem = strconv.FormatInt(r.MemoryLimit, 10)
 	}
-	return []cgroupFile{
+	return append([]cgroupFile{
 		{Controller: "cpu", Name: "cpu.shares", Value: strconv.FormatUint(r.CPUShares, 10)},
 		{Controller: "cpu", Name: "cpu.cfs_period_us", Value: strconv.Itoa(quotaPeriod)},
 		{Controller: "cpu", Name: "cpu.cfs_quota_us", Value: quota},
 		{Controller: "memory", Name: "memory.limit_in_bytes", Value: mem},
-	}
+	}, pidsFiles...)
 }
 
 // cgroups knows where this host mounts its cgroup hierarchies.
 type cgroups struct {
 	root string // /sys/fs/cgroup
 	v2   bool   // unified hierarchy with controllers
+	pids int64  // every pod cgroup's pids.max; 0 or less: none
 }
 
-func detectCgroups(root string) cgroups { return cgroups{root: root, v2: cgroupfs.IsV2(root)} }
+func detectCgroups(root string, pids int64) cgroups {
+	return cgroups{root: root, v2: cgroupfs.IsV2(root), pids: pids}
+}
 
 // dirs lists the directories of relative cgroup path rel in every mounted
 // hierarchy (for removal).
 func (c cgroups) dirs(rel string) []string { return cgroupfs.Dirs(c.root, rel) }
 
-// apply creates cgroup rel and writes r into it. On v2 it first enables the
-// cpu and memory controllers along the path.
+// apply creates cgroup rel and writes r and the pids limit into it. On v2 it
+// first enables the cpu and memory (and pids) controllers along the path. A
+// pids limit on a host without the pids controller is an error, not a
+// limit silently dropped.
 func (c cgroups) apply(rel string, r Resources) error {
 	if c.v2 {
 		if err := c.enableV2Controllers(rel); err != nil {
 			return err
 		}
+	} else if c.pids > 0 {
+		if _, err := os.Stat(filepath.Join(c.root, "pids")); err != nil {
+			return fmt.Errorf("pids limit %d: no cgroup v1 pids hierarchy at %s (--pod-pids-limit=-1 runs without one)", c.pids, filepath.Join(c.root, "pids"))
+		}
 	}
-	for _, f := range cgroupFiles(c.v2, r) {
+	for _, f := range cgroupFiles(c.v2, r, c.pids) {
 		dir := filepath.Join(c.root, f.Controller, rel)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("create cgroup %s: %w", dir, err)
@@ -193,9 +212,13 @@ func (c cgroups) apply(rel string, r Resources) error {
 func (c cgroups) enableV2Controllers(rel string) error {
 	parts := strings.Split(strings.Trim(rel, "/"), "/")
 	dir := c.root
+	ctls := "+cpu +memory"
+	if c.pids > 0 {
+		ctls += " +pids"
+	}
 	for _, p := range parts {
-		if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+cpu +memory"), 0o644); err != nil {
-			return fmt.Errorf("enable cgroup controllers in %s: %w", dir, err)
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte(ctls), 0o644); err != nil {
+			return fmt.Errorf("enable cgroup controllers %q in %s: %w", ctls, dir, err)
 		}
 		dir = filepath.Join(dir, p)
 		if err := os.MkdirAll(dir, 0o755); err != nil {

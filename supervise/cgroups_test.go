@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -68,7 +69,7 @@ func TestCgroupFilesV1V2(t *testing.T) {
 		{"cpu", "cpu.cfs_quota_us", "25000"},
 		{"memory", "memory.limit_in_bytes", "67108864"},
 	}
-	if got := cgroupFiles(false, r); !reflect.DeepEqual(got, wantV1) {
+	if got := cgroupFiles(false, r, 0); !reflect.DeepEqual(got, wantV1) {
 		t.Errorf("v1 files = %v, want %v", got, wantV1)
 	}
 	wantV2 := []cgroupFile{
@@ -76,16 +77,73 @@ func TestCgroupFilesV1V2(t *testing.T) {
 		{"", "cpu.max", "25000 100000"},
 		{"", "memory.max", "67108864"},
 	}
-	if got := cgroupFiles(true, r); !reflect.DeepEqual(got, wantV2) {
+	if got := cgroupFiles(true, r, 0); !reflect.DeepEqual(got, wantV2) {
 		t.Errorf("v2 files = %v, want %v", got, wantV2)
 	}
-	unlimited := cgroupFiles(true, Resources{CPUShares: 2})
+	unlimited := cgroupFiles(true, Resources{CPUShares: 2}, -1)
 	if unlimited[1].Value != "max 100000" || unlimited[2].Value != "max" {
 		t.Errorf("unlimited v2 = %v", unlimited)
 	}
-	unlimitedV1 := cgroupFiles(false, Resources{CPUShares: 2})
+	unlimitedV1 := cgroupFiles(false, Resources{CPUShares: 2}, -1)
 	if unlimitedV1[2].Value != "-1" || unlimitedV1[3].Value != "-1" {
 		t.Errorf("unlimited v1 = %v", unlimitedV1)
+	}
+}
+
+// TestCgroupPidsLimit: --pod-pids-limit becomes pids.max in the v1 pids
+// hierarchy or the v2 pod cgroup, with the pids controller enabled on v2;
+// none (-1, 0) writes no pids file.
+func TestCgroupPidsLimit(t *testing.T) {
+	r := Resources{CPUShares: 2}
+	v1files := cgroupFiles(false, r, 64)
+	if last := v1files[len(v1files)-1]; last != (cgroupFile{"pids", "pids.max", "64"}) {
+		t.Errorf("v1 pids file = %v", last)
+	}
+	v2files := cgroupFiles(true, r, 4096)
+	if last := v2files[len(v2files)-1]; last != (cgroupFile{"", "pids.max", "4096"}) {
+		t.Errorf("v2 pids file = %v", last)
+	}
+	for _, none := range []int64{-1, 0} {
+		for _, v2 := range []bool{false, true} {
+			for _, f := range cgroupFiles(v2, r, none) {
+				if f.Name == "pids.max" {
+					t.Errorf("limit %d (none) wrote %v", none, f)
+				}
+			}
+		}
+	}
+
+	// v2 layout: controllers enabled along the path, pids.max in the pod's.
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "cgroup.controllers"), []byte("cpu memory pids"), 0o644)
+	if err := detectCgroups(root, 64).apply("podvisor/podabc", r); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "podvisor/podabc/pids.max")); err != nil || string(b) != "64" {
+		t.Fatalf("v2 pids.max = %q, %v", b, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "podvisor/cgroup.subtree_control")); string(b) != "+cpu +memory +pids" {
+		t.Fatalf("pids controller not enabled on parent: %q", b)
+	}
+
+	// v1 layout: pids.max in the pids hierarchy; without one, an error.
+	root = t.TempDir()
+	for _, c := range []string{"cpu", "memory", "pids"} {
+		os.Mkdir(filepath.Join(root, c), 0o755)
+	}
+	if err := detectCgroups(root, 64).apply("podvisor/podabc", r); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "pids/podvisor/podabc/pids.max")); err != nil || string(b) != "64" {
+		t.Fatalf("v1 pids.max = %q, %v", b, err)
+	}
+	os.RemoveAll(filepath.Join(root, "pids"))
+	err := detectCgroups(root, 64).apply("podvisor/podxyz", r)
+	if err == nil || !strings.Contains(err.Error(), "pids hierarchy") {
+		t.Fatalf("v1 without pids hierarchy: %v", err)
+	}
+	if err := detectCgroups(root, -1).apply("podvisor/podxyz", r); err != nil {
+		t.Fatalf("no limit, no pids hierarchy: %v", err)
 	}
 }
 
@@ -110,7 +168,7 @@ func TestPodResources(t *testing.T) {
 func TestCgroupApplyRemoveV2Layout(t *testing.T) {
 	root := t.TempDir()
 	os.WriteFile(filepath.Join(root, "cgroup.controllers"), []byte("cpu memory"), 0o644)
-	cg := detectCgroups(root)
+	cg := detectCgroups(root, 0)
 	if !cg.v2 {
 		t.Fatal("not detected as v2")
 	}

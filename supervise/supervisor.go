@@ -72,6 +72,9 @@ type Options struct {
 	// <parent>/pod<uid>.
 	CgroupRoot   string
 	CgroupParent string
+	// PodPidsLimit is every pod cgroup's pids.max (kubelet's
+	// podPidsLimit); 0 or less: none.
+	PodPidsLimit int64
 	// RelistPeriod is how often every worker re-checks its containers as a
 	// safety net for missed events (default 10s).
 	RelistPeriod time.Duration
@@ -159,7 +162,7 @@ func New(opts Options) *Supervisor {
 			status:       opts.Status,
 			sandboxes:    opts.Sandboxes,
 			log:          opts.Log,
-			cg:           detectCgroups(opts.CgroupRoot),
+			cg:           detectCgroups(opts.CgroupRoot, opts.PodPidsLimit),
 			clock:        opts.Clock,
 			images:       opts.Images,
 			nodeName:     opts.NodeName,

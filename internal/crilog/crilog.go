@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -37,8 +38,13 @@ type logFile interface {
 	Close() error
 }
 
+// openAppend opens the log file for appending. O_NOFOLLOW: a symlink
+// planted at the log path (by whoever can write the log directory) is not
+// followed, so a root-owned file elsewhere is never appended to or
+// truncated at rotation; the open fails (ELOOP) and the records are
+// dropped and counted instead.
 func openAppend(path string) (logFile, error) {
-	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o640)
 }
 
 // Writer appends CRI records to a file, rotating it to "<path>.<stamp>"

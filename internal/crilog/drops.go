@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -91,7 +92,7 @@ func encodeDrops(d Drops) []byte {
 // putStatusFile overwrites the status file in place; b is always
 // statusSize bytes, so after the first write it needs no new space.
 func putStatusFile(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o640)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW, 0o640)
 	if err != nil {
 		return err
 	}

@@ -354,7 +354,7 @@ func (r *rotator) pass() {
 // removes base. On any failure (ENOSPC) it removes base.tmp and keeps
 // base: the next pass tries again.
 func (r *rotator) compress(base string) (err error) {
-	src, err := os.Open(base)
+	src, err := os.OpenFile(base, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil // removed as excess
@@ -363,7 +363,7 @@ func (r *rotator) compress(base string) (err error) {
 	}
 	defer src.Close()
 	tmp := base + tmpSuffix
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o640)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o640)
 	if err != nil {
 		return fmt.Errorf("compress log: %w", err)
 	}
@@ -408,7 +408,7 @@ func removeStaleTmp(dir string) {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
-		f, err := os.OpenFile(p, os.O_RDONLY, 0)
+		f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 		if err != nil {
 			continue
 		}

@@ -39,7 +39,10 @@
 //     before its import, with internal/trust (owner not root or
 //     TrustedUID, group- or world-writable): an archive replaces an image
 //     by name, so whoever can write it chooses what runs as root. Every
-//     problem is logged and told to OnWarning once while it lasts; the
-//     archive is imported all the same, as manifests are.
+//     problem is logged and told to OnWarning once while it lasts. Without
+//     AllowInsecure the archive (or, for the directory's problems, every
+//     archive) is not imported, as a manifest is not used; it is looked
+//     at again with the failed imports' back-off, so fixing it is enough.
+//     With AllowInsecure it is imported all the same.
 //   - Run's state belongs to its goroutine; Run ends with its context.
 package images

@@ -11,9 +11,16 @@ import (
 )
 
 // TestWatcherWarnsOfInsecurePermissions: an images dir or archive that
-// others can change is warned of once while it lasts, and imported all
-// the same.
+// others can change is warned of once while it lasts; with AllowInsecure
+// it is imported all the same, without it nothing is imported until it is
+// fixed (the warning says "not imported: " and why).
 func TestWatcherWarnsOfInsecurePermissions(t *testing.T) {
+	for _, allow := range []bool{true, false} {
+		t.Run(map[bool]string{true: "allowed", false: "refused"}[allow], func(t *testing.T) { testInsecurePermissions(t, allow) })
+	}
+}
+
+func testInsecurePermissions(t *testing.T, allow bool) {
 	tests := []struct {
 		name       string
 		dirMode    os.FileMode
@@ -48,13 +55,30 @@ func TestWatcherWarnsOfInsecurePermissions(t *testing.T) {
 			var warnings []string
 			f := newFake()
 			// The test's own user owns the temporary directory.
-			w := New(Options{Dir: dir, Importer: f, TrustedUID: os.Getuid(),
+			w := New(Options{Dir: dir, Importer: f, TrustedUID: os.Getuid(), AllowInsecure: allow,
 				OnWarning: func(msg string) { warnings = append(warnings, msg) }})
 			for i := range 3 {
 				// A new version of the archive is checked again.
 				write(t, tar, strings.Repeat("v", i+1))
 				w.full = true
 				w.pass(t.Context(), time.Now())
+			}
+			if !allow && tt.wantSuffix != "" {
+				if n := len(f.of("a.tar")); n != 0 {
+					t.Errorf("imported %d times, want none", n)
+				}
+				if len(warnings) != 1 || !strings.HasPrefix(warnings[0], "not imported: ") || !strings.Contains(warnings[0], tt.wantSuffix+" (fix with chmod go-w and chown root, or run with --allow-insecure-manifests)") {
+					t.Errorf("warnings = %q, want one saying not imported: … %q", warnings, tt.wantSuffix)
+				}
+				// Fixed: imported at the next retry.
+				os.Chmod(dir, 0o755)
+				os.Chmod(tar, 0o644)
+				os.Chown(tar, os.Getuid(), -1)
+				w.pass(t.Context(), time.Now().Add(time.Hour))
+				if n := len(f.of("a.tar")); n != 1 {
+					t.Errorf("fixed: imported %d times, want 1", n)
+				}
+				return
 			}
 			if n := len(f.of("a.tar")); n != 3 {
 				t.Errorf("imported %d times, want 3: warnings must not refuse", n)

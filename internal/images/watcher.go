@@ -47,6 +47,11 @@ type Options struct {
 	// TrustedUID is a user trusted besides root to own the directory, its
 	// parents and the archives; 0 trusts root only.
 	TrustedUID int
+	// AllowInsecure imports, with a warning, archives that such a user
+	// could change, or that lie in a directory they could change; without
+	// it those are not imported (OnWarning says why, prefixed "not
+	// imported: ") and are looked at again with the failed imports' back-off.
+	AllowInsecure bool
 	// StateFile and Digests, when both set, let a restarted podvisor skip
 	// the archives it imported before: StateFile records each imported
 	// archive's version and the digests of its images (Digests looks them
@@ -231,7 +236,12 @@ func (w *Watcher) step(ctx context.Context, now time.Time) time.Time {
 func (w *Watcher) pass(ctx context.Context, now time.Time) {
 	retryDue := !now.Before(w.retryAt)
 	nImported, nFailed, nKnown := 0, 0, 0
-	w.checkDir()
+	if !w.checkDir() {
+		// Refused: every archive is looked at again once it is fixed.
+		w.full = true
+		w.retryAt = time.Now().Add(w.retry.Next())
+		return
+	}
 	names, err := w.candidates()
 	var errs []error
 	if err != nil {
@@ -255,7 +265,15 @@ func (w *Watcher) pass(ctx context.Context, now time.Time) {
 		if f, ok := w.failed[name]; ok && f == v && !retryDue {
 			continue
 		}
-		w.warn(name, problemsOf(p, fi, w.opts.TrustedUID))
+		probs := problemsOf(p, fi, w.opts.TrustedUID)
+		if len(probs) > 0 && !w.opts.AllowInsecure {
+			w.warn(name, refused(probs))
+			w.failed[name] = v // looked at again with the back-off
+			w.forget(name)
+			nFailed++
+			continue
+		}
+		w.warn(name, probs)
 		if imgs, ok := w.unchanged(ctx, name, v); ok {
 			delete(w.failed, name)
 			w.done[name] = v
@@ -334,10 +352,11 @@ func (w *Watcher) candidates() ([]string, error) {
 }
 
 // checkDir warns of the problems of the images directory and its
-// parents, as given and with symlinks resolved.
-func (w *Watcher) checkDir() {
+// parents, as given and with symlinks resolved, and reports whether its
+// archives may be imported: it has none, or AllowInsecure is set.
+func (w *Watcher) checkDir() bool {
 	if _, err := os.Stat(w.opts.Dir); err != nil {
-		return
+		return true
 	}
 	seen := map[string]bool{}
 	problems := trust.Dir(w.opts.Dir, w.opts.TrustedUID, seen)
@@ -348,7 +367,21 @@ func (w *Watcher) checkDir() {
 	for _, p := range problems {
 		msgs = append(msgs, p.String())
 	}
+	if len(msgs) > 0 && !w.opts.AllowInsecure {
+		w.warn("", refused(msgs))
+		return false
+	}
 	w.warn("", msgs)
+	return true
+}
+
+// refused words the problems of what is not imported.
+func refused(msgs []string) []string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = "not imported: " + m + " (fix with chmod go-w and chown root, or run with --allow-insecure-manifests)"
+	}
+	return out
 }
 
 // problemsOf returns the warnings of the archive at path with info fi.

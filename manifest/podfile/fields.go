@@ -161,7 +161,7 @@ var fieldTable = []FieldSupport{
 	{"PodSecurityContext", "seLinuxChangePolicy", reject, ""},
 
 	// SecurityContext (container)
-	{"SecurityContext", "capabilities", impl, ""},
+	{"SecurityContext", "capabilities", impl, "names as Kubernetes writes them (SYS_ADMIN, ALL); a CAP_ prefix is refused: it grants nothing under kubelet's CRI and would grant the capability here"},
 	{"SecurityContext", "privileged", impl, ""},
 	{"SecurityContext", "seLinuxOptions", reject, ""},
 	{"SecurityContext", "windowsOptions", reject, ""},

@@ -44,4 +44,8 @@ func ParseUnknownFieldPolicy(s string) (UnknownFieldPolicy, error) {
 type Options struct {
 	// UnknownFields says what an unknown field does.
 	UnknownFields UnknownFieldPolicy
+	// AllowInsecure is for the manifest scanner (podfile ignores it): a
+	// manifest, or its directory, that a user other than root could
+	// change is used with a warning instead of refused.
+	AllowInsecure bool
 }

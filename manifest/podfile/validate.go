@@ -111,6 +111,28 @@ func validatePod(pod *v1.Pod, baseName string, rejected []string, p *problems) {
 	validatePodTotals(spec, p)
 }
 
+// validateCapabilities refuses capability names written with the kernel's
+// CAP_ prefix. Kubernetes names them without it (SYS_ADMIN); containerd's
+// CRI prefixes every name with CAP_, so under kubelet "CAP_SYS_ADMIN"
+// becomes CAP_CAP_SYS_ADMIN and grants nothing, while podvisor, which
+// accepts either form, would grant the capability: a manifest reviewed
+// against kubelet must not gain privileges here.
+func validateCapabilities(fp string, caps *v1.Capabilities, p *problems) {
+	for _, list := range []struct {
+		name string
+		caps []v1.Capability
+	}{{"add", caps.Add}, {"drop", caps.Drop}} {
+		for i, c := range list.caps {
+			name := string(c)
+			if len(name) >= 4 && strings.EqualFold(name[:4], "CAP_") {
+				p.invalidf(fmt.Sprintf("%s.%s[%d]", fp, list.name, i),
+					"%q: capability names have no CAP_ prefix in Kubernetes (write %q); under kubelet this name matches no capability and %s nothing, so podvisor refuses it rather than %s the capability",
+					name, strings.ToUpper(name[4:]), map[string]string{"add": "grants", "drop": "drops"}[list.name], map[string]string{"add": "grant", "drop": "drop"}[list.name])
+			}
+		}
+	}
+}
+
 // truncateHostname is kubelet's truncatePodHostnameIfNeeded: the first 63
 // characters, without trailing '-' or '.'.
 func truncateHostname(name string) string {
@@ -135,6 +157,10 @@ func validateContainer(cp string, c *v1.Container, p *problems) {
 		// goes to a log binary, as podvisor's does; a terminal reads the
 		// stdin fifo itself.
 		p.invalid(cp+".stdin", "stdin without tty: true is not supported: podvisor's log driver leaves a container without a terminal no stdin; set tty: true as well")
+	}
+
+	if sc := c.SecurityContext; sc != nil && sc.Capabilities != nil {
+		validateCapabilities(cp+".securityContext.capabilities", sc.Capabilities, p)
 	}
 
 	// Negative quantities and requests over limits are Kubernetes' errors;
