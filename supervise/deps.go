@@ -70,7 +70,16 @@ type workerDeps struct {
 type owners struct {
 	mu   sync.Mutex
 	byID map[string]*podWorker
+	// unclaimed are the last exits that arrived for a container no worker
+	// owned yet: a worker that observed it running claims it only after
+	// observing, and an exit between the two would otherwise wait for the
+	// relist. Claiming such a container wakes its worker at once.
+	unclaimed []string
 }
+
+// maxUnclaimed bounds owners.unclaimed (exits of containers no worker
+// will claim, such as one being removed, age out).
+const maxUnclaimed = 64
 
 // probedSet is what an event about each probed container names, by
 // container ID.
@@ -103,11 +112,35 @@ func (p *probedSet) remove(id string) {
 
 func (d *workerDeps) track(id string, w *podWorker) {
 	d.owners.mu.Lock()
-	defer d.owners.mu.Unlock()
 	if d.owners.byID == nil {
 		d.owners.byID = map[string]*podWorker{}
 	}
 	d.owners.byID[id] = w
+	i := slices.Index(d.owners.unclaimed, id)
+	if i >= 0 {
+		d.owners.unclaimed = slices.Delete(d.owners.unclaimed, i, i+1)
+	}
+	d.owners.mu.Unlock()
+	if i >= 0 {
+		w.inbox.send(wakeMsg{}) // it exited before it was claimed
+	}
+}
+
+// exitOwner is the worker an exit of container id goes to; with none, the
+// exit is kept for track.
+func (d *workerDeps) exitOwner(id string) *podWorker {
+	d.owners.mu.Lock()
+	defer d.owners.mu.Unlock()
+	if w := d.owners.byID[id]; w != nil {
+		return w
+	}
+	if !slices.Contains(d.owners.unclaimed, id) {
+		if len(d.owners.unclaimed) == maxUnclaimed {
+			d.owners.unclaimed = slices.Delete(d.owners.unclaimed, 0, 1)
+		}
+		d.owners.unclaimed = append(d.owners.unclaimed, id)
+	}
+	return nil
 }
 
 func (d *workerDeps) untrack(id string) {

@@ -107,6 +107,9 @@ func (s *Supervisor) route(ctx context.Context, events <-chan RuntimeEvent, errs
 				}
 			}
 			w := s.owner(ev.ContainerID)
+			if ev.Type == EventExit {
+				w = s.exitOwner(ev.ContainerID)
+			}
 			if w == nil {
 				continue
 			}
