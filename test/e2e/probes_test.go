@@ -146,7 +146,10 @@ spec:
 // TestProbeTCPGRPCLiveness: tcpSocket and grpc liveness probes every
 // second (failureThreshold 1: one failed run would restart) on a healthy
 // probetarget never restart it over a minute, while the target's log shows
-// the probes arriving all along.
+// the probes arriving all along. A startup probe on the same port holds
+// liveness back until the target listens, as Kubernetes intends: with no
+// initial delay, a liveness probe may run before the target has bound its
+// port, and with failureThreshold 1 that one run would rightly restart it.
 func TestProbeTCPGRPCLiveness(t *testing.T) {
 	t.Parallel()
 	d := newDaemon(t)
@@ -162,6 +165,10 @@ spec:
     image: busybox
     imagePullPolicy: IfNotPresent
     command: `+probeTargetCmd("tcp=8081")+`
+    startupProbe:
+      tcpSocket: {port: 8081}
+      periodSeconds: 1
+      failureThreshold: 30
     livenessProbe:
       tcpSocket: {port: 8081}
       periodSeconds: 1
@@ -171,6 +178,10 @@ spec:
     image: busybox
     imagePullPolicy: IfNotPresent
     command: `+probeTargetCmd("grpc=8082")+`
+    startupProbe:
+      grpc: {port: 8082}
+      periodSeconds: 1
+      failureThreshold: 30
     livenessProbe:
       grpc: {port: 8082}
       periodSeconds: 1
@@ -180,7 +191,7 @@ spec:
 	name := "steady-" + node
 	p := d.waitPod(name, 60*time.Second, "Running", running)
 	ids := map[string]string{"tcp": containerID(p, "tcp"), "grpc": containerID(p, "grpc")}
-	d.hold("no restart and no Unhealthy event", 60*time.Second, func() (bool, string) {
+	d.hold("no restart and no failed liveness probe", 60*time.Second, func() (bool, string) {
 		p, err := d.pod(name)
 		if err != nil {
 			return false, err.Error()
@@ -190,7 +201,7 @@ spec:
 				return false, fmt.Sprintf("container %s: %+v", c, cs)
 			}
 		}
-		if n, msgs := d.eventCount(name, "Unhealthy", ""); n != 0 {
+		if n, msgs := d.eventCount(name, "Unhealthy", "Liveness probe failed"); n != 0 {
 			return false, fmt.Sprint(msgs)
 		}
 		return true, ""
