@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/podvisor/podvisor/internal/backoff"
+	"github.com/podvisor/podvisor/mounts"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -213,6 +214,36 @@ func (s *Supervisor) sweep(records map[types.UID]*podRecord) []leftover {
 		s.log.Warn("removing a sandbox no pod record names", "sandbox", e.Name())
 		sb := &Sandbox{ID: e.Name()}
 		left = append(left, leftover{what: "sandbox " + sb.ID, remove: func(context.Context) error { return s.sandboxes.Remove(sb) }})
+	}
+	// A pod directory with no record: its removal was interrupted (the
+	// record goes in the same RemoveAll as what else the directory holds)
+	// or its pod died before its first record. Its files dir may still
+	// hold a tmpfs (emptyDir, Secret), unmounted before anything is
+	// deleted.
+	entries, _ = os.ReadDir(s.layout.Records())
+	for _, e := range entries {
+		if _, known := records[types.UID(e.Name())]; known || !e.IsDir() || !pathToken(e.Name()) {
+			continue
+		}
+		uid := e.Name()
+		if _, err := os.Lstat(s.layout.RecordFile(uid)); !errors.Is(err, os.ErrNotExist) {
+			continue // an unreadable record is not a missing one
+		}
+		s.log.Warn("removing a pod directory with no record", "uid", uid)
+		left = append(left, leftover{what: "pod directory " + s.layout.PodDir(uid), remove: func(context.Context) error {
+			// Retried later, the UID may be a pod's again: its worker owns
+			// the directory then.
+			s.mu.Lock()
+			_, admitted := s.workers[types.UID(uid)]
+			s.mu.Unlock()
+			if admitted {
+				return nil
+			}
+			if err := mounts.Cleanup(s.layout.PodFiles(uid)); err != nil {
+				return err
+			}
+			return removeRecord(s.layout, types.UID(uid))
+		}})
 	}
 	for _, parent := range s.cg.dirs(s.opts.CgroupParent) {
 		entries, _ := os.ReadDir(parent)

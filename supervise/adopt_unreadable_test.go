@@ -50,10 +50,36 @@ func TestAdoptUnreadableRecordKeepsSandboxes(t *testing.T) {
 			t.Errorf("the cgroup of a pod whose record is unreadable was removed: %v", err)
 		}
 	}
+	if _, err := os.Stat(l.RecordFile("uid-broken")); err != nil {
+		t.Errorf("the directory of an unreadable record was removed: %v", err)
+	}
 	e.net.mu.Lock()
 	gc := e.net.gcKeep
 	e.net.mu.Unlock()
 	if gc != nil {
 		t.Errorf("network attachments were collected (keeping only %v) with a record unreadable", gc)
+	}
+}
+
+// TestAdoptRemovesRecordlessPodDir: a pod directory whose record is gone
+// (podvisor killed in the middle of removing it: the record and the rest
+// go in one RemoveAll) or was never written is removed at the next start,
+// while a directory whose record is there but unreadable stays.
+func TestAdoptRemovesRecordlessPodDir(t *testing.T) {
+	e := newEnv(t)
+	l := e.s.layout
+	if err := os.MkdirAll(filepath.Join(l.PodFiles("uid-half"), "volumes", "cache"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(l.TerminationDir("uid-half", "c1"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	snaps := make(chan manifest.Snapshot, 1)
+	snaps <- manifest.Snapshot{}
+	stop := e.run(snaps)
+	defer stop()
+	poll(t, "synced", e.s.Synced)
+	if _, err := os.Stat(l.PodDir("uid-half")); !os.IsNotExist(err) {
+		t.Errorf("pod directory with no record still there after adoption: %v", err)
 	}
 }
