@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -24,19 +25,28 @@ func CheckClientCA(clientCAFile, kubeconfig, mode string) error {
 	if kubeconfig == "" || clientCAFile == "" {
 		return nil
 	}
-	if _, err := os.Stat(kubeconfig); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(kubeconfig); err != nil {
 		return nil
 	}
-	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	// The file as written, unvalidated: its client certificate may not
+	// exist yet (kubeadm's kubelet.conf before the TLS bootstrap).
+	cfg, err := clientcmd.LoadFromFile(kubeconfig)
 	if err != nil {
 		return fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
 	}
-	clusterPEM := cfg.CAData
-	if len(clusterPEM) == 0 && cfg.CAFile != "" {
-		if clusterPEM, err = os.ReadFile(cfg.CAFile); err != nil {
-			return fmt.Errorf("--kubeconfig %s: certificate-authority: %w", kubeconfig, err)
+	kctx := cfg.Contexts[cfg.CurrentContext]
+	if kctx == nil || cfg.Clusters[kctx.Cluster] == nil {
+		return nil
+	}
+	cl := cfg.Clusters[kctx.Cluster]
+	clusterPEM := cl.CertificateAuthorityData
+	if len(clusterPEM) == 0 && cl.CertificateAuthority != "" {
+		path := cl.CertificateAuthority
+		if !filepath.IsAbs(path) { // relative to the kubeconfig, as kubectl reads it
+			path = filepath.Join(filepath.Dir(kubeconfig), path)
 		}
+		// Unreadable: the mirror says so; nothing to compare.
+		clusterPEM, _ = os.ReadFile(path)
 	}
 	if len(clusterPEM) == 0 {
 		return nil
