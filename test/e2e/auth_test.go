@@ -255,10 +255,10 @@ func (c *mirrorCluster) tlsWebhook(t *testing.T) {
 			t.Fatalf("%s %s: %v", method, path, err)
 		}
 		defer resp.Body.Close()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		if resp.StatusCode == http.StatusSwitchingProtocols {
-			return resp.StatusCode, ""
+			return resp.StatusCode, "" // the session's stream: not read
 		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		return resp.StatusCode, strings.TrimSpace(string(body))
 	}
 	exec := "/pods/web-" + node + "/exec?container=main&command=true"
