@@ -26,7 +26,7 @@ func (c *Client) Restart(ctx context.Context, name, container string) (string, e
 		q.Set("container", container)
 	}
 	path := "/pods/" + url.PathEscape(name) + "/restart"
-	u := url.URL{Scheme: "http", Host: "podvisor", Path: path, RawQuery: q.Encode()}
+	u := url.URL{Scheme: c.scheme, Host: c.host, Path: path, RawQuery: q.Encode()}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
 	if err != nil {
 		return "", fmt.Errorf("build request: %w", err)

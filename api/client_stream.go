@@ -87,7 +87,7 @@ func (c *Client) stream(ctx context.Context, verb, pod string, q url.Values, o S
 		q.Set("height", strconv.Itoa(int(o.Size.Height)))
 	}
 	path := "/pods/" + url.PathEscape(pod) + "/" + verb
-	u := url.URL{Scheme: "http", Host: "podvisor", Path: path, RawQuery: q.Encode()}
+	u := url.URL{Scheme: c.scheme, Host: c.host, Path: path, RawQuery: q.Encode()}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
 	if err != nil {
 		return fmt.Errorf("build request: %w", err)

@@ -21,11 +21,15 @@
 //     another instance, or a 410 Expired, lists again (Client.WatchPods,
 //     Client.WatchEvents do).
 //   - Over TCP only when asked (Options.Remote, ListenTLS): the same handler
-//     over HTTPS, TLS 1.2 or later, to clients whose certificate verifies
-//     against the client CA (tls.RequireAndVerifyClientCert); there is no
-//     anonymous or read-only port. The certificate, key and CA files are
+//     over HTTPS, TLS 1.2 or later, every request through TLSConfig.Filter
+//     (which authenticates and authorizes: package auth; ListenTLS refuses
+//     to serve without one). The handshake requires a certificate that
+//     verifies against the client CA, or with ClientTokens asks for one
+//     (still verified when given) so that a client may present a bearer
+//     token to the Filter instead. The certificate, key and CA files are
 //     re-read at the first handshake after one of them changes.
-//     NewTLSClient is its client.
+//     NewTLSClient is its client; its exec, attach and restart go to the
+//     TLS server as its other calls do. The unix socket has no Filter.
 //   - Besides reading, it serves exec and attach sessions through
 //     Options.Streamer: POST /pods/{name}/exec and /attach upgrade to the
 //     podvisor-stream.v1 protocol, one frame per write (a channel byte, a

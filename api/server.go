@@ -57,8 +57,8 @@ type Options struct {
 	// LogDir is the container log directory (--log-dir) that
 	// GET /pods/{name}/log reads; empty: no logs are served.
 	LogDir string
-	// Remote, when set, serves the same API over HTTPS to clients with a
-	// certificate from its client CA (ListenTLS).
+	// Remote, when set, serves the same API over HTTPS, every request
+	// through its Filter (ListenTLS).
 	Remote *TLSConfig
 	// Restarter, when set, serves POST /pods/{name}/restart.
 	Restarter Restarter

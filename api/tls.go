@@ -15,8 +15,8 @@ import (
 	"time"
 )
 
-// TLSConfig is where ServeTLS listens and the files it authenticates with.
-// All four fields are required.
+// TLSConfig is where ServeTLS listens, the files it authenticates with and
+// the filter that authorizes. All fields are required but ClientTokens.
 type TLSConfig struct {
 	// Address is the TCP address to listen on, HOST:PORT.
 	Address string
@@ -26,6 +26,14 @@ type TLSConfig struct {
 	// ClientCAFile holds the CA certificates (PEM) a client's certificate
 	// must chain to.
 	ClientCAFile string
+	// Filter wraps the whole handler served over TLS (podvisor's API and
+	// anything else served there): it authenticates and authorizes each
+	// request (auth.Filter.Wrap).
+	Filter func(http.Handler) http.Handler
+	// ClientTokens asks for a client certificate without requiring one,
+	// for clients that authenticate with a bearer token instead (which
+	// Filter checks); without it the handshake requires a certificate.
+	ClientTokens bool
 }
 
 // Validate reports which field is missing, by its flag's name.
@@ -39,7 +47,7 @@ func (t TLSConfig) Validate() error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("--tls-bind-address %s needs %s: the remote API takes clients with a certificate only", t.Address, strings.Join(missing, " and "))
+		return fmt.Errorf("--tls-bind-address %s needs %s: the remote API authenticates its clients", t.Address, strings.Join(missing, " and "))
 	}
 	return nil
 }
@@ -54,6 +62,9 @@ func ListenTLS(ctx context.Context, o Options, t TLSConfig) (*TLSServer, error) 
 	}
 	if err := t.Validate(); err != nil {
 		return nil, err
+	}
+	if t.Filter == nil {
+		return nil, fmt.Errorf("--tls-bind-address %s: no authorization filter", t.Address)
 	}
 	o = o.withDefaults()
 	files := &tlsFiles{cfg: t}
@@ -75,13 +86,14 @@ func ListenTLS(ctx context.Context, o Options, t TLSConfig) (*TLSServer, error) 
 			return c, err
 		},
 	}
-	return &TLSServer{ln: tls.NewListener(ln, base), o: o}, nil
+	return &TLSServer{ln: tls.NewListener(ln, base), o: o, filter: t.Filter}, nil
 }
 
 // TLSServer is the remote API's listener, made by ListenTLS.
 type TLSServer struct {
-	ln net.Listener
-	o  Options
+	ln     net.Listener
+	o      Options
+	filter func(http.Handler) http.Handler
 }
 
 // Addr is the address the server listens on (the port chosen when the
@@ -92,7 +104,8 @@ func (s *TLSServer) Addr() net.Addr { return s.ln.Addr() }
 func (s *TLSServer) Serve(ctx context.Context) error {
 	log := s.o.Log
 	srv := &http.Server{
-		Handler:           newHandler(s.o),
+		// Everything served on the TLS port is behind the filter.
+		Handler:           s.filter(newHandler(s.o)),
 		ReadHeaderTimeout: 10 * time.Second, // bounds the TLS handshake too
 		// A remote client's idle connection is not kept forever.
 		IdleTimeout: 2 * time.Minute,
@@ -168,10 +181,15 @@ func (f *tlsFiles) config() (*tls.Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	clientAuth := tls.RequireAndVerifyClientCert
+	if f.cfg.ClientTokens {
+		// A certificate given is still verified against the CA.
+		clientAuth = tls.VerifyClientCertIfGiven
+	}
 	f.tls = &tls.Config{
 		MinVersion:   tls.VersionTLS12,
 		Certificates: []tls.Certificate{cert},
-		ClientAuth:   tls.RequireAndVerifyClientCert,
+		ClientAuth:   clientAuth,
 		ClientCAs:    pool,
 	}
 	f.stamp = stamp

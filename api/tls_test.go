@@ -25,7 +25,15 @@ type tlsFixture struct {
 	stop          func() error
 }
 
+// noFilter lets everything through, recording nothing.
+func noFilter(h http.Handler) http.Handler { return h }
+
 func startTLS(t *testing.T) *tlsFixture {
+	t.Helper()
+	return startTLSWith(t, noFilter, false)
+}
+
+func startTLSWith(t *testing.T, filter func(http.Handler) http.Handler, tokens bool) *tlsFixture {
 	t.Helper()
 	dir := t.TempDir()
 	f := &tlsFixture{dir: dir}
@@ -52,6 +60,7 @@ func startTLS(t *testing.T) *tlsFixture {
 	ctx, cancel := context.WithCancel(t.Context())
 	srv, err := ListenTLS(ctx, Options{Store: s}, TLSConfig{
 		Address: "127.0.0.1:0", CertFile: f.server.CertFile, KeyFile: f.server.KeyFile, ClientCAFile: f.ca.CertFile,
+		Filter: filter, ClientTokens: tokens,
 	})
 	if err != nil {
 		cancel()
@@ -167,13 +176,18 @@ func TestTLSConfigErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = ListenTLS(t.Context(), Options{Store: s}, TLSConfig{Address: "127.0.0.1:0", CertFile: srv.CertFile, KeyFile: srv.KeyFile, ClientCAFile: srv.KeyFile})
+	_, err = ListenTLS(t.Context(), Options{Store: s}, TLSConfig{Address: "127.0.0.1:0", CertFile: srv.CertFile, KeyFile: srv.KeyFile, ClientCAFile: srv.KeyFile, Filter: noFilter})
 	if err == nil || !strings.Contains(err.Error(), "--client-ca-file") {
 		t.Fatalf("err = %v, want --client-ca-file named", err)
 	}
-	_, err = ListenTLS(t.Context(), Options{Store: s}, TLSConfig{Address: "127.0.0.1:0", CertFile: srv.CertFile, KeyFile: ca.CertFile, ClientCAFile: ca.CertFile})
+	_, err = ListenTLS(t.Context(), Options{Store: s}, TLSConfig{Address: "127.0.0.1:0", CertFile: srv.CertFile, KeyFile: ca.CertFile, ClientCAFile: ca.CertFile, Filter: noFilter})
 	if err == nil || !strings.Contains(err.Error(), "--tls-private-key-file") {
 		t.Fatalf("err = %v, want --tls-private-key-file named", err)
+	}
+
+	_, err = ListenTLS(t.Context(), Options{Store: s}, TLSConfig{Address: "127.0.0.1:0", CertFile: srv.CertFile, KeyFile: srv.KeyFile, ClientCAFile: ca.CertFile})
+	if err == nil || !strings.Contains(err.Error(), "no authorization filter") {
+		t.Fatalf("no filter: err = %v, want a refusal", err)
 	}
 
 	for _, server := range []string{"http://127.0.0.1:1", "127.0.0.1:1", "https://"} {
@@ -190,5 +204,66 @@ func TestTLSConfigErrors(t *testing.T) {
 	}
 	if _, err := c.Pods(t.Context()); !errors.Is(err, ErrUnreachable) {
 		t.Errorf("nothing listening: err = %v, want ErrUnreachable", err)
+	}
+}
+
+// The filter is in front of every path served over TLS, and with
+// ClientTokens a client without a certificate reaches it (to present a
+// token) while one with a certificate from another CA still fails the
+// handshake.
+func TestTLSFilterAndTokens(t *testing.T) {
+	var seen []string
+	filter := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			seen = append(seen, r.URL.Path)
+			if r.Header.Get("Authorization") != "Bearer good" {
+				http.Error(w, "Unauthorized", http.StatusUnauthorized)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+	f := startTLSWith(t, filter, true)
+	roots := x509.NewCertPool()
+	b, _ := os.ReadFile(f.ca.CertFile)
+	roots.AppendCertsFromPEM(b)
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	for _, tc := range []struct {
+		path, token string
+		want        int
+	}{
+		{"/pods", "", http.StatusUnauthorized},
+		{"/debug/pprof/", "", http.StatusUnauthorized},
+		{"/version", "good", http.StatusOK},
+		{"/healthz", "good", http.StatusOK},
+	} {
+		req, _ := http.NewRequestWithContext(t.Context(), "GET", "https://"+f.addr+tc.path, nil)
+		if tc.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", tc.path, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("GET %s: %s, want %d", tc.path, resp.Status, tc.want)
+		}
+	}
+	if want := []string{"/pods", "/debug/pprof/", "/version", "/healthz"}; strings.Join(seen, " ") != strings.Join(want, " ") {
+		t.Errorf("the filter saw %q, want %q", seen, want)
+	}
+	rogue, err := tls.LoadX509KeyPair(f.rogue.CertFile, f.rogue.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sent even though the server names its CA (Go's client would not).
+	send := func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &rogue, nil }
+	hc = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, GetClientCertificate: send}}}
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", "https://"+f.addr+"/version", nil)
+	req.Header.Set("Authorization", "Bearer good")
+	if resp, err := hc.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("a certificate from another CA passed the handshake: %s", resp.Status)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/podvisor/podvisor/api"
+	"github.com/podvisor/podvisor/auth"
 	"github.com/podvisor/podvisor/internal/crilog"
 	"github.com/podvisor/podvisor/manifest"
 	"github.com/podvisor/podvisor/pressure"
@@ -51,7 +52,17 @@ type Config struct {
 	TLSCertFile               string        `yaml:"tlsCertFile"`
 	TLSPrivateKeyFile         string        `yaml:"tlsPrivateKeyFile"`
 	ClientCAFile              string        `yaml:"clientCAFile"`
-	ExitWhenEmpty             bool          `yaml:"exitWhenEmpty"`
+	// Authentication and authorization on --tls-bind-address
+	// (daemon/auth.go), kubelet's flags but for the policy file and the
+	// profiling handler.
+	AuthorizationMode                        string        `yaml:"authorizationMode"` // "": Webhook with --kubeconfig, else Policy
+	AuthorizationPolicyFile                  string        `yaml:"authorizationPolicyFile"`
+	AuthenticationTokenWebhook               bool          `yaml:"authenticationTokenWebhook"`
+	AuthenticationTokenWebhookCacheTTL       time.Duration `yaml:"authenticationTokenWebhookCacheTTL"`
+	AuthorizationWebhookCacheAuthorizedTTL   time.Duration `yaml:"authorizationWebhookCacheAuthorizedTTL"`
+	AuthorizationWebhookCacheUnauthorizedTTL time.Duration `yaml:"authorizationWebhookCacheUnauthorizedTTL"`
+	EnableProfilingHandler                   bool          `yaml:"enableProfilingHandler"`
+	ExitWhenEmpty                            bool          `yaml:"exitWhenEmpty"`
 	// Graceful node shutdown (daemon/shutdown.go): kubelet's two forms.
 	ShutdownGracePeriod              time.Duration    `yaml:"shutdownGracePeriod"`
 	ShutdownGracePeriodCriticalPods  time.Duration    `yaml:"shutdownGracePeriodCriticalPods"`
@@ -134,6 +145,10 @@ func Default() Config {
 		EvictionPressureTransitionPeriod: pressure.DefaultTransitionPeriod,
 		EvictionMonitoringInterval:       pressure.DefaultMonitoringInterval,
 		PodPidsLimit:                     DefaultPodPidsLimit,
+
+		AuthenticationTokenWebhookCacheTTL:       auth.DefaultTokenCacheTTL,
+		AuthorizationWebhookCacheAuthorizedTTL:   auth.DefaultAuthorizedCacheTTL,
+		AuthorizationWebhookCacheUnauthorizedTTL: auth.DefaultUnauthorizedCacheTTL,
 	}
 }
 
@@ -180,10 +195,11 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.ManifestRelistPeriod, "manifest-relist-period", c.ManifestRelistPeriod, "how often the manifests directory is re-read in full (a safety net: changes arrive through inotify)")
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", c.Kubeconfig, "kubeconfig of an apiserver to register the node and mirror the pods in, as kubelet does for static pods (e.g. /etc/kubernetes/kubelet.conf); it need not answer, nor exist, yet (default: none)")
 	fs.StringVar(&c.HealthzBindAddress, "healthz-bind-address", c.HealthzBindAddress, "serve kubelet's health endpoint /healthz on this address (kubelet's is 127.0.0.1:10248; default: off)")
-	fs.StringVar(&c.TLSBindAddress, "tls-bind-address", c.TLSBindAddress, "serve the API over HTTPS on HOST:PORT too, to clients with a certificate from --client-ca-file only (default: off)")
+	fs.StringVar(&c.TLSBindAddress, "tls-bind-address", c.TLSBindAddress, "serve the API (and kubelet's) over HTTPS on HOST:PORT too, to clients authenticated by a certificate from --client-ca-file or, with --authentication-token-webhook, a token, and authorized by --authorization-mode (default: off)")
 	fs.StringVar(&c.TLSCertFile, "tls-cert-file", c.TLSCertFile, "server certificate (PEM) for --tls-bind-address, re-read when it changes")
 	fs.StringVar(&c.TLSPrivateKeyFile, "tls-private-key-file", c.TLSPrivateKeyFile, "private key (PEM) of --tls-cert-file")
 	fs.StringVar(&c.ClientCAFile, "client-ca-file", c.ClientCAFile, "CA certificates (PEM) a client certificate of --tls-bind-address must chain to")
+	c.addAuthFlags(fs)
 	fs.BoolVar(&c.ExitWhenEmpty, "exit-when-empty", c.ExitWhenEmpty, "with a manifests dir holding no manifest: stop and remove every pod, then exit (make demo-clean uses it)")
 	fs.DurationVar(&c.ShutdownGracePeriod, "shutdown-grace-period", c.ShutdownGracePeriod, "graceful node shutdown: at power-off or reboot (logind's PrepareForShutdown) the pods are stopped within this period, critical pods last, under a logind delay lock (0: off)")
 	fs.DurationVar(&c.ShutdownGracePeriodCriticalPods, "shutdown-grace-period-critical-pods", c.ShutdownGracePeriodCriticalPods, "the part of --shutdown-grace-period kept for critical pods (priority 2000000000 or more, system-cluster-critical, system-node-critical), stopped after the others")
@@ -234,7 +250,7 @@ func ConfigKey(flag string) string {
 }
 
 // configInitialisms are the flag words ConfigKey writes in upper case.
-var configInitialisms = map[string]bool{"ip": true, "cidr": true, "ca": true, "cni": true, "api": true, "tls": true, "dns": true, "gc": true}
+var configInitialisms = map[string]bool{"ip": true, "cidr": true, "ca": true, "cni": true, "api": true, "tls": true, "dns": true, "gc": true, "ttl": true}
 
 // remoteAPI is the remote API the daemon serves: nil without
 // --tls-bind-address. Validate has checked it.

@@ -281,6 +281,10 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 		PodPidsLimit:    c.PodPidsLimit,
 	})
 	sup.p.Store(s)
+	remote, err := c.remoteAPIFor(d.node, log)
+	if err != nil {
+		return err
+	}
 	var hz *healthz
 	if c.HealthzBindAddress != "" {
 		if hz, err = listenHealthz(c.HealthzBindAddress, store.Health, log); err != nil {
@@ -304,7 +308,7 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 	g.Go(func() error {
 		err := api.Serve(ctx, api.Options{Socket: d.paths.Socket(), Store: shutdownHealthStore{store, health}, Log: log,
 			LogDir:    c.LogDir,
-			Remote:    c.remoteAPI(),
+			Remote:    remote,
 			Restarter: restarter{s},
 			Watcher:   store,
 			Gatherer:  mets.Registry(),

@@ -120,6 +120,7 @@ func (c *Config) Validate() error {
 	} else if err := c.remoteAPI().Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, c.validateAuth()...)
 	if len(errs) == 0 {
 		return nil
 	}

@@ -90,3 +90,10 @@ func fileSum(path string) ([]byte, error) {
 	s := sha256.Sum256(b)
 	return s[:], nil
 }
+
+// RESTConfig is the client configuration the mirror builds from the
+// kubeconfig file at path (restConfig), with userAgent: for the TLS port's
+// TokenReviews and SubjectAccessReviews, which speak as the node does.
+func RESTConfig(path, userAgent string) (*rest.Config, error) {
+	return restConfig(path, userAgent)
+}

@@ -90,6 +90,7 @@ func TestMirror(t *testing.T) {
 	step("ManifestRemovedMirrorGone", c.manifestRemoved)
 	step("RestartPolicyNeverMirrorRecreated", c.restartPolicyNever)
 	step("PodvisorStoppedNodeNotReady", c.podvisorStopped)
+	step("TLSWebhookAuthorization", c.tlsWebhook)
 }
 
 // register: podvisor starts with kubelet.conf while nothing listens on the

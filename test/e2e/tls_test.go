@@ -61,6 +61,7 @@ func TestTLSListener(t *testing.T) {
 	addr := freePort(t)
 	d.extraArgs = append(d.extraArgs, "--tls-bind-address", addr,
 		"--tls-cert-file", server.CertFile, "--tls-private-key-file", server.KeyFile, "--client-ca-file", ca.CertFile)
+	d.extraArgs = append(d.extraArgs, tlsPolicyArgs(t, d)...)
 	d.writeManifest("remote.yaml", fmt.Sprintf(hostnamePod, "remote"))
 	d.start()
 	d.waitPod("remote", 60*time.Second, "running", func(p *v1.Pod) bool { return running(p) })
@@ -122,4 +123,5 @@ func TestTLSListener(t *testing.T) {
 	if out, err := exec.Command(podvisorBin, bad...).CombinedOutput(); err == nil || strings.Contains(string(out), "remote-"+node) {
 		t.Errorf("podvisor get pods with another CA's certificate: %v\n%s", err, out)
 	}
+	t.Run("Policy", func(t *testing.T) { checkTLSPolicy(t, d, addr, ca) })
 }

@@ -69,6 +69,15 @@ func (ca *CA) Client(dir, name string) (*Pair, error) {
 	return ca.sign(dir, name, tmpl)
 }
 
+// ClientInGroups makes a client certificate for the user name in groups
+// (its O), written to dir/name.crt and dir/name.key.
+func (ca *CA) ClientInGroups(dir, name string, groups ...string) (*Pair, error) {
+	tmpl := template(name)
+	tmpl.Subject.Organization = groups
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	return ca.sign(dir, name, tmpl)
+}
+
 func (ca *CA) sign(dir, name string, tmpl *x509.Certificate) (*Pair, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {

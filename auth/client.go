@@ -1,0 +1,47 @@
+package auth
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"sync"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// KubeconfigClient returns a ClientFunc that builds its clientset from the
+// kubeconfig file at path with restConfig (the mirror's settings), when
+// first asked and again whenever the file changed: the kubeconfig need not
+// exist when podvisor starts (a request before it does is an error, so
+// denied).
+func KubeconfigClient(path string, restConfig func(path string) (*rest.Config, error)) ClientFunc {
+	var (
+		mu  sync.Mutex
+		sum []byte
+		cs  kubernetes.Interface
+	)
+	return func() (kubernetes.Interface, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig: %w", err)
+		}
+		s := sha256.Sum256(b)
+		mu.Lock()
+		defer mu.Unlock()
+		if cs != nil && bytes.Equal(sum, s[:]) {
+			return cs, nil
+		}
+		cfg, err := restConfig(path)
+		if err != nil {
+			return nil, err
+		}
+		c, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
+		}
+		cs, sum = c, s[:]
+		return cs, nil
+	}
+}
