@@ -64,7 +64,8 @@ var kubeadmUpgradePatches = map[string]string{
 // and are ignored by name: SystemVerification, ContainerRuntimeVersion
 // and ImagePull (podvisor has the images from its images dir). etcd is
 // not upgraded (same version) and certificates are not renewed (they
-// are fresh). %[1]s is the wait timeout of each component.
+// are fresh). %[1]s is how long kubeadm waits for each component,
+// %[2]s the version.
 const kubeadmUpgradeConfig = `apiVersion: kubeadm.k8s.io/v1beta4
 kind: UpgradeConfiguration
 apply:
