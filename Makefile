@@ -327,6 +327,7 @@ bench: deps build controlplane
 	$(GO) run ./test/bench -podvisor bin/podvisor -start=false -probes 30s
 	$(GO) run ./test/bench -podvisor bin/podvisor -start=false -mirror
 	$(GO) run ./test/bench -podvisor bin/podvisor -start=false -flash 3m
+	$(GO) run ./test/bench -podvisor bin/podvisor -start=false -requests 3m
 
 # Bounded fuzzing of the manifest decoder (make test runs the seeds).
 fuzz:

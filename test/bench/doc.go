@@ -4,7 +4,7 @@
 // an apiserver, a kubeadm control plane's from cold, and what podvisor
 // writes to disk at rest (`make bench`).
 //
-//	go run ./test/bench [-podvisor bin/podvisor] [-runs 5] [-sizes 1,30] [-probes 30s] [-mirror] [-flash 3m] [-json out.json]
+//	go run ./test/bench [-podvisor bin/podvisor] [-runs 5] [-sizes 1,30] [-probes 30s] [-mirror] [-flash 3m] [-requests 3m] [-json out.json]
 //
 // Other flags: -idle (the footprint's CPU window, 0 skips it), -log-level
 // and -podvisor-log (podvisor's log, kept in that file), and
@@ -80,6 +80,17 @@
 // process is measured: its log goes to a pipe the benchmark drains (as
 // journald reads its stderr), and container output is written by the log
 // drivers the shims start. It needs mkfs.ext4 and loop devices.
+//
+// -requests 3m adds the requests phase (-start=false runs it alone):
+// against the control plane `make controlplane` builds, its apiserver
+// started with an audit log (Metadata level, the node's user only,
+// controlplane.Options.APIServerArgs), podvisor runs as node bench with
+// -request-pods busybox pods (10); a minute after they and their mirrors
+// are Ready, every request of system:node:bench the apiserver received
+// over the window is counted from the audit log, by verb and resource
+// (watches when they start), with the watches still open at its end.
+// Beside it, kubelet's rate computed from its defaults (lease renewal,
+// node status report frequency, its informers' watches), not measured.
 //
 // It needs root, containerd, runc, the CNI plugins and /bin/busybox, like
 // the tests that use test/testenv.

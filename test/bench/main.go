@@ -51,6 +51,10 @@ type options struct {
 	// flash is the flash phase's window (0: skip it), flashPods its pods.
 	flash     time.Duration
 	flashPods int
+	// requests is the requests phase's window (0: skip it), requestPods
+	// its pods.
+	requests    time.Duration
+	requestPods int
 }
 
 func main() {
@@ -73,13 +77,15 @@ func main() {
 	flag.StringVar(&o.mirrorLogDir, "mirror-log-dir", "", "keep the logs of the mirror phase's podvisors in this directory")
 	flag.DurationVar(&o.flash, "flash", 0, "window of the flash phase: podvisor's writes to disk with -flash-pods pods idle, a minute after they are Ready (0: skip the phase)")
 	flag.IntVar(&o.flashPods, "flash-pods", 30, "pods of the flash phase")
+	flag.DurationVar(&o.requests, "requests", 0, "window of the requests phase: podvisor's requests to the apiserver with -request-pods pods at rest, from the apiserver's audit log (0: skip the phase; needs `make controlplane`)")
+	flag.IntVar(&o.requestPods, "request-pods", 10, "pods of the requests phase")
 	flag.Parse()
-	if !o.start && o.probes <= 0 && !o.mirror && o.flash <= 0 {
-		fmt.Fprintln(os.Stderr, "bench: -start=false and no -probes window, -mirror or -flash: nothing to measure")
+	if !o.start && o.probes <= 0 && !o.mirror && o.flash <= 0 && o.requests <= 0 {
+		fmt.Fprintln(os.Stderr, "bench: -start=false and no -probes window, -mirror, -flash or -requests: nothing to measure")
 		os.Exit(2)
 	}
-	if o.probePods < 1 || o.flashPods < 1 {
-		fmt.Fprintln(os.Stderr, "bench: -probe-pods and -flash-pods must be positive")
+	if o.probePods < 1 || o.flashPods < 1 || o.requestPods < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -probe-pods, -flash-pods and -request-pods must be positive")
 		os.Exit(2)
 	}
 	for _, s := range strings.Split(sizes, ",") {
@@ -173,6 +179,14 @@ func run(ctx context.Context, o options) (err error) {
 			res.LoadStart, res.Started = loadAverage(), time.Now()
 		}
 		if res.Flash, err = runFlash(ctx, o, env, dir, bin); err != nil {
+			return err
+		}
+	}
+	if o.requests > 0 {
+		if res.Started.IsZero() {
+			res.LoadStart, res.Started = loadAverage(), time.Now()
+		}
+		if res.Requests, err = runRequests(ctx, o, env, dir, bin); err != nil {
 			return err
 		}
 	}

@@ -105,6 +105,8 @@ type report struct {
 	Mirror *mirrorPhase `json:"mirror,omitempty"`
 	// Flash is the flash phase (-flash).
 	Flash *flashPhase `json:"flash,omitempty"`
+	// Requests is the requests phase (-requests).
+	Requests *requestsPhase `json:"requests,omitempty"`
 }
 
 func (r *report) summarize(sizes []int) {
@@ -170,6 +172,9 @@ func (r *report) print(w io.Writer) {
 	}
 	if r.Flash != nil {
 		r.printFlash(w)
+	}
+	if r.Requests != nil {
+		r.Requests.print(w)
 	}
 	fmt.Fprintln(w)
 }

@@ -40,6 +40,10 @@ type Options struct {
 	// Dir holds the PKI, kubeconfigs, etcd's data and the logs; a
 	// t.TempDir() when empty.
 	Dir string
+	// APIServerArgs are added to kube-apiserver's flags (an audit log,
+	// say), after kubeadm's; kube-apiserver takes the last of a repeated
+	// flag.
+	APIServerArgs []string
 }
 
 // ControlPlane is a running etcd and kube-apiserver.
@@ -70,6 +74,7 @@ type ControlPlane struct {
 	apiPort  int
 	peerURL  string
 	kcmExtra []string // StartControllerManager's extra flags
+	apiExtra []string // Options.APIServerArgs
 
 	mu       sync.Mutex // guards procs
 	procs    []*process // running or exited by themselves, in start order
@@ -160,37 +165,38 @@ func (cp *ControlPlane) launch(ctx context.Context) error {
 // and nothing here sends traffic to the advertised address.
 func (cp *ControlPlane) runAPIServer() error {
 	pki := func(name string) string { return filepath.Join(cp.PKIDir, name) }
-	return cp.run("kube-apiserver", cp.Binaries.KubeAPIServer,
-		"--advertise-address="+documentationAddress,
+	args := []string{
+		"--advertise-address=" + documentationAddress,
 		"--bind-address=127.0.0.1",
 		"--allow-privileged=true",
 		"--authorization-mode=Node,RBAC",
-		"--client-ca-file="+pki("ca.crt"),
+		"--client-ca-file=" + pki("ca.crt"),
 		"--enable-admission-plugins=NodeRestriction",
 		"--enable-bootstrap-token-auth=true",
-		"--etcd-cafile="+pki("etcd/ca.crt"),
-		"--etcd-certfile="+pki("apiserver-etcd-client.crt"),
-		"--etcd-keyfile="+pki("apiserver-etcd-client.key"),
-		"--etcd-servers="+cp.EtcdEndpoint,
-		"--kubelet-client-certificate="+pki("apiserver-kubelet-client.crt"),
-		"--kubelet-client-key="+pki("apiserver-kubelet-client.key"),
+		"--etcd-cafile=" + pki("etcd/ca.crt"),
+		"--etcd-certfile=" + pki("apiserver-etcd-client.crt"),
+		"--etcd-keyfile=" + pki("apiserver-etcd-client.key"),
+		"--etcd-servers=" + cp.EtcdEndpoint,
+		"--kubelet-client-certificate=" + pki("apiserver-kubelet-client.crt"),
+		"--kubelet-client-key=" + pki("apiserver-kubelet-client.key"),
 		"--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
-		"--proxy-client-cert-file="+pki("front-proxy-client.crt"),
-		"--proxy-client-key-file="+pki("front-proxy-client.key"),
+		"--proxy-client-cert-file=" + pki("front-proxy-client.crt"),
+		"--proxy-client-key-file=" + pki("front-proxy-client.key"),
 		"--requestheader-allowed-names=front-proxy-client",
-		"--requestheader-client-ca-file="+pki("front-proxy-ca.crt"),
+		"--requestheader-client-ca-file=" + pki("front-proxy-ca.crt"),
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 		"--requestheader-group-headers=X-Remote-Group",
 		"--requestheader-username-headers=X-Remote-User",
-		"--secure-port="+strconv.Itoa(cp.apiPort),
+		"--secure-port=" + strconv.Itoa(cp.apiPort),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file="+pki("sa.pub"),
-		"--service-account-signing-key-file="+pki("sa.key"),
+		"--service-account-key-file=" + pki("sa.pub"),
+		"--service-account-signing-key-file=" + pki("sa.key"),
 		"--service-cluster-ip-range=10.96.0.0/12",
-		"--tls-cert-file="+pki("apiserver.crt"),
-		"--tls-private-key-file="+pki("apiserver.key"),
-		"--cert-dir="+filepath.Join(cp.Dir, "apiserver-certs"),
-	)
+		"--tls-cert-file=" + pki("apiserver.crt"),
+		"--tls-private-key-file=" + pki("apiserver.key"),
+		"--cert-dir=" + filepath.Join(cp.Dir, "apiserver-certs"),
+	}
+	return cp.run("kube-apiserver", cp.Binaries.KubeAPIServer, append(args, cp.apiExtra...)...)
 }
 
 // kubeadmConfig is the configuration the certs and kubeconfig phases read.

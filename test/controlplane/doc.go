@@ -25,6 +25,8 @@
 //     /readyz answers ok, and makes admin.conf usable as kubeadm init does
 //     (the kubeadm:cluster-admins ClusterRoleBinding, created with
 //     super-admin.conf).
+//   - Options.APIServerArgs are added after kubeadm's flags (an audit log
+//     for a benchmark, say).
 //   - kubelet.conf is kubeadm's own: an embedded client certificate for
 //     system:node:<node> in group system:nodes, no bootstrap token.
 //   - Prepare writes the PKI and kubeconfigs without starting anything (a

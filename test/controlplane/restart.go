@@ -58,7 +58,7 @@ func (cp *ControlPlane) Run(ctx context.Context) error {
 }
 
 func newControlPlane(b *Artifacts, opts Options) *ControlPlane {
-	cp := &ControlPlane{Binaries: b, NodeName: opts.NodeName, Dir: opts.Dir}
+	cp := &ControlPlane{Binaries: b, NodeName: opts.NodeName, Dir: opts.Dir, apiExtra: opts.APIServerArgs}
 	if cp.NodeName == "" {
 		cp.NodeName = "node1"
 	}

@@ -199,6 +199,7 @@ func TestKubeadmControlPlane(t *testing.T) {
 	if out := kc.must(admin, "get", "pods", "-n", "kube-system", "-l", "tier=control-plane", "-o", "jsonpath={.items[*].metadata.uid}"); out != mirrorUIDs {
 		t.Errorf("after podvisor's restart, mirror UIDs %s, want %s (unchanged)", out, mirrorUIDs)
 	}
+	testKubeadmUpgrade(t, d, ka, kc, admin)
 }
 
 // kubeadmRun runs kubeadm chrooted into its root and fails t when it
