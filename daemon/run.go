@@ -222,6 +222,17 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 		clock:   clk,
 		log:     log,
 	})
+	// The client certificate rotated for the mirror, and the remote API's
+	// serving certificate when podvisor makes its own (daemon/certs.go).
+	clientCert, err := c.clientCertificate(d.node, log)
+	if err != nil {
+		return err
+	}
+	remote := c.remoteAPI()
+	servingCert, err := c.servingCertificate(ctx, remote, d.node, d.nodeIP, clientCert, log)
+	if err != nil {
+		return err
+	}
 	// Events go to the store and, with --kubeconfig, to the apiserver.
 	var sink supervise.StatusSink = store
 	if c.Kubeconfig != "" {
@@ -229,6 +240,7 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 		mir, err = mirror.New(mirror.Options{
 			Clock:                   clk,
 			Kubeconfig:              c.Kubeconfig,
+			ClientCertificate:       currentCert(clientCert),
 			NodeName:                d.node,
 			NodeIP:                  d.nodeIP,
 			ContainerRuntimeVersion: ver.Version,
@@ -239,6 +251,7 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 			Conditions:              pm.NodeConditions,
 			Log:                     log.With("component", "mirror"),
 		})
+
 		if err != nil {
 			return fmt.Errorf("--kubeconfig: %w", err)
 		}
@@ -304,7 +317,7 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 	g.Go(func() error {
 		err := api.Serve(ctx, api.Options{Socket: d.paths.Socket(), Store: shutdownHealthStore{store, health}, Log: log,
 			LogDir:    c.LogDir,
-			Remote:    c.remoteAPI(),
+			Remote:    remote,
 			Restarter: restarter{s},
 			Watcher:   store,
 			Gatherer:  mets.Registry(),
@@ -334,6 +347,12 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 	g.Go(func() error { pm.Run(ctx); return nil })
 	if mir != nil {
 		g.Go(func() error { mir.Run(ctx); return nil })
+	}
+	if clientCert != nil {
+		g.Go(func() error { return clientCert.Run(ctx) })
+	}
+	if servingCert != nil {
+		g.Go(func() error { return servingCert.Run(ctx) })
 	}
 	if nodeShutdown != nil {
 		g.Go(func() error { nodeShutdown.Run(ctx); return nil })

@@ -120,6 +120,9 @@ func (c *Config) Validate() error {
 	} else if err := c.remoteAPI().Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.validateCerts(); err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) == 0 {
 		return nil
 	}
