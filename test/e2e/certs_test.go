@@ -4,14 +4,17 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,7 +27,9 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
 
+	"github.com/podvisor/podvisor/api"
 	"github.com/podvisor/podvisor/test/controlplane"
+	"github.com/podvisor/podvisor/test/testcerts"
 )
 
 // clientSigningDuration is kube-controller-manager's
@@ -253,4 +258,64 @@ func readStoredCert(link string) storedCert {
 		return storedCert{err: err}
 	}
 	return storedCert{target: target, cert: certs[0]}
+}
+
+// --tls-bind-address without --tls-cert-file serves the self-signed pair
+// podvisor writes in --cert-dir as kubelet does (kubelet.crt, naming the
+// node and --node-ip), and a restarted podvisor serves the same one.
+func TestTLSSelfSignedServing(t *testing.T) {
+	t.Parallel()
+	d := newDaemon(t)
+	ca, err := testcerts.NewCA(d.dir, "podvisor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := ca.Client(d.dir, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := freePort(t)
+	d.extraArgs = append(d.extraArgs, "--tls-bind-address", addr, "--client-ca-file", ca.CertFile)
+	crt := filepath.Join(d.dir, "pki", "kubelet.crt")
+	served := func() *x509.Certificate {
+		t.Helper()
+		// Trusting kubelet.crt's own CA, the server is verified by name.
+		c, err := api.NewTLSClient("https://"+addr, admin.CertFile, admin.KeyFile, crt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Pods(t.Context()); err != nil {
+			t.Fatalf("GET /pods over the self-signed certificate: %v\n%s", err, d.logTail())
+		}
+		pair, err := tls.LoadX509KeyPair(crt, filepath.Join(d.dir, "pki", "kubelet.key"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ac, err := tls.LoadX509KeyPair(admin.CertFile, admin.KeyFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{Certificates: []tls.Certificate{ac}, InsecureSkipVerify: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		leaf := conn.ConnectionState().PeerCertificates[0]
+		if !leaf.Equal(pair.Leaf) {
+			t.Errorf("served certificate %v is not kubelet.crt's %v", leaf.SerialNumber, pair.Leaf.SerialNumber)
+		}
+		for _, name := range []string{node, "127.0.0.1"} {
+			if err := leaf.VerifyHostname(name); err != nil {
+				t.Errorf("served certificate: %v", err)
+			}
+		}
+		return leaf
+	}
+	d.start()
+	first := served()
+	d.stop(syscall.SIGTERM)
+	d.start()
+	if again := served(); !again.Equal(first) {
+		t.Errorf("after a restart podvisor serves %v, not the kept %v", again.SerialNumber, first.SerialNumber)
+	}
 }
