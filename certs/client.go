@@ -44,7 +44,7 @@ type Options struct {
 	// Timeout bounds each request; default 10 s.
 	Timeout time.Duration
 	// RetryPeriod is the wait before reading the kubeconfigs again while
-	// they are missing or invalid; default 5 s.
+	// they are missing or invalid; default 2 s.
 	RetryPeriod time.Duration
 	// Log receives what happens; nil discards.
 	Log *slog.Logger
@@ -55,7 +55,7 @@ func (o Options) withDefaults() Options {
 		o.Timeout = 10 * time.Second
 	}
 	if o.RetryPeriod <= 0 {
-		o.RetryPeriod = 5 * time.Second
+		o.RetryPeriod = 2 * time.Second
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)

@@ -48,6 +48,8 @@ const clientSigningDuration = 60 * time.Second
 // expires, kubelet-client-current.pem linking to each new dated file; the
 // mirror keeps working on the rotated certificate, through a restart of
 // the apiserver once the initial certificate expired (new connections).
+// Meanwhile a second podvisor joins with only a bootstrap token, as
+// kubelet's TLS bootstrap.
 func TestClientCertificateRotation(t *testing.T) {
 	requireEnv(t)
 	dir, err := os.MkdirTemp("", "pv-e2e-certs-")
@@ -67,13 +69,6 @@ func TestClientCertificateRotation(t *testing.T) {
 	cp.Kubectl(t, "create", "clusterrolebinding", "kubeadm:node-autoapprove-certificate-rotation",
 		"--clusterrole=system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "--group=system:nodes")
 	cp.StartControllerManager(t, "--cluster-signing-duration="+clientSigningDuration.String())
-
-	initial := shortNodeCert(t, cp, 40*time.Second)
-	kubeconfig := filepath.Join(dir, "kubelet-short.conf")
-	writeEmbeddedKubeconfig(t, cp, kubeconfig, initial)
-
-	d := newDaemon(t, "--kubeconfig", kubeconfig)
-	current := filepath.Join(d.dir, "pki", "kubelet-client-current.pem")
 	cfg, err := clientcmd.BuildConfigFromFlags("", cp.AdminKubeconfig)
 	if err != nil {
 		t.Fatal(err)
@@ -82,6 +77,17 @@ func TestClientCertificateRotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+
+	// A second box joins with a bootstrap token, as kubeadm join: the
+	// token Secret and kubeadm's bootstrap RBAC.
+	joiner := startBootstrapJoin(t, cp, cs)
+
+	initial := shortNodeCert(t, cp, 40*time.Second)
+	kubeconfig := filepath.Join(dir, "kubelet-short.conf")
+	writeEmbeddedKubeconfig(t, cp, kubeconfig, initial)
+
+	d := newDaemon(t, "--kubeconfig", kubeconfig)
+	current := filepath.Join(d.dir, "pki", "kubelet-client-current.pem")
 	c := &mirrorCluster{d: d, cp: cp, cs: cs}
 	d.start()
 	d.writeManifest("web.yaml", sleeperManifest("web", 1, "sleep 3600"))
@@ -171,6 +177,106 @@ func TestClientCertificateRotation(t *testing.T) {
 	d.writeManifest("after.yaml", sleeperManifest("after", 1, "sleep 3600"))
 	after := d.waitPod("after-"+node, 60*time.Second, "Running", running)
 	c.waitMirrorLike(t, after, 30*time.Second)
+
+	joiner.check(t)
+}
+
+// bootstrapJoin is a podvisor that joined with a bootstrap token.
+type bootstrapJoin struct {
+	d          *daemon
+	cs         kubernetes.Interface
+	kubeconfig string
+}
+
+// joinNode is the node that joins with a bootstrap token.
+const joinNode = "joiner"
+
+// startBootstrapJoin creates a bootstrap token and kubeadm's bootstrap RBAC,
+// and starts a podvisor for joinNode with only --bootstrap-kubeconfig.
+func startBootstrapJoin(t *testing.T, cp *controlplane.ControlPlane, cs kubernetes.Interface) *bootstrapJoin {
+	t.Helper()
+	const id, secret = "abcdef", "0123456789abcdef"
+	_, err := cs.CoreV1().Secrets("kube-system").Create(t.Context(), &v1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-token-" + id},
+		Type:       "bootstrap.kubernetes.io/token",
+		StringData: map[string]string{
+			"token-id": id, "token-secret": secret,
+			"usage-bootstrap-authentication": "true",
+			"auth-extra-groups":              "system:bootstrappers:kubeadm:default-node-token",
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	group := "--group=system:bootstrappers:kubeadm:default-node-token"
+	cp.Kubectl(t, "create", "clusterrolebinding", "kubeadm:kubelet-bootstrap", "--clusterrole=system:node-bootstrapper", group)
+	cp.Kubectl(t, "create", "clusterrolebinding", "kubeadm:node-autoapprove-bootstrap",
+		"--clusterrole=system:certificates.k8s.io:certificatesigningrequests:nodeclient", group)
+
+	d := newDaemon(t)
+	ca, err := os.ReadFile(filepath.Join(cp.PKIDir, "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot := filepath.Join(d.dir, "bootstrap-kubelet.conf")
+	err = clientcmd.WriteToFile(clientcmdapi.Config{
+		Clusters:       map[string]*clientcmdapi.Cluster{"kubernetes": {Server: cp.Server, CertificateAuthorityData: ca}},
+		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"tls-bootstrap-token-user": {Token: id + "." + secret}},
+		Contexts:       map[string]*clientcmdapi.Context{"tls-bootstrap-token-user@kubernetes": {Cluster: "kubernetes", AuthInfo: "tls-bootstrap-token-user"}},
+		CurrentContext: "tls-bootstrap-token-user@kubernetes",
+	}, boot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &bootstrapJoin{d: d, cs: cs, kubeconfig: filepath.Join(d.dir, "kubelet.conf")}
+	d.extraArgs = append(d.extraArgs, "--node-name", joinNode, "--kubeconfig", j.kubeconfig, "--bootstrap-kubeconfig", boot)
+	d.start()
+	return j
+}
+
+// check: the kubeconfig podvisor wrote names kubelet-client-current.pem,
+// which holds a certificate for system:node:joinNode issued through the
+// bootstrap token's CSR, and the Node is registered and Ready.
+func (j *bootstrapJoin) check(t *testing.T) {
+	t.Helper()
+	d := j.d
+	d.t = t
+	var n *v1.Node
+	d.poll("the joined Node Ready", 60*time.Second, func() (bool, string) {
+		var err error
+		n, err = j.cs.CoreV1().Nodes().Get(t.Context(), joinNode, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return nodeCondition(n, v1.NodeReady).Status == v1.ConditionTrue, "not Ready"
+	})
+	kc, err := clientcmd.LoadFromFile(j.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pemPath := filepath.Join(d.dir, "pki", "kubelet-client-current.pem")
+	auth := kc.AuthInfos[kc.Contexts[kc.CurrentContext].AuthInfo]
+	if auth.ClientCertificate != pemPath || auth.ClientKey != pemPath || auth.Token != "" {
+		t.Errorf("written kubeconfig's user %+v, want client-certificate and client-key %s", auth, pemPath)
+	}
+	stored := readStoredCert(pemPath)
+	if stored.err != nil {
+		t.Fatal(stored.err)
+	}
+	if stored.cert.Subject.CommonName != "system:node:"+joinNode {
+		t.Errorf("joined certificate's subject %v, want CN=system:node:%s", stored.cert.Subject, joinNode)
+	}
+	csrs, err := j.cs.CertificatesV1().CertificateSigningRequests().List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bootstrapped := false
+	for _, r := range csrs.Items {
+		bootstrapped = bootstrapped || r.Spec.Username == "system:bootstrap:abcdef" && len(r.Status.Certificate) > 0
+	}
+	if !bootstrapped {
+		t.Error("no CSR of the bootstrap token issued")
+	}
 }
 
 // nodeCert is a client certificate and its key, PEM.
