@@ -19,7 +19,6 @@ import (
 // (--rotate-server-certificates, kubelet's serverTLSBootstrap).
 type Server struct {
 	mgr certificate.Manager
-	ctx *context.Context
 }
 
 // ServerOptions are the names the serving certificate is requested for:
@@ -81,7 +80,7 @@ func NewServer(ctx context.Context, o Options, so ServerOptions) (*Server, error
 	if err != nil {
 		return nil, fmt.Errorf("serving certificate: %w", err)
 	}
-	return &Server{mgr: m, ctx: &mctx}, nil
+	return &Server{mgr: m}, nil
 }
 
 // Run requests and rotates the certificate until ctx ends.
