@@ -2,6 +2,7 @@ package certs
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -9,8 +10,12 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
+	"io"
 	"math/big"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -267,4 +272,46 @@ func readFile(t *testing.T, p string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// Every request but a watch is cut after the bound.
+func TestBoundedSparesWatches(t *testing.T) {
+	block := make(chan struct{})
+	defer close(block)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush()
+		if r.URL.Query().Get("watch") == "true" {
+			// An event after three times the bound: the watch is still there.
+			select {
+			case <-time.After(600 * time.Millisecond):
+				io.WriteString(w, "event")
+			case <-r.Context().Done():
+			}
+			return
+		}
+		select {
+		case <-block:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	hc := &http.Client{Transport: bounded{http.DefaultTransport, 200 * time.Millisecond}}
+	resp, err := hc.Get(srv.URL + "/apis/x?watch=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || string(b) != "event" {
+		t.Errorf("watch: %q, %v", b, err)
+	}
+	resp, err = hc.Get(srv.URL + "/apis/x")
+	if err == nil {
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a request that hangs: %v, want the deadline", err)
+	}
 }

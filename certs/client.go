@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -211,7 +212,8 @@ func (c *Client) clientset(current *tls.Certificate) (kubernetes.Interface, erro
 		}
 	}
 	cfg.UserAgent = c.o.UserAgent
-	cfg.Timeout = c.o.Timeout
+	cfg.Timeout = 0 // a watch is not cut short; every other request is
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return bounded{rt, c.o.Timeout} })
 	return kubernetes.NewForConfig(cfg)
 }
 
