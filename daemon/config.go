@@ -57,7 +57,7 @@ type Config struct {
 	RotateCertificates       bool   `yaml:"rotateCertificates"`
 	RotateServerCertificates bool   `yaml:"rotateServerCertificates"`
 	BootstrapKubeconfig      string `yaml:"bootstrapKubeconfig"`
-	ExitWhenEmpty             bool          `yaml:"exitWhenEmpty"`
+	ExitWhenEmpty            bool   `yaml:"exitWhenEmpty"`
 	// Graceful node shutdown (daemon/shutdown.go): kubelet's two forms.
 	ShutdownGracePeriod              time.Duration    `yaml:"shutdownGracePeriod"`
 	ShutdownGracePeriodCriticalPods  time.Duration    `yaml:"shutdownGracePeriodCriticalPods"`
