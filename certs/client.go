@@ -16,12 +16,12 @@ import (
 
 	"github.com/go-logr/logr"
 	certificatesv1 "k8s.io/api/certificates/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/certificate"
-	"k8s.io/client-go/util/keyutil"
 	"k8s.io/klog/v2"
 
 	"github.com/podvisor/podvisor/internal/atomicfile"
@@ -206,8 +206,13 @@ func (c *Client) clientset(current *tls.Certificate) (kubernetes.Interface, erro
 		if cfg, err = LoadKubeconfig(c.o.Kubeconfig); err != nil {
 			return nil, fmt.Errorf("--kubeconfig: %w", err)
 		}
-		cfg = rest.AnonymousClientConfig(cfg)
-		if cfg.CertData, cfg.KeyData, err = encodePair(current); err != nil {
+		if cfg, err = presenting(rest.AnonymousClientConfig(cfg), func() *tls.Certificate {
+			// The newest: a request waiting for its CSR outlives a rotation.
+			if cur := c.Current(); cur != nil {
+				return cur
+			}
+			return current
+		}); err != nil {
 			return nil, err
 		}
 	}
@@ -335,16 +340,25 @@ func firstCert(certPEM []byte) (*x509.Certificate, error) {
 	return x509.ParseCertificate(block.Bytes)
 }
 
-// encodePair is cert's chain and key as PEM.
-func encodePair(cert *tls.Certificate) (certPEM, keyPEM []byte, err error) {
-	for _, der := range cert.Certificate {
-		certPEM = append(certPEM, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
-	}
-	keyPEM, err = keyutil.MarshalPrivateKeyToPEM(cert.PrivateKey)
+// presenting is cfg (without credentials) presenting get's certificate at
+// each handshake.
+func presenting(cfg *rest.Config, get func() *tls.Certificate) (*rest.Config, error) {
+	tlsCfg, err := rest.TLSConfigFor(cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("client certificate's key: %w", err)
+		return nil, err
 	}
-	return certPEM, keyPEM, nil
+	if tlsCfg == nil {
+		tlsCfg = &tls.Config{}
+	}
+	tlsCfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return get(), nil }
+	cfg.Transport = utilnet.SetTransportDefaults(&http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		TLSHandshakeTimeout: 10 * time.Second,
+		TLSClientConfig:     tlsCfg,
+		MaxIdleConnsPerHost: 25,
+	})
+	cfg.TLSClientConfig = rest.TLSClientConfig{}
+	return cfg, nil
 }
 
 // klogContext carries log as the klog logger the certificate manager

@@ -86,13 +86,19 @@ func TestClientCertificateRotation(t *testing.T) {
 	kubeconfig := filepath.Join(dir, "kubelet-short.conf")
 	writeEmbeddedKubeconfig(t, cp, kubeconfig, initial)
 
-	d := newDaemon(t, "--kubeconfig", kubeconfig)
+	// Its remote API serves a certificate issued through a kubelet-serving
+	// CSR (--rotate-server-certificates).
+	tlsAddr := freePort(t)
+	d := newDaemon(t, "--kubeconfig", kubeconfig,
+		"--tls-bind-address", tlsAddr, "--client-ca-file", filepath.Join(cp.PKIDir, "ca.crt"), "--rotate-server-certificates")
 	current := filepath.Join(d.dir, "pki", "kubelet-client-current.pem")
 	c := &mirrorCluster{d: d, cp: cp, cs: cs}
 	d.start()
 	d.writeManifest("web.yaml", sleeperManifest("web", 1, "sleep 3600"))
 	local := d.waitPod("web-"+node, 60*time.Second, "Running", running)
 	c.waitMirrorLike(t, local, 30*time.Second)
+
+	checkServingCSR(t, c, tlsAddr)
 
 	// The initial certificate is replaced at once by one the controller
 	// manager issued.
@@ -179,6 +185,69 @@ func TestClientCertificateRotation(t *testing.T) {
 	c.waitMirrorLike(t, after, 30*time.Second)
 
 	joiner.check(t)
+}
+
+// checkServingCSR approves the node's kubelet-serving CSR, as an admin
+// does (kube-controller-manager never approves them), and sees the remote
+// API serve the certificate the controller manager issued for the node's
+// name and --node-ip.
+func checkServingCSR(t *testing.T, c *mirrorCluster, addr string) {
+	t.Helper()
+	var name string
+	c.d.poll("the node's kubelet-serving CSR", 30*time.Second, func() (bool, string) {
+		csrs, err := c.cs.CertificatesV1().CertificateSigningRequests().List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, r := range csrs.Items {
+			if r.Spec.SignerName == certificatesv1.KubeletServingSignerName && r.Spec.Username == "system:node:"+node {
+				name = r.Name
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d CSRs, none for %s", len(csrs.Items), certificatesv1.KubeletServingSignerName)
+	})
+	// Not served before it is issued.
+	roots := x509.NewCertPool()
+	ca, err := os.ReadFile(filepath.Join(c.cp.PKIDir, "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots.AppendCertsFromPEM(ca)
+	adminCfg, err := clientcmd.BuildConfigFromFlags("", c.cp.AdminKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := tls.X509KeyPair(adminCfg.CertData, adminCfg.KeyData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dial := func() (*x509.Certificate, error) {
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{admin}})
+		if err != nil {
+			return nil, err
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0], nil
+	}
+	if _, err := dial(); err == nil {
+		t.Error("the remote API served a certificate before the CSR was approved")
+	}
+	c.cp.Kubectl(t, "certificate", "approve", name)
+	var leaf *x509.Certificate
+	c.d.poll("the remote API to serve the issued certificate", 30*time.Second, func() (bool, string) {
+		leaf, err = dial()
+		if err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
+	if leaf.Subject.CommonName != "system:node:"+node || leaf.VerifyHostname(node) != nil {
+		t.Errorf("served certificate for %v, DNS names %v; want system:node:%s naming %[3]s", leaf.Subject, leaf.DNSNames, node)
+	}
+	if _, err := os.Stat(filepath.Join(c.d.dir, "pki", "kubelet-server-current.pem")); err != nil {
+		t.Errorf("kubelet-server-current.pem: %v", err)
+	}
 }
 
 // bootstrapJoin is a podvisor that joined with a bootstrap token.
