@@ -251,7 +251,6 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 			Conditions:              pm.NodeConditions,
 			Log:                     log.With("component", "mirror"),
 		})
-
 		if err != nil {
 			return fmt.Errorf("--kubeconfig: %w", err)
 		}
