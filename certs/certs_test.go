@@ -183,8 +183,12 @@ func TestBootstrapKubeconfig(t *testing.T) {
 	if ok, _ := kubeconfigValid(kc, time.Now()); ok {
 		t.Fatal("a missing kubeconfig is valid")
 	}
-	if err := c.bootstrapKubeconfig(time.Now()); err != nil {
+	boot1, err := c.bootstrapKubeconfig(time.Now())
+	if err != nil {
 		t.Fatal(err)
+	}
+	if pemPath := filepath.Join(dir, "pki", "kubelet-client-current.pem"); boot1 == nil || boot1.CertFile != pemPath || boot1.BearerToken != "" || boot1.Host != "https://127.0.0.1:6443" {
+		t.Errorf("bootstrapped config %+v, want the bootstrap apiserver with %s only", boot1, pemPath)
 	}
 	cfg, err := clientcmd.LoadFromFile(kc)
 	if err != nil {
@@ -210,8 +214,8 @@ func TestBootstrapKubeconfig(t *testing.T) {
 		t.Fatalf("kubeconfig naming a valid pair is not valid: %s", why)
 	}
 	os.WriteFile(kc, append(readFile(t, kc), "\n# kept\n"...), 0o600)
-	if err := c.bootstrapKubeconfig(time.Now()); err != nil {
-		t.Fatal(err)
+	if cfg, err := c.bootstrapKubeconfig(time.Now()); err != nil || cfg != nil {
+		t.Fatalf("bootstrapKubeconfig with a valid kubeconfig = %v, %v", cfg, err)
 	}
 	if !strings.Contains(string(readFile(t, kc)), "# kept") {
 		t.Error("a valid kubeconfig was rewritten")

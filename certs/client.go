@@ -137,14 +137,19 @@ func (c *Client) Run(ctx context.Context) error {
 // manager (not started); nil without error when the kubeconfig holds no
 // client certificate.
 func (c *Client) start(ctx context.Context) (certificate.Manager, error) {
+	var cfg *rest.Config
+	var err error
 	if c.o.BootstrapKubeconfig != "" {
-		if err := c.bootstrapKubeconfig(time.Now()); err != nil {
+		// The kubeconfig it writes names a pair not issued yet, which
+		// clientcmd would refuse to load: its config is made here.
+		if cfg, err = c.bootstrapKubeconfig(time.Now()); err != nil {
 			return nil, err
 		}
 	}
-	cfg, err := LoadKubeconfig(c.o.Kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig: %w", err)
+	if cfg == nil {
+		if cfg, err = LoadKubeconfig(c.o.Kubeconfig); err != nil {
+			return nil, fmt.Errorf("--kubeconfig: %w", err)
+		}
 	}
 	if !HasClientCertificate(cfg) {
 		return nil, nil
@@ -224,25 +229,29 @@ func (c *Client) clientset(current *tls.Certificate) (kubernetes.Interface, erro
 
 // bootstrapKubeconfig writes the kubeconfig from the bootstrap one,
 // pointing at the cert dir's current pair, when the kubeconfig is missing
-// or its certificate is not valid at now (kubelet's LoadClientConfig).
-func (c *Client) bootstrapKubeconfig(now time.Time) error {
-	if ok, why := kubeconfigValid(c.o.Kubeconfig, now); ok {
-		return nil
-	} else {
-		c.o.Log.Info("bootstrapping: the kubeconfig will name the certificate requested with --bootstrap-kubeconfig", "kubeconfig", c.o.Kubeconfig, "reason", why)
+// or its certificate is not valid at now, and returns what it wrote
+// (kubelet's LoadClientConfig); nil when the kubeconfig is valid.
+func (c *Client) bootstrapKubeconfig(now time.Time) (*rest.Config, error) {
+	ok, why := kubeconfigValid(c.o.Kubeconfig, now)
+	if ok {
+		return nil, nil
 	}
 	boot, err := LoadKubeconfig(c.o.BootstrapKubeconfig)
 	if err != nil {
-		return fmt.Errorf("--bootstrap-kubeconfig: %w", err)
+		return nil, fmt.Errorf("--bootstrap-kubeconfig: %w", err)
 	}
-	b, err := BootstrappedKubeconfig(boot, c.o.Dir.ClientCurrent())
+	pemPath := c.o.Dir.ClientCurrent()
+	b, err := BootstrappedKubeconfig(boot, pemPath)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := atomicfile.Write(c.o.Kubeconfig, b, 0o600); err != nil {
-		return fmt.Errorf("--kubeconfig: %w", err)
+		return nil, fmt.Errorf("--kubeconfig: %w", err)
 	}
-	return nil
+	c.o.Log.Info("bootstrapping: the kubeconfig names the certificate to request with --bootstrap-kubeconfig", "kubeconfig", c.o.Kubeconfig, "certificate", pemPath, "reason", why)
+	cfg := rest.AnonymousClientConfig(boot)
+	cfg.CertFile, cfg.KeyFile = pemPath, pemPath
+	return cfg, nil
 }
 
 // BootstrappedKubeconfig is the kubeconfig kubelet writes after a
