@@ -105,12 +105,12 @@ lint:
 # go test's own lines, a failed package's full output, every package's
 # full output in $(TEST_RESULTS)/logs; at the end the end-to-end packages'
 # counts of top-level tests and, last, "N passed, N failed".
-CONTROLPLANE_TESTS := ^(TestMirror|TestMirrorLocalObjects|TestKubeadmControlPlane|TestControlPlane)$$
+CONTROLPLANE_TESTS := ^(TestMirror|TestMirrorLocalObjects|TestKubeadmControlPlane|TestControlPlane|TestClientCertificateRotation)$$
 # End-to-end tests of podvisor's own logic that no containerd version can
 # change (the writes at rest, node shutdown through logind, pressure
 # eviction): they run once, against the Debian containerd, which keeps
 # make test inside CI's time.
-ONCE_TESTS := ^(TestFlashIdle|TestGracefulNodeShutdown|TestDiskPressureEviction|TestDiskPressureReclaimsFirst|TestMemoryPressureEviction|TestInsecureManifestRefused)$$
+ONCE_TESTS := ^(TestFlashIdle|TestGracefulNodeShutdown|TestDiskPressureEviction|TestDiskPressureReclaimsFirst|TestMemoryPressureEviction|TestInsecureManifestRefused|TestTLSSelfSignedServing)$$
 # A test binary's bound: the e2e package takes 6-7 minutes here, close to go
 # test's default of 10 on a slower machine; a wedged test still ends.
 TEST_TIMEOUT := 20m

@@ -16,13 +16,19 @@ import (
 )
 
 // TLSConfig is where ServeTLS listens, the files it authenticates with and
-// the filter that authorizes. All fields are required but ClientTokens.
+// the filter that authorizes. All are required but ClientTokens, and
+// GetCertificate may replace CertFile and KeyFile.
 type TLSConfig struct {
 	// Address is the TCP address to listen on, HOST:PORT.
 	Address string
 	// CertFile and KeyFile are the server's certificate (PEM, with any
 	// intermediates after it) and its private key.
 	CertFile, KeyFile string
+	// GetCertificate, when set, is asked for the server's certificate at
+	// each handshake in place of CertFile and KeyFile (a certificate
+	// issued and rotated through the apiserver); an error refuses the
+	// handshake.
+	GetCertificate func() (*tls.Certificate, error)
 	// ClientCAFile holds the CA certificates (PEM) a client's certificate
 	// must chain to.
 	ClientCAFile string
@@ -39,9 +45,11 @@ type TLSConfig struct {
 // Validate reports which field is missing, by its flag's name.
 func (t TLSConfig) Validate() error {
 	var missing []string
-	for _, f := range []struct{ v, flag string }{
-		{t.CertFile, "--tls-cert-file"}, {t.KeyFile, "--tls-private-key-file"}, {t.ClientCAFile, "--client-ca-file"},
-	} {
+	files := []struct{ v, flag string }{{t.CertFile, "--tls-cert-file"}, {t.KeyFile, "--tls-private-key-file"}, {t.ClientCAFile, "--client-ca-file"}}
+	if t.GetCertificate != nil {
+		files = files[2:]
+	}
+	for _, f := range files {
 		if f.v == "" {
 			missing = append(missing, f.flag)
 		}
@@ -161,7 +169,11 @@ func stampOf(path string) (fileStamp, error) {
 func (f *tlsFiles) config() (*tls.Config, error) {
 	var stamp [3]fileStamp
 	paths := [3]string{f.cfg.CertFile, f.cfg.KeyFile, f.cfg.ClientCAFile}
+	get := f.cfg.GetCertificate
 	for i, p := range paths {
+		if get != nil && i < 2 {
+			continue
+		}
 		st, err := stampOf(p)
 		if err != nil {
 			return nil, fmt.Errorf("remote API: %w", err)
@@ -173,9 +185,16 @@ func (f *tlsFiles) config() (*tls.Config, error) {
 	if f.tls != nil && stamp == f.stamp {
 		return f.tls, nil
 	}
-	cert, err := tls.LoadX509KeyPair(f.cfg.CertFile, f.cfg.KeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("--tls-cert-file %s, --tls-private-key-file %s: %w", f.cfg.CertFile, f.cfg.KeyFile, err)
+	var certs []tls.Certificate
+	var getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	if get != nil {
+		getCert = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return get() }
+	} else {
+		cert, err := tls.LoadX509KeyPair(f.cfg.CertFile, f.cfg.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-cert-file %s, --tls-private-key-file %s: %w", f.cfg.CertFile, f.cfg.KeyFile, err)
+		}
+		certs = []tls.Certificate{cert}
 	}
 	pool, err := loadCAs(f.cfg.ClientCAFile, "--client-ca-file")
 	if err != nil {
@@ -187,10 +206,11 @@ func (f *tlsFiles) config() (*tls.Config, error) {
 		clientAuth = tls.VerifyClientCertIfGiven
 	}
 	f.tls = &tls.Config{
-		MinVersion:   tls.VersionTLS12,
-		Certificates: []tls.Certificate{cert},
-		ClientAuth:   clientAuth,
-		ClientCAs:    pool,
+		MinVersion:     tls.VersionTLS12,
+		Certificates:   certs,
+		GetCertificate: getCert,
+		ClientAuth:     clientAuth,
+		ClientCAs:      pool,
 	}
 	f.stamp = stamp
 	return f.tls, nil

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -106,13 +107,16 @@ func (c *Config) validateAuth() []error {
 // remoteAPIFor is remoteAPI with its filter: the requests to node's TLS
 // port authenticated and authorized as the flags say. Validate has
 // checked them.
-func (c *Config) remoteAPIFor(node string, log *slog.Logger) (*api.TLSConfig, error) {
+//
+// clientCert, when set, is the rotated client certificate (daemon/certs.go)
+// the reviews present in place of the kubeconfig's own.
+func (c *Config) remoteAPIFor(node string, clientCert func() *tls.Certificate, log *slog.Logger) (*api.TLSConfig, error) {
 	t := c.remoteAPI()
 	if t == nil {
 		return nil, nil
 	}
 	restConfig := func(path string) (*rest.Config, error) {
-		return mirror.RESTConfig(path, "podvisor/"+version.Version+" ("+node+")")
+		return mirror.RESTConfig(path, "podvisor/"+version.Version+" ("+node+")", clientCert)
 	}
 	client := auth.KubeconfigClient(c.Kubeconfig, restConfig)
 	authn := auth.Union{auth.Certificates{}}

@@ -58,7 +58,7 @@ func TestRemoteAPIFor(t *testing.T) {
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
 	c := Default()
 	c.TLSBindAddress = "127.0.0.1:0"
-	r, err := c.remoteAPIFor("node1", log)
+	r, err := c.remoteAPIFor("node1", nil, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestRemoteAPIFor(t *testing.T) {
 	}
 	c.Kubeconfig = filepath.Join(t.TempDir(), "missing.conf")
 	c.AuthenticationTokenWebhook = true
-	if r, err = c.remoteAPIFor("node1", log); err != nil || !r.ClientTokens {
+	if r, err = c.remoteAPIFor("node1", nil, log); err != nil || !r.ClientTokens {
 		t.Fatalf("tokens: %+v %v", r, err)
 	}
 	// A token while the kubeconfig does not exist: no review, 401.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/podvisor/podvisor/api"
 	"github.com/podvisor/podvisor/auth"
+	"github.com/podvisor/podvisor/certs"
 	"github.com/podvisor/podvisor/internal/crilog"
 	"github.com/podvisor/podvisor/manifest"
 	"github.com/podvisor/podvisor/pressure"
@@ -62,7 +63,12 @@ type Config struct {
 	AuthorizationWebhookCacheAuthorizedTTL   time.Duration `yaml:"authorizationWebhookCacheAuthorizedTTL"`
 	AuthorizationWebhookCacheUnauthorizedTTL time.Duration `yaml:"authorizationWebhookCacheUnauthorizedTTL"`
 	EnableProfilingHandler                   bool          `yaml:"enableProfilingHandler"`
-	ExitWhenEmpty                            bool          `yaml:"exitWhenEmpty"`
+	// Certificates (issue 18), kubelet's flags.
+	CertDir                  string `yaml:"certDir"`
+	RotateCertificates       bool   `yaml:"rotateCertificates"`
+	RotateServerCertificates bool   `yaml:"rotateServerCertificates"`
+	BootstrapKubeconfig      string `yaml:"bootstrapKubeconfig"`
+	ExitWhenEmpty            bool   `yaml:"exitWhenEmpty"`
 	// Graceful node shutdown (daemon/shutdown.go): kubelet's two forms.
 	ShutdownGracePeriod              time.Duration    `yaml:"shutdownGracePeriod"`
 	ShutdownGracePeriodCriticalPods  time.Duration    `yaml:"shutdownGracePeriodCriticalPods"`
@@ -105,6 +111,12 @@ func (c *Config) credentialsFiles() []string {
 	return []string{c.ImageCredentialsFile}
 }
 
+// DefaultCertDir is --cert-dir's default, kubelet's: kubeadm's kubelet.conf
+// names kubelet-client-current.pem there once kubelet-finalize ran, and
+// podvisor stands in for the node's kubelet (one identity,
+// system:node:<node>, one set of certificates).
+const DefaultCertDir = "/var/lib/kubelet/pki"
+
 // DefaultLogDir is kubelet's log directory, podvisor's default.
 const DefaultLogDir = "/var/log/pods"
 
@@ -132,6 +144,8 @@ func Default() Config {
 		ImagePullProgressDeadline: ctrd.DefaultPullProgressDeadline,
 		RegistryConfigDir:         ctrd.DefaultRegistryConfigDir,
 		ImageCredentialsFile:      DefaultImageCredentialsFile,
+		CertDir:                   DefaultCertDir,
+		RotateCertificates:        true,
 		ManifestRelistPeriod:      manifest.DefaultRelistPeriod,
 		// Graceful node shutdown is on: a box nobody watches is powered
 		// off and rebooted by people who do not know podvisor is there.
@@ -200,6 +214,10 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.TLSPrivateKeyFile, "tls-private-key-file", c.TLSPrivateKeyFile, "private key (PEM) of --tls-cert-file")
 	fs.StringVar(&c.ClientCAFile, "client-ca-file", c.ClientCAFile, "CA certificates (PEM) a client certificate of --tls-bind-address must chain to")
 	c.addAuthFlags(fs)
+	fs.StringVar(&c.CertDir, "cert-dir", c.CertDir, "where the certificates are: the self-signed serving pair kubelet.crt and kubelet.key, kubelet-client-current.pem and kubelet-server-current.pem (kubelet's layout)")
+	fs.BoolVar(&c.RotateCertificates, "rotate-certificates", c.RotateCertificates, "renew the --kubeconfig's client certificate through a CertificateSigningRequest before it expires, as kubelet (kept as kubelet-client-current.pem in --cert-dir; a token kubeconfig has nothing to renew)")
+	fs.BoolVar(&c.RotateServerCertificates, "rotate-server-certificates", c.RotateServerCertificates, "without --tls-cert-file, serve --tls-bind-address with a certificate requested through a kubernetes.io/kubelet-serving CertificateSigningRequest, as kubelet's serverTLSBootstrap; someone must approve it (default: a self-signed one in --cert-dir)")
+	fs.StringVar(&c.BootstrapKubeconfig, "bootstrap-kubeconfig", c.BootstrapKubeconfig, "kubeconfig with a bootstrap token: when --kubeconfig is missing or its certificate expired, request a client certificate with it and write --kubeconfig naming kubelet-client-current.pem, as kubelet's TLS bootstrap (default: none)")
 	fs.BoolVar(&c.ExitWhenEmpty, "exit-when-empty", c.ExitWhenEmpty, "with a manifests dir holding no manifest: stop and remove every pod, then exit (make demo-clean uses it)")
 	fs.DurationVar(&c.ShutdownGracePeriod, "shutdown-grace-period", c.ShutdownGracePeriod, "graceful node shutdown: at power-off or reboot (logind's PrepareForShutdown) the pods are stopped within this period, critical pods last, under a logind delay lock (0: off)")
 	fs.DurationVar(&c.ShutdownGracePeriodCriticalPods, "shutdown-grace-period-critical-pods", c.ShutdownGracePeriodCriticalPods, "the part of --shutdown-grace-period kept for critical pods (priority 2000000000 or more, system-cluster-critical, system-node-critical), stopped after the others")
@@ -258,5 +276,12 @@ func (c *Config) remoteAPI() *api.TLSConfig {
 	if c.TLSBindAddress == "" {
 		return nil
 	}
-	return &api.TLSConfig{Address: c.TLSBindAddress, CertFile: c.TLSCertFile, KeyFile: c.TLSPrivateKeyFile, ClientCAFile: c.ClientCAFile}
+	t := &api.TLSConfig{Address: c.TLSBindAddress, CertFile: c.TLSCertFile, KeyFile: c.TLSPrivateKeyFile, ClientCAFile: c.ClientCAFile}
+	if c.selfServing() {
+		// The self-signed pair (daemon/certs.go), unless Run gives
+		// GetCertificate.
+		d := certs.Dir(c.CertDir)
+		t.CertFile, t.KeyFile = d.SelfSignedCert(), d.SelfSignedKey()
+	}
+	return t
 }

@@ -56,6 +56,9 @@ func TestConfigCoversRunFlags(t *testing.T) {
 		probe := Default()
 		fs := runFlagSet(&probe)
 		v := map[valueKind]string{kindString: "x", kindBool: "true", kindInt: "7", kindDuration: "7s", kindPeriods: "7=7s"}[f.kind]
+		if f.kind == kindBool && f.flag.DefValue == "true" {
+			v = "false" // a flag on by default (--rotate-certificates)
+		}
 		if err := fs.Set(f.name, v); err != nil {
 			t.Fatal(err)
 		}

@@ -222,6 +222,20 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 		clock:   clk,
 		log:     log,
 	})
+	// The client certificate rotated for the mirror, and the remote API's
+	// serving certificate when podvisor makes its own (daemon/certs.go).
+	clientCert, err := c.clientCertificate(d.node, log)
+	if err != nil {
+		return err
+	}
+	remote, err := c.remoteAPIFor(d.node, currentCert(clientCert), log)
+	if err != nil {
+		return err
+	}
+	servingCert, err := c.servingCertificate(ctx, remote, d.node, d.nodeIP, clientCert, log)
+	if err != nil {
+		return err
+	}
 	// Events go to the store and, with --kubeconfig, to the apiserver.
 	var sink supervise.StatusSink = store
 	if c.Kubeconfig != "" {
@@ -229,6 +243,7 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 		mir, err = mirror.New(mirror.Options{
 			Clock:                   clk,
 			Kubeconfig:              c.Kubeconfig,
+			ClientCertificate:       currentCert(clientCert),
 			NodeName:                d.node,
 			NodeIP:                  d.nodeIP,
 			ContainerRuntimeVersion: ver.Version,
@@ -281,10 +296,6 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 		PodPidsLimit:    c.PodPidsLimit,
 	})
 	sup.p.Store(s)
-	remote, err := c.remoteAPIFor(d.node, log)
-	if err != nil {
-		return err
-	}
 	var hz *healthz
 	if c.HealthzBindAddress != "" {
 		if hz, err = listenHealthz(c.HealthzBindAddress, store.Health, log); err != nil {
@@ -338,6 +349,12 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 	g.Go(func() error { pm.Run(ctx); return nil })
 	if mir != nil {
 		g.Go(func() error { mir.Run(ctx); return nil })
+	}
+	if clientCert != nil {
+		g.Go(func() error { return clientCert.Run(ctx) })
+	}
+	if servingCert != nil {
+		g.Go(func() error { return servingCert.Run(ctx) })
 	}
 	if nodeShutdown != nil {
 		g.Go(func() error { nodeShutdown.Run(ctx); return nil })

@@ -15,7 +15,10 @@
 //   - The client comes from a kubeconfig (token or client certificate, as
 //     kubeadm's kubelet.conf), read again when it changes; certificate
 //     files it names are re-read by client-go's transport when they
-//     change.
+//     change. With Options.ClientCertificate (a rotated certificate), that
+//     one is presented instead, and a new one closes every connection
+//     within 10 s so the next present it, as kubelet's certificate
+//     transport does.
 //   - Node as kubelet registers it (pkg/kubelet/kubelet_node_status.go,
 //     nodestatus/setters.go): created first, with kubelet's labels only
 //     (NodeRestriction forbids node-role labels), addresses, capacity,

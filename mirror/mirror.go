@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"strings"
@@ -42,6 +43,9 @@ const (
 	// apiserver refuses mirrors for a few seconds (its system-node-critical
 	// PriorityClass and kube-system namespace come after it serves).
 	refusedRetryMin = 5 * time.Second
+	// certCheckInterval is how often ClientCertificate is asked whether
+	// the certificate was rotated (kubelet's certificate transport: 10 s).
+	certCheckInterval = 10 * time.Second
 	// kubeconfigCheckInterval is how often the kubeconfig file is read to
 	// see whether it changed (kubeadm rewrites kubelet.conf).
 	kubeconfigCheckInterval = 20 * time.Second
@@ -86,6 +90,13 @@ type Options struct {
 	Kubeconfig string
 	// Client, when set, is used instead of Kubeconfig.
 	Client kubernetes.Interface
+	// ClientCertificate, when set, is the client certificate presented in
+	// place of the one the kubeconfig names or embeds (a rotated one,
+	// --rotate-certificates); nil while there is none. A kubeconfig without
+	// a client certificate (a token) is used as it is. When it returns
+	// another certificate, the connections are closed so that the next ones
+	// present it (kubelet's certificate transport).
+	ClientCertificate func() *tls.Certificate
 	// NodeName is the Node's name (lower case, as the pods' spec.nodeName).
 	NodeName string
 	// Hostname is the kubernetes.io/hostname label and the Hostname
@@ -263,6 +274,19 @@ func (m *Mirror) session(ctx context.Context, c *client) {
 				if c.changed() {
 					m.log.Info("kubeconfig changed, reconnecting", "path", m.opts.Kubeconfig)
 					cancel()
+				}
+			}
+		}()
+	}
+	if c.certChanged != nil && c.closeAll != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for m.sleep(ctx, certCheckInterval) {
+				if c.certChanged() {
+					// Watches end with their connections and start again.
+					m.log.Info("client certificate rotated, closing the apiserver connections to use it")
+					c.closeAll()
 				}
 			}
 		}()

@@ -159,6 +159,8 @@ func (d *daemon) args() []string {
 		"--run-dir", d.run,
 		"--log-dir", d.logs,
 		"--images-dir", d.images,
+		// Never the host's /var/lib/kubelet/pki.
+		"--cert-dir", filepath.Join(d.dir, "pki"),
 		"--containerd-address", env.Address,
 		"--containerd-namespace", d.ns,
 		"--cni-conf-dir", env.CNIConfDir,
