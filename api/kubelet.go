@@ -193,8 +193,12 @@ func serveKubeletStream(w http.ResponseWriter, r *http.Request, o Options, exec 
 	defer release(o.streams.sessions)
 	o.streams.wg.Add(1)
 	defer o.streams.wg.Done()
-	// The session's context is the request's, which derives from Serve's:
-	// podvisor stopping ends it.
+	// The session's context is the request's, which derives from Serve's
+	// (podvisor stopping ends it), and ends when the client's connection
+	// does.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	w, r = goneWriter{ResponseWriter: w, gone: cancel}, r.WithContext(ctx)
 	if exec {
 		remotecommand.ServeExec(w, r, k, pod.Name, string(pod.UID), ctr.Name, cmd, opts,
 			kubeletStreamIdleTimeout, kubeletStreamCreationTimeout, remotecommand.SupportedStreamingProtocols)

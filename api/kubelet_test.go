@@ -467,3 +467,35 @@ func TestKubeletExecWebSocket(t *testing.T) {
 		}
 	}
 }
+
+// TestKubeletExecClientGone: an exec whose client goes away ends (its
+// context is done), though the upgraded request's own context would not.
+func TestKubeletExecClientGone(t *testing.T) {
+	started, ended := make(chan struct{}), make(chan struct{})
+	srv := kubeletServer(t, Options{Store: fakeStore{pods: []v1.Pod{streamPod()}}, Streamer: fakeStreamer{exec: func(ctx context.Context, tg StreamTarget, cmd []string, s Session) (int, error) {
+		close(started)
+		<-ctx.Done()
+		close(ended)
+		return 0, ctx.Err()
+	}}})
+	u, _ := url.Parse(srv.URL + "/exec/default/web-node/app?command=sleep&output=1")
+	ex, err := remotecommand.NewSPDYExecutor(execConfig(srv), "POST", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	go func() { errc <- ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: io.Discard}) }()
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("exec did not start within 10s")
+	}
+	cancel()
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the exec went on 10s after its client left")
+	}
+	<-errc
+}

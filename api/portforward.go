@@ -62,6 +62,9 @@ func servePortForward(w http.ResponseWriter, r *http.Request, o Options) {
 	defer release(o.streams.sessions)
 	o.streams.wg.Add(1)
 	defer o.streams.wg.Done()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	w, r = goneWriter{ResponseWriter: w, gone: cancel}, r.WithContext(ctx)
 	dialer := o.PodDialer
 	if dialer == nil {
 		dialer = ipDialer{}
