@@ -78,7 +78,9 @@ func testKubeletAPI(t *testing.T, d *daemon, kc *kubectlRun, admin string, port 
 		t.Errorf("node daemonEndpoints.kubeletEndpoint.Port = %q, want %d (--tls-bind-address)", out, port)
 	}
 	pod := "kubeletapi-" + node
-	d.poll("the mirror of "+pod+" Running", 2*time.Minute, func() (bool, string) {
+	sub := *d // d's helpers, failing this subtest
+	sub.t = t
+	sub.poll("the mirror of "+pod+" Running", 2*time.Minute, func() (bool, string) {
 		out, err := kc.run(admin, "get", "pod", "-n", "default", pod, "-o", "jsonpath={.status.phase}")
 		return err == nil && out == "Running", fmt.Sprintf("%q %v", out, err)
 	})
