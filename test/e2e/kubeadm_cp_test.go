@@ -119,7 +119,7 @@ func TestKubeadmControlPlane(t *testing.T) {
 	if out := kc.must(admin, "get", "node", node, "-o", "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}"); out != "True" {
 		t.Errorf("node %s Ready = %q, want True", node, out)
 	}
-	t.Run("kubelet API", func(t *testing.T) { testKubeletAPI(t, d, kc, admin, kubeletPort) })
+	t.Run("kubelet API", func(t *testing.T) { testKubeletAPI(t, d, kc, admin, k8sDir, kubeletPort) })
 
 	// kubeadm init's wait-control-plane phase, check by check as kubeadm
 	// v1.37.2 makes them (util/apiclient/wait.go). The phase itself is not

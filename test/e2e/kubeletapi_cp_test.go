@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +23,7 @@ import (
 	"github.com/podvisor/podvisor/test/testcerts"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	v1 "k8s.io/api/core/v1"
 )
 
 // kubeletAPIPod is a pod of the kubeadm test's for kubectl exec, logs -f
@@ -71,9 +75,10 @@ func kubeletAPISetup(t *testing.T, d *daemon, k8sDir string) int {
 }
 
 // testKubeletAPI drives podvisor's kubelet API as users do, through the
-// apiserver: kubectl logs (-f), exec, port-forward and the node proxy's
-// /metrics/resource as metrics-server reads it.
-func testKubeletAPI(t *testing.T, d *daemon, kc *kubectlRun, admin string, port int) {
+// apiserver: kubectl logs (-f), exec and port-forward; and
+// /metrics/resource and /pods as metrics-server reads them.
+func testKubeletAPI(t *testing.T, d *daemon, kc *kubectlRun, admin, k8sDir string, port int) {
+	kc = &kubectlRun{t: t, bin: kc.bin, cache: kc.cache} // failing this subtest
 	if out := kc.must(admin, "get", "node", node, "-o", "jsonpath={.status.daemonEndpoints.kubeletEndpoint.Port}"); out != strconv.Itoa(port) {
 		t.Errorf("node daemonEndpoints.kubeletEndpoint.Port = %q, want %d (--tls-bind-address)", out, port)
 	}
@@ -153,9 +158,44 @@ func testKubeletAPI(t *testing.T, d *daemon, kc *kubectlRun, admin string, port 
 		}
 	})
 
-	// The node proxy, as metrics-server reads it.
+	// /metrics/resource as metrics-server reads it: at the Node's address
+	// and daemonEndpoints port, with a client certificate of the cluster
+	// CA (the apiserver's own kubelet client certificate here), not
+	// verifying the serving certificate (--kubelet-insecure-tls). The
+	// apiserver's node proxy (/api/v1/nodes/N/proxy/...) cannot be the
+	// way on this loopback-only test: it refuses a node whose address is
+	// not global unicast ("address not allowed").
 	t.Run("metrics/resource", func(t *testing.T) {
-		out := kc.must(admin, "get", "--raw", "/api/v1/nodes/"+node+"/proxy/metrics/resource")
+		var n v1.Node
+		if err := json.Unmarshal([]byte(kc.must(admin, "get", "node", node, "-o", "json")), &n); err != nil {
+			t.Fatal(err)
+		}
+		var ip string
+		for _, a := range n.Status.Addresses {
+			if a.Type == v1.NodeInternalIP {
+				ip = a.Address
+			}
+		}
+		base := "https://" + net.JoinHostPort(ip, strconv.Itoa(int(n.Status.DaemonEndpoints.KubeletEndpoint.Port)))
+		cert, err := tls.LoadX509KeyPair(filepath.Join(k8sDir, "pki", "apiserver-kubelet-client.crt"), filepath.Join(k8sDir, "pki", "apiserver-kubelet-client.key"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+			Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true}}}
+		get := func(path string) string {
+			resp, err := c.Get(base + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			if err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("GET %s%s = %s %v: %.300s", base, path, resp.Status, err, b)
+			}
+			return string(b)
+		}
+		out := get("/metrics/resource")
 		parser := expfmt.NewTextParser(model.UTF8Validation)
 		fams, err := parser.TextToMetricFamilies(strings.NewReader(out))
 		if err != nil {
@@ -167,26 +207,26 @@ func testKubeletAPI(t *testing.T, d *daemon, kc *kubectlRun, admin string, port 
 				t.Errorf("%s: %v, want one sample with its time", name, f)
 			}
 		}
-		found := map[string]bool{}
 		for _, name := range []string{"container_cpu_usage_seconds_total", "container_memory_working_set_bytes", "container_start_time_seconds", "pod_cpu_usage_seconds_total"} {
+			found := false
 			for _, m := range fams[name].GetMetric() {
 				l := map[string]string{}
 				for _, lp := range m.Label {
 					l[lp.GetName()] = lp.GetValue()
 				}
 				if l["pod"] == "etcd-"+node && l["namespace"] == "kube-system" && (l["container"] == "etcd" || name == "pod_cpu_usage_seconds_total") {
-					found[name] = true
+					found = true
 				}
 			}
-			if !found[name] {
+			if !found {
 				t.Errorf("%s has no series of kube-system/etcd-%s:\n%s", name, node, out)
 			}
 		}
 		if f := fams["scrape_error"]; f == nil || f.Metric[0].GetGauge().GetValue() != 0 {
 			t.Errorf("scrape_error = %v, want 0", f)
 		}
-		if out := kc.must(admin, "get", "--raw", "/api/v1/nodes/"+node+"/proxy/pods"); !strings.Contains(out, `"kind":"PodList"`) || !strings.Contains(out, `"name":"etcd-`+node+`"`) {
-			t.Errorf("node proxy /pods = %.300s, want a PodList with etcd", out)
+		if out := get("/pods"); !strings.Contains(out, `"kind":"PodList"`) || !strings.Contains(out, `"name":"etcd-`+node+`"`) {
+			t.Errorf("GET /pods = %.300s, want a PodList with etcd", out)
 		}
 	})
 }
