@@ -75,7 +75,7 @@ func kubeletAPISetup(t *testing.T, d *daemon, k8sDir string) int {
 }
 
 // testKubeletAPI drives podvisor's kubelet API as users do, through the
-// apiserver: kubectl logs (-f), exec and port-forward; and
+// apiserver: kubectl logs (-f), attach, exec and port-forward; and
 // /metrics/resource and /pods as metrics-server reads them.
 func testKubeletAPI(t *testing.T, d *daemon, kc *kubectlRun, admin, k8sDir string, port int) {
 	kc = &kubectlRun{t: t, bin: kc.bin, cache: kc.cache} // failing this subtest
@@ -111,6 +111,20 @@ func testKubeletAPI(t *testing.T, d *daemon, kc *kubectlRun, admin, k8sDir strin
 			t.Errorf("kubectl logs -f gave %v (%v), want 3 consecutive lines", seen, sc.Err())
 		}
 		stop()
+	})
+
+	// kubectl attach: the main process's output as it comes.
+	t.Run("attach", func(t *testing.T) {
+		stop, stdout := kc.start(t, admin, "attach", "-n", "default", pod)
+		defer stop()
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var n int
+			if _, err := fmt.Sscanf(sc.Text(), "line %d", &n); err == nil {
+				return
+			}
+		}
+		t.Errorf("kubectl attach: no line of the container's output (%v)", sc.Err())
 	})
 
 	// kubectl exec: stdin in, stdout out, the exit code back.
