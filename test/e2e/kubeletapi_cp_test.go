@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
 	"github.com/podvisor/podvisor/test/testcerts"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -144,9 +145,31 @@ func testKubeletAPI(t *testing.T, d *daemon, kc *kubectlRun, admin, k8sDir strin
 		if stdout.String() != "from stdin\n" || !strings.Contains(stderr.String(), "to-stderr") {
 			t.Errorf("kubectl exec: stdout %q, stderr %q", stdout.String(), stderr.String())
 		}
-		// -t without a terminal: kubectl warns and goes on without one.
-		if out, err := kc.run(admin, "exec", "-it", "-n", "default", pod, "--", "echo", "ok"); err != nil || strings.TrimSpace(out) != "ok" {
-			t.Errorf("kubectl exec -it ... echo ok = %q, %v", out, err)
+	})
+
+	// kubectl exec -it on a terminal: the command gets one, its exit code
+	// comes back.
+	t.Run("exec -it", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, kc.bin, "--kubeconfig", admin, "--cache-dir", kc.cache,
+			"exec", "-it", "-n", "default", pod, "--", "sh", "-c", "[ -t 0 ] && [ -t 1 ] && echo on-a-terminal; exit 3")
+		f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 24, Cols: 80})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		out := &ptyReader{}
+		go out.copyFrom(f)
+		sub := *d
+		sub.t = t
+		sub.poll("kubectl exec -it's output", 30*time.Second, func() (bool, string) {
+			return strings.Contains(out.String(), "on-a-terminal"), fmt.Sprintf("%q", out.String())
+		})
+		err = cmd.Wait()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+			t.Errorf("kubectl exec -it ... exit 3: %v, want exit code 3 (output %q)", err, out.String())
 		}
 	})
 
