@@ -52,6 +52,15 @@
 //     objects that do not exist). No Secret value ever leaves through it:
 //     the handler replaces every Secret by a copy with data's keys only
 //     (and their sizes), whatever the ObjectSource gives.
+//   - Kubelet's API (kubelet.go), on the same handler so on both the
+//     socket and the TLS port: /containerLogs, /exec, /attach and
+//     /portForward in kubelet's paths and Kubernetes' own streaming
+//     protocols (SPDY and WebSocket, k8s.io/cri-streaming), on the same
+//     Streamer as the local sessions and Options.PodDialer for
+//     port-forward; /metrics/resource and /stats/summary from
+//     Options.Stats; GET /pods, /healthz and /metrics are already
+//     kubelet's answers. A session ends when its client's connection
+//     does, or after 4 hours idle.
 //   - The Client checks each unix socket connection before sending on it:
 //     the serving process (SO_PEERCRED) must be root or the client's own
 //     user, else ErrUntrustedSocket, naming the socket and that uid.

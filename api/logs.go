@@ -211,7 +211,13 @@ func serveLog(w http.ResponseWriter, r *http.Request, o Options) {
 	if !ok {
 		return
 	}
-	req, err := parseLogQuery(r.URL.Query(), time.Now())
+	servePodLog(w, r, o, pod, r.URL.Query())
+}
+
+// servePodLog serves pod's log with the PodLogOptions in q; the local
+// API's GET /pods/{name}/log and kubelet's /containerLogs share it.
+func servePodLog(w http.ResponseWriter, r *http.Request, o Options, pod *v1.Pod, q url.Values) {
+	req, err := parseLogQuery(q, time.Now())
 	if err == nil {
 		req.container, err = logContainer(pod, req.container)
 	}

@@ -82,6 +82,9 @@ type Options struct {
 	Objects ObjectSource
 	// Node, when set, answers GET /node; without it /node answers 501.
 	Node NodeSource
+	// PodDialer connects kubelet's port-forward to a pod's port
+	// (kubelet.go); without one, a pod's IP is dialled.
+	PodDialer PodDialer
 
 	streams *streams // the exec and attach sessions in flight
 }
@@ -306,6 +309,7 @@ func newHandler(o Options) http.Handler {
 	registerObjects(mux, o)
 	registerMetrics(mux, o)
 	registerStreams(mux, o)
+	registerKubelet(mux, o)
 	// Go's profiler, for operators chasing CPU or memory use; the socket
 	// is root's only.
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)

@@ -251,6 +251,7 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 			Ready:                   sup.Synced,
 			Health:                  health,
 			StorageDir:              c.StateDir,
+			KubeletPort:             kubeletPort(c.TLSBindAddress),
 			Conditions:              pm.NodeConditions,
 			Log:                     log.With("component", "mirror"),
 		})
@@ -325,6 +326,7 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 			Gatherer:  mets.Registry(),
 			Stats:     mets,
 			Streamer:  runtimeStreamer{rt: rt, paths: d.paths},
+			PodDialer: podDialer{rt: rt},
 			Images:    rt,
 			Objects:   objects,
 			Node:      nodeView{name: d.node, started: clk.Now(), health: store.Health, pm: pm},

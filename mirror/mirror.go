@@ -121,6 +121,11 @@ type Options struct {
 	// Conditions, when set, returns the node's pressure conditions
 	// (MemoryPressure, DiskPressure, PIDPressure); nil: all False.
 	Conditions func() []v1.NodeCondition
+	// KubeletPort is status.daemonEndpoints.kubeletEndpoint.Port: the port
+	// of podvisor's kubelet API (--tls-bind-address), which the apiserver
+	// dials for logs, exec, port-forward and the node proxy; 0 when none
+	// (the apiserver then dials 10250).
+	KubeletPort int32
 	// StorageDir is on the filesystem whose size is the Node's
 	// ephemeral-storage capacity (podvisor's state and log directories);
 	// default "/".

@@ -71,6 +71,7 @@ func (m *Mirror) setStatus(node *v1.Node) {
 	info.KubeletVersion = KubeletVersion
 	st.NodeInfo = info
 	st.Phase = ""
+	st.DaemonEndpoints.KubeletEndpoint.Port = m.opts.KubeletPort
 
 	ready := v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: ReasonReady, Message: "podvisor is posting ready status"}
 	if m.opts.Health != nil {

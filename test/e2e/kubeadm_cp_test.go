@@ -73,6 +73,7 @@ func TestKubeadmControlPlane(t *testing.T) {
 	admin := filepath.Join(k8sDir, "admin.conf")
 	superAdmin := filepath.Join(k8sDir, "super-admin.conf")
 
+	kubeletPort := kubeletAPISetup(t, d, k8sDir)
 	began := time.Now()
 	d.start()
 	d.poll("the apiserver's /readyz", 3*time.Minute, func() (bool, string) {
@@ -118,6 +119,7 @@ func TestKubeadmControlPlane(t *testing.T) {
 	if out := kc.must(admin, "get", "node", node, "-o", "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}"); out != "True" {
 		t.Errorf("node %s Ready = %q, want True", node, out)
 	}
+	t.Run("kubelet API", func(t *testing.T) { testKubeletAPI(t, d, kc, admin, k8sDir, kubeletPort) })
 
 	// kubeadm init's wait-control-plane phase, check by check as kubeadm
 	// v1.37.2 makes them (util/apiclient/wait.go). The phase itself is not
