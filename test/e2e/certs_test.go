@@ -457,7 +457,11 @@ func TestTLSSelfSignedServing(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := freePort(t)
-	d.extraArgs = append(d.extraArgs, "--tls-bind-address", addr, "--client-ca-file", ca.CertFile)
+	policy := filepath.Join(d.dir, "policy.yaml")
+	if err := os.WriteFile(policy, []byte("apiVersion: podvisor.io/v1alpha1\nkind: AuthorizationPolicy\nget:\n- user: admin\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d.extraArgs = append(d.extraArgs, "--tls-bind-address", addr, "--client-ca-file", ca.CertFile, "--authorization-policy-file", policy)
 	crt := filepath.Join(d.dir, "pki", "kubelet.crt")
 	served := func() *x509.Certificate {
 		t.Helper()

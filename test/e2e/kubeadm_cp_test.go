@@ -119,7 +119,6 @@ func TestKubeadmControlPlane(t *testing.T) {
 	if out := kc.must(admin, "get", "node", node, "-o", "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}"); out != "True" {
 		t.Errorf("node %s Ready = %q, want True", node, out)
 	}
-	t.Run("kubelet API", func(t *testing.T) { testKubeletAPI(t, d, kc, admin, k8sDir, kubeletPort) })
 
 	// kubeadm init's wait-control-plane phase, check by check as kubeadm
 	// v1.37.2 makes them (util/apiclient/wait.go). The phase itself is not
@@ -145,6 +144,12 @@ func TestKubeadmControlPlane(t *testing.T) {
 	ka.run("init", "phase", "addon", "all", "--config", controlplane.Config, "--kubeconfig", "/etc/kubernetes/super-admin.conf")
 	kc.must(admin, "get", "-n", "kube-system", "configmap/kubeadm-config", "configmap/kubelet-config", "deployment/coredns", "daemonset/kube-proxy")
 	kc.must(admin, "get", "-n", "kube-public", "configmap/cluster-info")
+	// The apiserver reaches the node's kubelet API as
+	// kube-apiserver-kubelet-client, allowed nodes/proxy by the
+	// kubeadm:apiserver-kubelet-client binding the phases above made:
+	// podvisor asks the apiserver (Webhook, the default with --kubeconfig).
+	kc.must(admin, "get", "clusterrolebinding", "kubeadm:apiserver-kubelet-client")
+	t.Run("kubelet API", func(t *testing.T) { testKubeletAPI(t, d, kc, admin, k8sDir, kubeletPort) })
 
 	// mark-control-plane has no --kubeconfig either: its node patch is made
 	// here as kubeadm makes it. Then podvisor restarts, as kubelet may at

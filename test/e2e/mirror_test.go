@@ -507,13 +507,16 @@ func (c *mirrorCluster) waitMirror(t *testing.T, name, what string, timeout time
 // local's status (the local pod's status must not change meanwhile).
 func (c *mirrorCluster) waitMirrorLike(t *testing.T, local *v1.Pod, timeout time.Duration) *v1.Pod {
 	t.Helper()
-	n, err := c.cs.CoreV1().Nodes().Get(t.Context(), node, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m *v1.Pod
+	var (
+		m *v1.Pod
+		n *v1.Node
+	)
 	c.d.poll("mirror of "+local.Name+" like the local pod", timeout, func() (bool, string) {
 		var err error
+		// The node may be registered after the pod runs locally.
+		if n, err = c.cs.CoreV1().Nodes().Get(t.Context(), node, metav1.GetOptions{}); err != nil {
+			return false, err.Error()
+		}
 		m, err = c.cs.CoreV1().Pods(local.Namespace).Get(t.Context(), local.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
