@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,19 +9,22 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/client-go/tools/remotecommand"
+	clientspdy "k8s.io/client-go/transport/spdy"
+	"k8s.io/client-go/util/exec"
+	"k8s.io/streaming/pkg/httpstream/spdy"
 )
-
-// ErrStreamProtocol means the daemon's stream broke the framing or ended
-// without a status.
-var ErrStreamProtocol = errors.New("stream protocol error")
 
 // StreamOptions are an exec's or attach's parameters and local streams.
 type StreamOptions struct {
-	// Container is the container's name; empty picks the default.
+	// Container is the container's name, as kubelet's paths need it: the
+	// caller picks the default (kubectl does too).
 	Container string
 	// Stdin, when not nil, is sent to the process; its end closes the
 	// process's stdin.
@@ -34,9 +36,6 @@ type StreamOptions struct {
 	Size TermSize
 	// Resize delivers the local terminal's later sizes.
 	Resize <-chan TermSize
-	// Notice gets the daemon's messages for the user, such as which
-	// container was defaulted; nil drops them.
-	Notice func(string)
 }
 
 // ExitError is a session's end other than exit code 0: the remote
@@ -57,145 +56,169 @@ func (e *ExitError) Error() string {
 // ExitCode is the remote command's exit code.
 func (e *ExitError) ExitCode() int { return e.Code }
 
-// Exec runs cmd in a container of pod and copies the streams until it
-// exits. It returns nil for exit code 0, an *ExitError for another exit
-// code or a command that could not start, and other errors when the
-// session could not be had.
+// Exec runs cmd in a container of pod ("namespace/name", the pod's full
+// name) and copies the streams until it exits, over kubelet's
+// /exec/{namespace}/{pod}/{container} and Kubernetes' streaming protocol
+// (SPDY, as kubectl speaks it to kubelet). It returns nil for exit code 0,
+// an *ExitError for another exit code or a command that could not start,
+// and other errors when the session could not be had.
 func (c *Client) Exec(ctx context.Context, pod string, cmd []string, o StreamOptions) error {
-	q := url.Values{"command": cmd}
-	return c.stream(ctx, "exec", pod, q, o)
+	return c.stream(ctx, "exec", pod, url.Values{"command": cmd}, o)
 }
 
 // Attach connects the streams to the main process of a container of pod
-// until the process exits, ctx ends or, with Stdin, Stdin ends.
+// ("namespace/name") until the process exits, ctx ends or, with Stdin,
+// Stdin ends, over kubelet's /attach path. The process's non-zero exit
+// code comes back as an *ExitError.
 func (c *Client) Attach(ctx context.Context, pod string, o StreamOptions) error {
-	return c.stream(ctx, "attach", pod, url.Values{}, o)
+	return c.stream(ctx, "attach", pod, url.Values{AttachExitCodeParam: {"1"}}, o)
 }
 
+// AttachExitCodeParam asks kubelet's attach for the process's exit code,
+// reported as exec reports it (a podvisor extension kubelet lacks: kubectl
+// does not send it and gets kubelet's answer).
+const AttachExitCodeParam = "exitCode"
+
 func (c *Client) stream(ctx context.Context, verb, pod string, q url.Values, o StreamOptions) error {
-	if ns, n, ok := strings.Cut(pod, "/"); ok {
-		q.Set("namespace", ns)
-		pod = n
+	ns, name, ok := strings.Cut(pod, "/")
+	if !ok || ns == "" || name == "" || o.Container == "" {
+		return fmt.Errorf("%s: want namespace/name and a container, not %q and %q", verb, pod, o.Container)
 	}
-	if o.Container != "" {
-		q.Set("container", o.Container)
+	q.Set("output", "1")
+	if o.Stdin != nil {
+		q.Set("input", "1")
 	}
-	q.Set("stdin", strconv.FormatBool(o.Stdin != nil))
-	q.Set("tty", strconv.FormatBool(o.TTY))
-	if o.Size.Width > 0 && o.Size.Height > 0 {
-		q.Set("width", strconv.Itoa(int(o.Size.Width)))
-		q.Set("height", strconv.Itoa(int(o.Size.Height)))
+	if o.TTY {
+		q.Set("tty", "1")
+	} else {
+		q.Set("error", "1")
 	}
-	path := "/pods/" + url.PathEscape(pod) + "/" + verb
-	u := url.URL{Scheme: c.scheme, Host: c.host, Path: path, RawQuery: q.Encode()}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
-	if err != nil {
-		return fmt.Errorf("build request: %w", err)
+	u := &url.URL{Scheme: c.scheme, Host: c.host, Path: "/" + verb + "/" + ns + "/" + name + "/" + o.Container, RawQuery: q.Encode()}
+	base, ok := c.http.Transport.(*http.Transport)
+	if !ok {
+		return fmt.Errorf("%s: the client's transport %T cannot dial a stream", verb, c.http.Transport)
 	}
-	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", StreamProtocol)
-	resp, err := c.http.Do(req)
-	if err != nil {
-		if de := dialFailure(err); de != nil {
-			return de
+	// remotecommand keeps only the text of a dial's error: the error
+	// itself (unreachable, untrusted socket) is kept here.
+	var mu sync.Mutex
+	var dialErr error
+	tr := base.Clone()
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := base.DialContext(ctx, network, addr)
+		if err != nil {
+			mu.Lock()
+			dialErr = err
+			mu.Unlock()
 		}
+		return conn, err
+	}
+	// The SPDY round tripper dials through the client's own transport:
+	// the socket (and its peer check) or the TLS connection.
+	rt, err := spdy.NewRoundTripperWithConfig(spdy.RoundTripperConfig{UpgradeTransport: tr, PingPeriod: streamPingPeriod})
+	if err != nil {
 		return fmt.Errorf("%s: %w", verb, err)
 	}
+	ex, err := remotecommand.NewSPDYExecutorForTransports(rt, statusUpgrader{clientspdy.NewUpgraderForStreaming(rt)}, http.MethodPost, u)
+	if err != nil {
+		return fmt.Errorf("%s: %w", verb, err)
+	}
+	so := remotecommand.StreamOptions{Stdin: o.Stdin, Stdout: o.Stdout, Tty: o.TTY}
+	if !o.TTY {
+		so.Stderr = o.Stderr
+		if so.Stderr == nil {
+			so.Stderr = io.Discard
+		}
+	}
+	if so.Stdout == nil {
+		so.Stdout = io.Discard
+	}
+	if o.TTY {
+		sctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		so.TerminalSizeQueue = &sizeQueue{ctx: sctx, first: o.Size, resize: o.Resize}
+	}
+	err = ex.StreamWithContext(ctx, so)
+	mu.Lock()
+	defer mu.Unlock()
+	if err != nil && dialErr != nil {
+		if de := dialFailure(dialErr); de != nil {
+			return de
+		}
+	}
+	return streamError(err)
+}
+
+// streamPingPeriod keeps an idle session's connection known alive, as
+// kubectl's 5 s.
+const streamPingPeriod = 5 * time.Second
+
+// statusUpgrader answers a refused upgrade (no such pod, forbidden) as
+// the API's other calls do: an *APIError with the Status's code and
+// message.
+type statusUpgrader struct{ clientspdy.Upgrader }
+
+func (u statusUpgrader) NewConnection(resp *http.Response) (httpstream.Connection, error) {
 	if resp.StatusCode != http.StatusSwitchingProtocols {
-		defer resp.Body.Close()
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		var st metav1.Status
 		if json.Unmarshal(body, &st) == nil && st.Kind == "Status" && st.Message != "" {
-			return &APIError{Code: resp.StatusCode, Reason: st.Reason, Message: st.Message}
+			return nil, &APIError{Code: resp.StatusCode, Reason: st.Reason, Message: st.Message}
 		}
-		return &APIError{Code: resp.StatusCode, Message: fmt.Sprintf("%s: %s: %s", verb, resp.Status, strings.TrimSpace(string(body)))}
+		return nil, &APIError{Code: resp.StatusCode, Message: fmt.Sprintf("%s: %s", resp.Status, strings.TrimSpace(string(body)))}
 	}
-	conn, ok := resp.Body.(io.ReadWriteCloser)
-	if !ok {
-		resp.Body.Close()
-		return fmt.Errorf("%w: the 101 answer has no connection", ErrStreamProtocol)
-	}
-	defer conn.Close()
-	if o.Notice != nil {
-		for _, n := range resp.Header.Values(noticeHeader) {
-			o.Notice(n)
-		}
-	}
-	// Closing the connection unblocks the reads and writes below.
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	defer stop()
-	return runClientSession(ctx, conn, o)
+	return u.Upgrader.NewConnection(resp)
 }
 
-// runClientSession copies o's streams over conn's frames until the status
-// frame, and returns the status as an error (nil for exit code 0).
-func runClientSession(ctx context.Context, conn io.ReadWriter, o StreamOptions) error {
-	fw := &frameWriter{w: conn}
-	done := make(chan struct{})
-	defer close(done)
-	if o.Stdin != nil {
-		go func() {
-			_, err := io.Copy(fw.channel(chanStdin), o.Stdin)
-			if err == nil { // at the end of stdin, not a broken connection
-				_ = fw.write(chanStdinClose, nil)
-			}
-		}()
+// streamError turns remotecommand's errors into the API's: an exit code
+// is an *ExitError (the protocol carries the code alone: why a command
+// could not start is on its stderr), another error keeps the server's
+// message without the prefixes the layers add.
+func streamError(err error) error {
+	if err == nil {
+		return nil
 	}
-	if o.Resize != nil {
-		go func() {
-			for {
-				select {
-				case ts := <-o.Resize:
-					b, _ := json.Marshal(ts)
-					if fw.write(chanResize, b) != nil {
-						return
-					}
-				case <-done:
-					return
-				}
-			}
-		}()
+	if de := dialFailure(err); de != nil {
+		return de
 	}
-	stdout, stderr := o.Stdout, o.Stderr
-	if stdout == nil {
-		stdout = io.Discard
+	var ce exec.CodeExitError
+	if errors.As(err, &ce) {
+		return &ExitError{Code: ce.Code}
 	}
-	if stderr == nil {
-		stderr = io.Discard
+	var ae *APIError
+	if errors.As(err, &ae) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
 	}
-	r := bufio.NewReader(conn)
-	var buf []byte
-	for {
-		ch, p, err := readFrame(r, &buf)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
-				return fmt.Errorf("%w: the daemon closed the session without a status (did podvisor stop?)", ErrStreamProtocol)
-			}
-			return fmt.Errorf("%w: %v", ErrStreamProtocol, err)
+	msg := err.Error()
+	for _, p := range []string{"unable to upgrade connection: ", "error executing remote command: ", "Internal error occurred: ",
+		"error executing command in container: ", "error attaching to container: "} {
+		msg = strings.TrimPrefix(msg, p)
+	}
+	return errors.New(msg)
+}
+
+// sizeQueue gives remotecommand the terminal's sizes: the first, then
+// each resize, until ctx ends.
+type sizeQueue struct {
+	ctx    context.Context
+	first  TermSize
+	sent   bool
+	resize <-chan TermSize
+}
+
+func (q *sizeQueue) Next() *remotecommand.TerminalSize {
+	if !q.sent {
+		q.sent = true
+		if q.first.Width > 0 && q.first.Height > 0 {
+			return &remotecommand.TerminalSize{Width: q.first.Width, Height: q.first.Height}
 		}
-		switch ch {
-		case chanStdout:
-			if _, err := stdout.Write(p); err != nil {
-				return fmt.Errorf("write stdout: %w", err)
-			}
-		case chanStderr:
-			if _, err := stderr.Write(p); err != nil {
-				return fmt.Errorf("write stderr: %w", err)
-			}
-		case chanStatus:
-			var st streamStatus
-			if err := json.Unmarshal(p, &st); err != nil {
-				return fmt.Errorf("%w: bad status %q: %v", ErrStreamProtocol, p, err)
-			}
-			if st.ExitCode == 0 && st.Error == "" {
-				return nil
-			}
-			return &ExitError{Code: st.ExitCode, Message: st.Error}
-		default:
-			return fmt.Errorf("%w: unexpected frame on channel %d", ErrStreamProtocol, ch)
+	}
+	select {
+	case ts, ok := <-q.resize:
+		if !ok {
+			return nil
 		}
+		return &remotecommand.TerminalSize{Width: ts.Width, Height: ts.Height}
+	case <-q.ctx.Done():
+		return nil
 	}
 }

@@ -31,15 +31,17 @@
 //     NewTLSClient is its client; its exec, attach and restart go to the
 //     TLS server as its other calls do. The unix socket has no Filter.
 //   - Besides reading, it serves exec and attach sessions through
-//     Options.Streamer: POST /pods/{name}/exec and /attach upgrade to the
-//     podvisor-stream.v1 protocol, one frame per write (a channel byte, a
-//     4-byte big-endian length up to 64 KiB, the payload) on channels 0
-//     stdin, 1 stdout, 2 stderr, 3 resize (JSON TermSize), 4 stdin-close
-//     and 5 status (JSON exit code and error, the last frame). A client
-//     that goes away cancels its session; Serve ends the sessions when its
-//     context ends and waits (within ShutdownTimeout) for their clean-up.
-//     Client.Exec and Client.Attach return nil for exit code 0, else an
-//     *ExitError with the remote exit code.
+//     Options.Streamer on kubelet's paths only (/exec/{namespace}/{pod}/
+//     {container}, /attach/...), in Kubernetes' streaming protocol (SPDY
+//     or WebSocket, v4.channel.k8s.io, through k8s.io/cri-streaming), on
+//     the socket and the TLS port alike. A client that goes away cancels
+//     its session; Serve ends the sessions when its context ends ("podvisor
+//     is stopping") and waits (within ShutdownTimeout) for their clean-up.
+//     Client.Exec and Client.Attach speak it with client-go's
+//     remotecommand (SPDY) to a pod named exactly and a container the
+//     caller picked, and return nil for exit code 0, else an *ExitError
+//     with the remote exit code (an attach sends exitCode=1 to get the
+//     process's, a podvisor extension).
 //   - GET /version tells the daemon's version, Go's and the containerd
 //     version (Options.ContainerdVersion, asked within 3s); GET /images
 //     lists the runtime's images (Options.Images, within 10s) with the

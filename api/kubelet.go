@@ -185,7 +185,9 @@ func serveKubeletStream(w http.ResponseWriter, r *http.Request, o Options, exec 
 		return
 	}
 	id, _ := strings.CutPrefix(st.ContainerID, "containerd://")
-	k := &kubeletStreamer{o: o, target: StreamTarget{Pod: pod, Container: ctr, ContainerID: id, RestartCount: st.RestartCount}}
+	serving := r.Context()
+	k := &kubeletStreamer{o: o, target: StreamTarget{Pod: pod, Container: ctr, ContainerID: id, RestartCount: st.RestartCount},
+		stopping: func() bool { return serving.Err() != nil }}
 
 	if !take(w, o.streams.sessions, t.pod, "exec and attach sessions") {
 		return
@@ -199,10 +201,16 @@ func serveKubeletStream(w http.ResponseWriter, r *http.Request, o Options, exec 
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	w, r = goneWriter{ResponseWriter: w, gone: cancel}, r.WithContext(ctx)
-	if exec {
+	switch {
+	case exec:
 		remotecommand.ServeExec(w, r, k, pod.Name, string(pod.UID), ctr.Name, cmd, opts,
 			kubeletStreamIdleTimeout, kubeletStreamCreationTimeout, remotecommand.SupportedStreamingProtocols)
-	} else {
+	case r.URL.Query().Get(AttachExitCodeParam) != "":
+		// podvisor's CLI asks for the process's exit code: the attach
+		// runs as an exec does, whose status carries it.
+		remotecommand.ServeExec(w, r, attachExecutor{k}, pod.Name, string(pod.UID), ctr.Name, nil, opts,
+			kubeletStreamIdleTimeout, kubeletStreamCreationTimeout, remotecommand.SupportedStreamingProtocols)
+	default:
 		remotecommand.ServeAttach(w, r, k, pod.Name, string(pod.UID), ctr.Name, opts,
 			kubeletStreamIdleTimeout, kubeletStreamCreationTimeout, remotecommand.SupportedStreamingProtocols)
 	}
@@ -213,6 +221,24 @@ func serveKubeletStream(w http.ResponseWriter, r *http.Request, o Options, exec 
 type kubeletStreamer struct {
 	o      Options
 	target StreamTarget
+	// stopping tells whether podvisor is stopping (Serve's context ended),
+	// which ends every session.
+	stopping func() bool
+}
+
+// errStopping is a session's end when podvisor stops.
+var errStopping = errors.New("podvisor is stopping: the session ended")
+
+// attachExecutor serves an attach through cri-streaming's exec, so that
+// the process's exit code reaches the client as an exec's does.
+type attachExecutor struct{ k *kubeletStreamer }
+
+func (a attachExecutor) ExecInContainer(ctx context.Context, _, _, _ string, _ []string, in io.Reader, out, errw io.WriteCloser, tty bool, resize <-chan remotecommand.TerminalSize, _ time.Duration) error {
+	code, err := a.k.attach(ctx, in, out, errw, tty, resize)
+	if err == nil && code > 0 {
+		return utilexec.CodeExitError{Err: fmt.Errorf("command terminated with exit code %d", code), Code: code}
+	}
+	return err
 }
 
 var (
@@ -274,7 +300,16 @@ func (k *kubeletStreamer) ExecInContainer(ctx context.Context, _, _, _ string, c
 	code, err := k.o.Streamer.Exec(ctx, k.target, cmd, sess)
 	var ec interface{ ExitCode() int }
 	switch {
+	case k.stopping():
+		return errStopping
 	case err != nil && errors.As(err, &ec):
+		// The command could not start: the protocol's status carries the
+		// exit code alone, so the reason goes where a shell puts it.
+		if w := sess.Stderr; w != nil {
+			fmt.Fprintf(w, "%v\n", err)
+		} else {
+			fmt.Fprintf(sess.Stdout, "%v\r\n", err)
+		}
 		return utilexec.CodeExitError{Err: err, Code: ec.ExitCode()}
 	case err != nil:
 		return err
@@ -289,6 +324,13 @@ func (k *kubeletStreamer) ExecInContainer(ctx context.Context, _, _, _ string, c
 // asked; a client that asked for a terminal the container lacks gets its
 // stderr on stdout.
 func (k *kubeletStreamer) AttachContainer(ctx context.Context, _, _, _ string, in io.Reader, out, errw io.WriteCloser, tty bool, resize <-chan remotecommand.TerminalSize) error {
+	_, err := k.attach(ctx, in, out, errw, tty, resize)
+	return err
+}
+
+// attach runs the Streamer's attach and returns the process's exit code
+// if it exited meanwhile, else -1.
+func (k *kubeletStreamer) attach(ctx context.Context, in io.Reader, out, errw io.WriteCloser, tty bool, resize <-chan remotecommand.TerminalSize) (int, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sess := kubeletSession(ctx, in, out, errw, tty, resize)
@@ -307,6 +349,9 @@ func (k *kubeletStreamer) AttachContainer(ctx context.Context, _, _, _ string, i
 	if sess.Stdout == nil {
 		sess.Stdout = io.Discard
 	}
-	_, err := k.o.Streamer.Attach(ctx, k.target, sess)
-	return err
+	code, err := k.o.Streamer.Attach(ctx, k.target, sess)
+	if k.stopping() {
+		return code, errStopping
+	}
+	return code, err
 }

@@ -34,17 +34,19 @@ func TestSessionLimit(t *testing.T) {
 		return 0, nil
 	}})
 	first := make(chan error, 1)
-	go func() { first <- c.Exec(t.Context(), "web", []string{"hold"}, StreamOptions{}) }()
+	go func() {
+		first <- c.Exec(t.Context(), "default/web-node", []string{"hold"}, StreamOptions{Container: "app"})
+	}()
 	select {
 	case <-started:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the first session did not start")
 	}
-	err := c.Exec(t.Context(), "web", []string{"true"}, StreamOptions{})
+	err := c.Exec(t.Context(), "default/web-node", []string{"true"}, StreamOptions{Container: "app"})
 	if err == nil || !strings.Contains(err.Error(), "too many exec and attach sessions: 1 are open on this podvisor; try again when one ends") {
 		t.Fatalf("a session beyond the limit: %v", err)
 	}
-	if err := c.Attach(t.Context(), "web", StreamOptions{}); err == nil || !strings.Contains(err.Error(), "too many exec and attach sessions") {
+	if err := c.Attach(t.Context(), "default/web-node", StreamOptions{Container: "app"}); err == nil || !strings.Contains(err.Error(), "too many exec and attach sessions") {
 		t.Fatalf("an attach beyond the limit: %v", err)
 	}
 	close(hold)
@@ -53,7 +55,7 @@ func TestSessionLimit(t *testing.T) {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		err := c.Exec(t.Context(), "web", []string{"true"}, StreamOptions{})
+		err := c.Exec(t.Context(), "default/web-node", []string{"true"}, StreamOptions{Container: "app"})
 		if err == nil {
 			break
 		}

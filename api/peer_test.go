@@ -141,7 +141,7 @@ func TestClientRefusesForeignServer(t *testing.T) {
 	}
 	// exec -i: the input is never read, let alone sent.
 	in := &readSpy{r: strings.NewReader("secret\n")}
-	if err := c.Exec(t.Context(), "web", []string{"sh"}, StreamOptions{Stdin: in, Stdout: io.Discard, Stderr: io.Discard}); !errors.Is(err, ErrUntrustedSocket) {
+	if err := c.Exec(t.Context(), "default/web", []string{"sh"}, StreamOptions{Container: "c", Stdin: in, Stdout: io.Discard, Stderr: io.Discard}); !errors.Is(err, ErrUntrustedSocket) {
 		t.Errorf("Exec on nobody's socket: %v, want ErrUntrustedSocket", err)
 	}
 	if in.read {

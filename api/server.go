@@ -142,8 +142,8 @@ func (o Options) withDefaults() Options {
 //
 //	POST /pods/{name}/restart?container=   restart now, back-off reset
 //
-// and, with Options.Streamer, the exec and attach sessions of
-// registerStreams (POST, upgraded).
+// and, with Options.Streamer, the exec and attach sessions on kubelet's
+// paths (registerKubelet), which the CLI uses too.
 //
 // With o.Remote the same handler is also served over HTTPS (ListenTLS)
 // until Serve returns; an error listening there is Serve's error.
@@ -308,7 +308,6 @@ func newHandler(o Options) http.Handler {
 	registerNode(mux, o)
 	registerObjects(mux, o)
 	registerMetrics(mux, o)
-	registerStreams(mux, o)
 	registerKubelet(mux, o)
 	// Go's profiler, for operators chasing CPU or memory use; the socket
 	// is root's only.

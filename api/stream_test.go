@@ -7,102 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-func TestParseStreamQuery(t *testing.T) {
-	tests := []struct {
-		name    string
-		q       string
-		exec    bool
-		want    streamRequest
-		wantErr string
-	}{
-		{"exec", "command=sh&command=-c&command=x&container=a&stdin=true&tty=1&width=80&height=24", true,
-			streamRequest{container: "a", command: []string{"sh", "-c", "x"}, stdin: true, tty: true, size: TermSize{80, 24}}, ""},
-		{"exec without command", "container=a", true, streamRequest{}, "at least one command"},
-		{"attach", "stdin=false", false, streamRequest{}, ""},
-		{"attach with a command", "command=sh", false, streamRequest{}, "attach takes no command"},
-		{"bad bool", "command=sh&tty=yes please", true, streamRequest{}, `tty="yes please"`},
-		{"bad size", "command=sh&width=-1", true, streamRequest{}, `width="-1"`},
-		{"size too big", "command=sh&height=70000", true, streamRequest{}, `height="70000"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			q, _ := url.ParseQuery(tt.q)
-			got, err := parseStreamQuery(q, tt.exec)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err %v, want one containing %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
-				t.Errorf("got %+v, want %+v", got, tt.want)
-			}
-		})
-	}
-}
-
-func podWith(annotations map[string]string, containers []string, inits ...string) *v1.Pod {
-	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-node", Annotations: annotations}}
-	for _, c := range containers {
-		p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: c})
-	}
-	for _, c := range inits {
-		p.Spec.InitContainers = append(p.Spec.InitContainers, v1.Container{Name: c})
-	}
-	return p
-}
-
-func TestPickContainer(t *testing.T) {
-	tests := []struct {
-		name       string
-		pod        *v1.Pod
-		ask        string
-		want       string
-		wantNotice string
-		wantErr    string
-	}{
-		{"only one", podWith(nil, []string{"a"}), "", "a", "", ""},
-		{"first of two", podWith(nil, []string{"a", "b"}), "", "a", `Defaulted container "a" out of: a, b`, ""},
-		{"annotation", podWith(map[string]string{DefaultContainerAnnotation: "b"}, []string{"a", "b"}), "", "b", `Defaulted container "b" out of: a, b`, ""},
-		{"annotation naming nothing", podWith(map[string]string{DefaultContainerAnnotation: "z"}, []string{"a", "b"}), "", "a", `Defaulted container "a"`, ""},
-		{"init listed", podWith(nil, []string{"a"}, "i"), "", "a", `Defaulted container "a" out of: a, i (init)`, ""},
-		{"named", podWith(nil, []string{"a", "b"}), "b", "b", "", ""},
-		{"named init", podWith(nil, []string{"a"}, "i"), "i", "i", "", ""},
-		{"unknown", podWith(nil, []string{"a", "b"}, "i"), "z", "", "", `container "z" is not valid for pod web-node: choose one of: [a b] or one of the init containers: [i]`},
-		{"none", podWith(nil, nil), "", "", "", "has no containers"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c, notice, err := pickContainer(tt.pod, tt.ask)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err %v, want %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c.Name != tt.want || !strings.HasPrefix(notice, tt.wantNotice) || (tt.wantNotice == "") != (notice == "") {
-				t.Errorf("picked %q with notice %q, want %q with %q", c.Name, notice, tt.want, tt.wantNotice)
-			}
-		})
-	}
-}
 
 func TestRunningStatus(t *testing.T) {
 	running := v1.ContainerStatus{Name: "a", ContainerID: "containerd://abc", State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}
@@ -187,6 +98,12 @@ func serveStreams(t *testing.T, f fakeStreamer) *Client {
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	c := NewClient(socket)
+	waitHealthy(t, c)
+	return c
+}
+
+func waitHealthy(t *testing.T, c *Client) {
+	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for c.Healthz(t.Context()) != nil {
 		if time.Now().After(deadline) {
@@ -194,8 +111,10 @@ func serveStreams(t *testing.T, f fakeStreamer) *Client {
 		}
 		time.Sleep(10 * time.Millisecond) // polling interval, not synchronisation
 	}
-	return c
 }
+
+// The CLI's client against the server, on kubelet's paths over the
+// socket (SPDY): the pod is named exactly, the container too.
 
 func TestExecSession(t *testing.T) {
 	var gotTarget StreamTarget
@@ -211,10 +130,8 @@ func TestExecSession(t *testing.T) {
 		return 7, nil
 	}})
 	var out, errb bytes.Buffer
-	var notices []string
-	err := c.Exec(t.Context(), "web", []string{"sh", "-c", "x"}, StreamOptions{
-		Stdin: strings.NewReader("some input"), Stdout: &out, Stderr: &errb,
-		Notice: func(s string) { notices = append(notices, s) },
+	err := c.Exec(t.Context(), "default/web-node", []string{"sh", "-c", "x"}, StreamOptions{
+		Container: "app", Stdin: strings.NewReader("some input"), Stdout: &out, Stderr: &errb,
 	})
 	var ee *ExitError
 	if !errors.As(err, &ee) || ee.Code != 7 || ee.Error() != "command terminated with exit code 7" {
@@ -226,8 +143,15 @@ func TestExecSession(t *testing.T) {
 	if gotTarget.ContainerID != "id-app" || gotTarget.Container.Name != "app" || fmt.Sprint(gotCmd) != "[sh -c x]" {
 		t.Errorf("session ran %v in %+v", gotCmd, gotTarget)
 	}
-	if len(notices) != 1 || notices[0] != `Defaulted container "app" out of: app, tty` {
-		t.Errorf("notices %q", notices)
+	// Without stdin the process's stdin is empty.
+	c = serveStreams(t, fakeStreamer{exec: func(ctx context.Context, _ StreamTarget, _ []string, s Session) (int, error) {
+		if s.Stdin != nil {
+			return 1, errors.New("a stdin nobody sent")
+		}
+		return 0, nil
+	}})
+	if err := c.Exec(t.Context(), "default/web-node", []string{"true"}, StreamOptions{Container: "app"}); err != nil {
+		t.Errorf("Exec without stdin: %v", err)
 	}
 }
 
@@ -235,32 +159,40 @@ func TestExecSessionStartError(t *testing.T) {
 	c := serveStreams(t, fakeStreamer{exec: func(context.Context, StreamTarget, []string, Session) (int, error) {
 		return 0, fmt.Errorf("exec in x: %w", exitCodeError{127})
 	}})
-	err := c.Exec(t.Context(), "web", []string{"nope"}, StreamOptions{Container: "app"})
+	var errb bytes.Buffer
+	err := c.Exec(t.Context(), "default/web-node", []string{"nope"}, StreamOptions{Container: "app", Stderr: &errb})
 	var ee *ExitError
-	if !errors.As(err, &ee) || ee.Code != 127 || !strings.Contains(ee.Message, "executable file not found") {
-		t.Errorf("Exec: %#v, want exit 127 with runc's message", err)
+	if !errors.As(err, &ee) || ee.Code != 127 || errb.String() != `exec in x: exec: "nope": executable file not found in $PATH`+"\n" {
+		t.Errorf("Exec: %#v, stderr %q; want exit 127 with runc's message on stderr", err, errb.String())
 	}
 }
 
+// TestExecSessionResize: the first size, then a resize, reach the
+// session's Resize in order.
 func TestExecSessionResize(t *testing.T) {
 	c := serveStreams(t, fakeStreamer{exec: func(ctx context.Context, _ StreamTarget, _ []string, s Session) (int, error) {
-		if !s.TTY || s.Stderr != nil || s.Size != (TermSize{80, 24}) {
-			return 1, fmt.Errorf("session tty %v stderr %v size %v", s.TTY, s.Stderr, s.Size)
+		if !s.TTY || s.Stderr != nil {
+			return 1, fmt.Errorf("session tty %v stderr %v", s.TTY, s.Stderr)
 		}
-		select {
-		case ts := <-s.Resize:
-			fmt.Fprintf(s.Stdout, "%dx%d", ts.Width, ts.Height)
-			return 0, nil
-		case <-time.After(10 * time.Second):
-			return 1, errors.New("no resize")
+		for _, want := range []TermSize{{80, 24}, {120, 40}} {
+			select {
+			case ts := <-s.Resize:
+				if ts != want {
+					return 1, fmt.Errorf("size %v, want %v", ts, want)
+				}
+			case <-time.After(10 * time.Second):
+				return 1, fmt.Errorf("no size %v", want)
+			}
 		}
+		fmt.Fprint(s.Stdout, "sizes seen")
+		return 0, nil
 	}})
 	resize := make(chan TermSize, 1)
 	resize <- TermSize{Width: 120, Height: 40}
 	var out bytes.Buffer
-	err := c.Exec(t.Context(), "web", []string{"sh"}, StreamOptions{Container: "app", TTY: true, Size: TermSize{80, 24}, Resize: resize, Stdout: &out})
-	if err != nil || out.String() != "120x40" {
-		t.Errorf("Exec: %v, output %q; want the resize seen", err, out.String())
+	err := c.Exec(t.Context(), "default/web-node", []string{"sh"}, StreamOptions{Container: "app", TTY: true, Size: TermSize{80, 24}, Resize: resize, Stdout: &out})
+	if err != nil || out.String() != "sizes seen" {
+		t.Errorf("Exec: %v, output %q; want the sizes seen", err, out.String())
 	}
 }
 
@@ -278,7 +210,7 @@ func TestExecSessionClientGone(t *testing.T) {
 	}})
 	ctx, cancel := context.WithCancel(t.Context())
 	errc := make(chan error, 1)
-	go func() { errc <- c.Exec(ctx, "web", []string{"sleep"}, StreamOptions{Container: "app"}) }()
+	go func() { errc <- c.Exec(ctx, "default/web-node", []string{"sleep"}, StreamOptions{Container: "app"}) }()
 	<-started
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
@@ -289,51 +221,80 @@ func TestExecSessionClientGone(t *testing.T) {
 	}
 }
 
+// TestExecSessionServerStops: a session podvisor's stop ends says so.
+func TestExecSessionServerStops(t *testing.T) {
+	socket := filepath.Join(t.TempDir(), "s.sock")
+	ctx, cancel := context.WithCancel(t.Context())
+	started := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(ctx, Options{Socket: socket, Store: fakeStore{pods: []v1.Pod{streamPod()}}, Log: slog.New(slog.DiscardHandler),
+			Streamer: fakeStreamer{exec: func(ctx context.Context, _ StreamTarget, _ []string, _ Session) (int, error) {
+				close(started)
+				<-ctx.Done()
+				return 137, nil
+			}}})
+	}()
+	defer func() { cancel(); <-done }()
+	c := NewClient(socket)
+	waitHealthy(t, c)
+	errc := make(chan error, 1)
+	go func() {
+		errc <- c.Exec(t.Context(), "default/web-node", []string{"sleep"}, StreamOptions{Container: "app"})
+	}()
+	<-started
+	cancel()
+	var ee *ExitError
+	if err := <-errc; err == nil || errors.As(err, &ee) || !strings.Contains(err.Error(), "podvisor is stopping") {
+		t.Errorf("Exec when podvisor stopped: %v, want an error saying it stopped", err)
+	}
+}
+
 func TestStreamRefusals(t *testing.T) {
 	c := serveStreams(t, fakeStreamer{exec: func(context.Context, StreamTarget, []string, Session) (int, error) {
 		return 0, errors.New("must not run")
 	}})
 	tests := []struct {
-		name     string
-		run      func() error
-		wantCode int
-		want     string
+		name string
+		run  func() error
+		want string
 	}{
-		{"no pod", func() error { return c.Exec(t.Context(), "nope", []string{"sh"}, StreamOptions{}) }, http.StatusNotFound, `pods "nope" not found`},
-		{"no container", func() error { return c.Exec(t.Context(), "web", []string{"sh"}, StreamOptions{Container: "z"}) }, http.StatusBadRequest, "choose one of: [app tty]"},
+		{"no pod", func() error {
+			return c.Exec(t.Context(), "default/nope", []string{"sh"}, StreamOptions{Container: "app"})
+		}, "pod default/nope does not exist on this node"},
+		{"no container", func() error {
+			return c.Exec(t.Context(), "default/web-node", []string{"sh"}, StreamOptions{Container: "z"})
+		}, `container "z" not found in pod "web-node"`},
 		{"attach stdin without stdin: true", func() error {
-			return c.Attach(t.Context(), "web", StreamOptions{Container: "app", Stdin: strings.NewReader("")})
-		}, http.StatusBadRequest, "container app has no stdin to attach to"},
+			return c.Attach(t.Context(), "default/web-node", StreamOptions{Container: "app", Stdin: strings.NewReader("")})
+		}, "container app has no stdin to attach to"},
+		{"no container named", func() error {
+			return c.Exec(t.Context(), "default/web-node", []string{"sh"}, StreamOptions{})
+		}, "exec: want namespace/name and a container"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := tt.run()
-			var ae *APIError
-			if !errors.As(err, &ae) || ae.Code != tt.wantCode || !strings.Contains(ae.Message, tt.want) {
-				t.Errorf("got %v, want %d %q", err, tt.wantCode, tt.want)
+			if err := tt.run(); err == nil || err.Error() != tt.want && !strings.HasPrefix(err.Error(), tt.want) {
+				t.Errorf("got %v, want %q", err, tt.want)
 			}
 		})
 	}
-	// Without the Upgrade header the endpoint refuses before any session.
-	resp, err := c.http.Post("http://podvisor/pods/web/exec?command=sh", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusUpgradeRequired {
-		t.Errorf("POST without Upgrade: %s, want 426", resp.Status)
-	}
 }
 
-func TestAttachTTYNotice(t *testing.T) {
-	c := serveStreams(t, fakeStreamer{exec: func(_ context.Context, _ StreamTarget, _ []string, s Session) (int, error) {
+// TestAttachSession: attach's output, the process's exit code back to
+// the CLI, and a TTY the container lacks not given.
+func TestAttachSession(t *testing.T) {
+	c := serveStreams(t, fakeStreamer{exec: func(_ context.Context, _ StreamTarget, cmd []string, s Session) (int, error) {
+		if cmd != nil {
+			return 0, fmt.Errorf("attach ran %v", cmd)
+		}
 		fmt.Fprintf(s.Stdout, "tty=%v", s.TTY)
-		return 0, nil
+		return 4, nil
 	}})
-	var notices []string
 	var out bytes.Buffer
-	err := c.Attach(t.Context(), "web", StreamOptions{Container: "app", TTY: true, Stdout: &out, Notice: func(s string) { notices = append(notices, s) }})
-	if err != nil || out.String() != "tty=false" || len(notices) != 1 || notices[0] != "Unable to use a TTY - container app did not allocate one" {
-		t.Errorf("attach -t to a container without tty: %v, output %q, notices %q", err, out.String(), notices)
+	err := c.Attach(t.Context(), "default/web-node", StreamOptions{Container: "app", TTY: true, Stdout: &out})
+	var ee *ExitError
+	if !errors.As(err, &ee) || ee.Code != 4 || out.String() != "tty=false" {
+		t.Errorf("attach -t to a container without tty: %v, output %q; want exit code 4 and no tty", err, out.String())
 	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -69,4 +70,38 @@ func streamDefaultContainer(pod *v1.Pod, warn io.Writer) (string, error) {
 		return d, nil
 	}
 	return firstContainer(pod, warn)
+}
+
+// checkStreamContainer says, in the words podvisor has always used, when
+// the pod has no container called name (exec and attach with -c).
+func checkStreamContainer(pod *v1.Pod, name string) error {
+	in := func(c v1.Container) bool { return c.Name == name }
+	if slices.ContainsFunc(pod.Spec.Containers, in) || slices.ContainsFunc(pod.Spec.InitContainers, in) {
+		return nil
+	}
+	var names, inits []string
+	for _, c := range pod.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	for _, c := range pod.Spec.InitContainers {
+		inits = append(inits, c.Name)
+	}
+	msg := fmt.Sprintf("container %q is not valid for pod %s: choose one of: [%s]", name, pod.Name, strings.Join(names, " "))
+	if len(inits) > 0 {
+		msg += fmt.Sprintf(" or one of the init containers: [%s]", strings.Join(inits, " "))
+	}
+	return errors.New(msg)
+}
+
+// containerHasTTY tells whether the pod's container name allocates a
+// terminal (tty: true).
+func containerHasTTY(pod *v1.Pod, name string) bool {
+	for _, cs := range [][]v1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for _, c := range cs {
+			if c.Name == name {
+				return c.TTY
+			}
+		}
+	}
+	return false
 }

@@ -43,7 +43,7 @@ func newExecCommand(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return usageError{err}
 			}
-			return o.run(cmd, g, pod, func(ctx context.Context, cl *api.Client, pod string, so api.StreamOptions) error {
+			return o.run(cmd, g, pod, false, func(ctx context.Context, cl *api.Client, pod string, so api.StreamOptions) error {
 				return cl.Exec(ctx, pod, command, so)
 			})
 		},
@@ -62,7 +62,7 @@ func newAttachCommand(g *globalOptions) *cobra.Command {
 				return usageErrorf("usage: podvisor attach POD [-c CONTAINER] [-i] [-t]")
 			}
 			stderr := cmd.ErrOrStderr()
-			return o.run(cmd, g, args[0], func(ctx context.Context, cl *api.Client, pod string, so api.StreamOptions) error {
+			return o.run(cmd, g, args[0], true, func(ctx context.Context, cl *api.Client, pod string, so api.StreamOptions) error {
 				interactive := so.TTY && so.Stdin != nil
 				if interactive {
 					fmt.Fprintln(stderr, "If you don't see a command prompt, try pressing enter.")
@@ -132,7 +132,7 @@ func streamSetup(stdinFlag, ttyFlag, stdinIsTerminal bool) (useStdin, useTTY boo
 // restored, and turns its end into podvisor's exit code.
 // Without -c the container is picked here, as kubectl picks it
 // (streamDefaultContainer), before the terminal goes raw.
-func (so *streamOptions) run(cmd *cobra.Command, g *globalOptions, podArg string, run func(context.Context, *api.Client, string, api.StreamOptions) error) error {
+func (so *streamOptions) run(cmd *cobra.Command, g *globalOptions, podArg string, attach bool, run func(context.Context, *api.Client, string, api.StreamOptions) error) error {
 	stdin, stderr := cmd.InOrStdin(), cmd.ErrOrStderr()
 	name, err := podName(podArg)
 	if err != nil {
@@ -142,18 +142,23 @@ func (so *streamOptions) run(cmd *cobra.Command, g *globalOptions, podArg string
 	if err != nil {
 		return err
 	}
-	pod, container := so.sel.qualified(name), so.container
+	// Kubelet's paths name the pod exactly (namespace and full name) and
+	// the container: both are resolved here, as kubectl resolves them
+	// through the apiserver, before the terminal goes raw.
+	lctx, cancel := context.WithTimeout(cmd.Context(), podLookupTimeout)
+	p, err := client.Pod(lctx, so.sel.qualified(name))
+	cancel()
+	if err != nil {
+		return sessionExit(err)
+	}
+	pod, container := p.Namespace+"/"+p.Name, so.container
 	if container == "" {
-		lctx, cancel := context.WithTimeout(cmd.Context(), podLookupTimeout)
-		p, err := client.Pod(lctx, pod)
-		cancel()
-		if err != nil {
-			return sessionExit(err)
-		}
-		pod = p.Namespace + "/" + p.Name
-		if container, err = streamDefaultContainer(p, stderr); err != nil {
-			return sessionExit(err)
-		}
+		container, err = streamDefaultContainer(p, stderr)
+	} else {
+		err = checkStreamContainer(p, container)
+	}
+	if err != nil {
+		return sessionExit(err)
 	}
 	stdinFd := -1
 	if f, ok := stdin.(*os.File); ok {
@@ -163,12 +168,16 @@ func (so *streamOptions) run(cmd *cobra.Command, g *globalOptions, podArg string
 	if warning != "" {
 		fmt.Fprintln(stderr, warning)
 	}
+	if useTTY && attach && !containerHasTTY(p, container) {
+		// kubectl's words; the session goes on without a terminal.
+		fmt.Fprintf(stderr, "Unable to use a TTY - container %s did not allocate one\n", container)
+		useTTY = false
+	}
 	o := api.StreamOptions{
 		Container: container,
 		Stdout:    cmd.OutOrStdout(),
 		Stderr:    stderr,
 		TTY:       useTTY,
-		Notice:    func(s string) { fmt.Fprintln(stderr, s) },
 	}
 	if useStdin {
 		o.Stdin = stdin

@@ -39,6 +39,11 @@ func (f *fakeAPI) record(verb string, r *http.Request) {
 	}
 	q := r.URL.Query()
 	q.Set("pod", r.PathValue("name"))
+	for _, k := range []string{"namespace", "pod", "container"} {
+		if v := r.PathValue(k); v != "" {
+			q.Set(k, v)
+		}
+	}
 	f.queries[verb] = append(f.queries[verb], q)
 }
 
@@ -88,17 +93,18 @@ func (f *fakeAPI) serve(t *testing.T) string {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Write([]byte("2026-01-02T03:04:05.000000001Z \x1b[31mred\x1b[0m from " + r.URL.Query().Get("container") + "\n"))
 	})
-	mux.HandleFunc("POST /pods/{name}/exec", func(w http.ResponseWriter, r *http.Request) {
-		f.record("exec", r)
-		writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, "no exec in the fake")
-	})
+	// exec and attach on kubelet's paths, as the CLI asks: the request
+	// is recorded (namespace, pod and container as query values), and
+	// refused before the upgrade.
+	for _, verb := range []string{"exec", "attach"} {
+		mux.HandleFunc("POST /"+verb+"/{namespace}/{pod}/{container}", func(w http.ResponseWriter, r *http.Request) {
+			f.record(verb, r)
+			writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, "no "+verb+" in the fake")
+		})
+	}
 	mux.HandleFunc("POST /pods/{name}/restart", func(w http.ResponseWriter, r *http.Request) {
 		f.record("restart", r)
 		writeJSON(w, metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Message: "restarted"})
-	})
-	mux.HandleFunc("POST /pods/{name}/attach", func(w http.ResponseWriter, r *http.Request) {
-		f.record("attach", r)
-		writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, "no attach in the fake")
 	})
 	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, v1.EventList{TypeMeta: metav1.TypeMeta{Kind: "EventList", APIVersion: "v1"}, Items: f.events})

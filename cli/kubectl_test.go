@@ -330,6 +330,26 @@ func TestStreamDefaultContainer(t *testing.T) {
 	}
 }
 
+// TestCheckStreamContainer: -c naming no container lists the choices,
+// in the words podvisor's exec and attach have always used.
+func TestCheckStreamContainer(t *testing.T) {
+	pod := kubectlPod("default", "p", nil, "a", "b")
+	pod.Spec.InitContainers = []v1.Container{{Name: "i"}}
+	pod.Spec.Containers[1].TTY = true
+	for _, name := range []string{"a", "b", "i"} {
+		if err := checkStreamContainer(&pod, name); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	want := `container "z" is not valid for pod p-node1: choose one of: [a b] or one of the init containers: [i]`
+	if err := checkStreamContainer(&pod, "z"); err == nil || err.Error() != want {
+		t.Errorf("z: %v, want %q", err, want)
+	}
+	if containerHasTTY(&pod, "a") || !containerHasTTY(&pod, "b") || containerHasTTY(&pod, "z") {
+		t.Errorf("containerHasTTY: a %v, b %v, z %v; want only b", containerHasTTY(&pod, "a"), containerHasTTY(&pod, "b"), containerHasTTY(&pod, "z"))
+	}
+}
+
 func topSample(at time.Time, nanos uint64) *stats.Summary {
 	s := &stats.Summary{Time: at}
 	for _, p := range kubectlFake().pods {

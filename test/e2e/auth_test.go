@@ -72,7 +72,7 @@ func checkTLSPolicy(t *testing.T, d *daemon, addr string, ca *testcerts.CA) {
 		var out bytes.Buffer
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		err := c.Exec(ctx, "remote", []string{"echo", "exec-ok"}, api.StreamOptions{Stdout: &out, Stderr: io.Discard})
+		err := c.Exec(ctx, "default/remote-"+node, []string{"echo", "exec-ok"}, api.StreamOptions{Container: "main", Stdout: &out, Stderr: io.Discard})
 		return out.String(), err
 	}
 	forbidden := func(err error, user string) bool {
@@ -247,8 +247,10 @@ func (c *mirrorCluster) tlsWebhook(t *testing.T) {
 		req, _ := http.NewRequestWithContext(ctx, method, "https://"+addr+path, nil)
 		req.Header.Set("Authorization", "Bearer "+tok)
 		if method == http.MethodPost {
+			// Kubernetes' streaming protocol, as kubectl asks for it.
 			req.Header.Set("Connection", "Upgrade")
-			req.Header.Set("Upgrade", api.StreamProtocol)
+			req.Header.Set("Upgrade", "SPDY/3.1")
+			req.Header.Set("X-Stream-Protocol-Version", "v4.channel.k8s.io")
 		}
 		resp, err := hc.Do(req)
 		if err != nil {
@@ -261,7 +263,7 @@ func (c *mirrorCluster) tlsWebhook(t *testing.T) {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		return resp.StatusCode, strings.TrimSpace(string(body))
 	}
-	exec := "/pods/web-" + node + "/exec?container=main&command=true"
+	exec := "/exec/default/web-" + node + "/main?command=true&output=1"
 	if code, body := do("GET", "/pods", reader); code != http.StatusOK {
 		t.Errorf("reader: GET /pods: %d %s", code, body)
 	}
