@@ -189,18 +189,11 @@ func serveKubeletStream(w http.ResponseWriter, r *http.Request, o Options, exec 
 	k := &kubeletStreamer{o: o, target: StreamTarget{Pod: pod, Container: ctr, ContainerID: id, RestartCount: st.RestartCount},
 		stopping: func() bool { return serving.Err() != nil }}
 
-	if !take(w, o.streams.sessions, t.pod, "exec and attach sessions") {
+	w, r, end := beginSession(w, r, o, t.pod, "exec, attach and port-forward sessions")
+	if end == nil {
 		return
 	}
-	defer release(o.streams.sessions)
-	o.streams.wg.Add(1)
-	defer o.streams.wg.Done()
-	// The session's context is the request's, which derives from Serve's
-	// (podvisor stopping ends it), and ends when the client's connection
-	// does.
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	w, r = goneWriter{ResponseWriter: w, gone: cancel}, r.WithContext(ctx)
+	defer end()
 	switch {
 	case exec:
 		remotecommand.ServeExec(w, r, k, pod.Name, string(pod.UID), ctr.Name, cmd, opts,
@@ -354,4 +347,22 @@ func (k *kubeletStreamer) attach(ctx context.Context, in io.Reader, out, errw io
 		return code, errStopping
 	}
 	return code, err
+}
+
+// beginSession takes one of the daemon's session slots for an exec,
+// attach or port-forward (answering 429 when none is free: what is then
+// nil) and returns w and r bound to the session: its context is the
+// request's, which derives from Serve's (podvisor stopping ends it), and
+// ends when the client's connection does. end releases the slot.
+func beginSession(w http.ResponseWriter, r *http.Request, o Options, pod, what string) (http.ResponseWriter, *http.Request, func()) {
+	if !take(w, o.streams.sessions, pod, what) {
+		return w, r, nil
+	}
+	o.streams.wg.Add(1)
+	ctx, cancel := context.WithCancel(r.Context())
+	return goneWriter{ResponseWriter: w, gone: cancel}, r.WithContext(ctx), func() {
+		cancel()
+		o.streams.wg.Done()
+		release(o.streams.sessions)
+	}
 }

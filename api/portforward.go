@@ -56,15 +56,11 @@ func servePortForward(w http.ResponseWriter, r *http.Request, o Options) {
 			fmt.Sprintf("cannot forward a port of a completed pod; current phase is %s", p))
 		return
 	}
-	if !take(w, o.streams.sessions, t.pod, "exec, attach and port-forward sessions") {
+	w, r, end := beginSession(w, r, o, t.pod, "exec, attach and port-forward sessions")
+	if end == nil {
 		return
 	}
-	defer release(o.streams.sessions)
-	o.streams.wg.Add(1)
-	defer o.streams.wg.Done()
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	w, r = goneWriter{ResponseWriter: w, gone: cancel}, r.WithContext(ctx)
+	defer end()
 	dialer := o.PodDialer
 	if dialer == nil {
 		dialer = ipDialer{}
