@@ -43,10 +43,10 @@ func TestSessionLimit(t *testing.T) {
 		t.Fatal("the first session did not start")
 	}
 	err := c.Exec(t.Context(), "default/web-node", []string{"true"}, StreamOptions{Container: "app"})
-	if err == nil || !strings.Contains(err.Error(), "too many exec and attach sessions: 1 are open on this podvisor; try again when one ends") {
+	if err == nil || !strings.Contains(err.Error(), "too many exec, attach and port-forward sessions: 1 are open on this podvisor; try again when one ends") {
 		t.Fatalf("a session beyond the limit: %v", err)
 	}
-	if err := c.Attach(t.Context(), "default/web-node", StreamOptions{Container: "app"}); err == nil || !strings.Contains(err.Error(), "too many exec and attach sessions") {
+	if err := c.Attach(t.Context(), "default/web-node", StreamOptions{Container: "app"}); err == nil || !strings.Contains(err.Error(), "too many exec, attach and port-forward sessions") {
 		t.Fatalf("an attach beyond the limit: %v", err)
 	}
 	close(hold)
