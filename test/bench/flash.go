@@ -85,15 +85,8 @@ func runFlash(ctx context.Context, o options, env *testenv.Env, dir, bin string)
 		return nil, err
 	}
 	n := o.flashPods
-	for i := range n {
-		name := fmt.Sprintf("flash-p%02d", i)
-		m := podManifest(name, filepath.Join(pv.hostRoot, name))
-		if err := os.WriteFile(filepath.Join(pv.staging, name+".yaml"), []byte(m), 0o644); err != nil {
-			return nil, err
-		}
-		if err := os.Rename(filepath.Join(pv.staging, name+".yaml"), filepath.Join(pv.manifests, name+".yaml")); err != nil {
-			return nil, err
-		}
+	if err := pv.writePods("flash", n); err != nil {
+		return nil, err
 	}
 	if err := pv.waitRunningFor(ctx, n, startTimeout(n)); err != nil {
 		return nil, fmt.Errorf("flash: %w\n%s", err, pv.describe(ctx))

@@ -454,3 +454,19 @@ func copyFile(src, dst string) error {
 func isLogDriver(exe, podvisorBin string) bool {
 	return exe == podvisorBin || exe == filepath.Join(filepath.Dir(podvisorBin), "podvisor-log-driver")
 }
+
+// writePods drops n busybox pod manifests, PREFIX-p00 on, into the
+// manifests dir, each written in staging and renamed in whole.
+func (p *pvCase) writePods(prefix string, n int) error {
+	for i := range n {
+		name := fmt.Sprintf("%s-p%02d", prefix, i)
+		m := podManifest(name, filepath.Join(p.hostRoot, name))
+		if err := os.WriteFile(filepath.Join(p.staging, name+".yaml"), []byte(m), 0o644); err != nil {
+			return err
+		}
+		if err := os.Rename(filepath.Join(p.staging, name+".yaml"), filepath.Join(p.manifests, name+".yaml")); err != nil {
+			return err
+		}
+	}
+	return nil
+}

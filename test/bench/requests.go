@@ -134,15 +134,8 @@ func runRequests(ctx context.Context, o options, env *testenv.Env, dir, bin stri
 		return nil, err
 	}
 	n := o.requestPods
-	for i := range n {
-		name := fmt.Sprintf("rest-p%02d", i)
-		m := podManifest(name, filepath.Join(pv.hostRoot, name))
-		if err := os.WriteFile(filepath.Join(pv.staging, name+".yaml"), []byte(m), 0o644); err != nil {
-			return nil, err
-		}
-		if err := os.Rename(filepath.Join(pv.staging, name+".yaml"), filepath.Join(pv.manifests, name+".yaml")); err != nil {
-			return nil, err
-		}
+	if err := pv.writePods("rest", n); err != nil {
+		return nil, err
 	}
 	if err := pv.waitRunningFor(ctx, n, startTimeout(n)); err != nil {
 		return nil, fmt.Errorf("requests: %w\n%s", err, pv.describe(ctx))
