@@ -252,6 +252,22 @@ func kubeletSession(ctx context.Context, in io.Reader, out, errw io.WriteCloser,
 	if errw != nil {
 		s.Stderr = errw
 	}
+	// The client sends its terminal's size right after the streams are
+	// made, possibly after the process would start: with a terminal, wait
+	// for it (a bounded wait), so the process starts at the client's size
+	// and a program that reads it at once (stty size, an editor) sees it.
+	if tty && resize != nil {
+		t := time.NewTimer(time.Second)
+		select {
+		case ts, ok := <-resize:
+			if ok {
+				s.Size = TermSize{Width: ts.Width, Height: ts.Height}
+			}
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
 	if resize != nil {
 		ch := make(chan TermSize, 1)
 		s.Resize = ch

@@ -167,14 +167,18 @@ func TestExecSessionStartError(t *testing.T) {
 	}
 }
 
-// TestExecSessionResize: the first size, then a resize, reach the
-// session's Resize in order.
+// TestExecSessionResize: the first size is the session's Size when the
+// process starts (the server waits for it), then a resize reaches the
+// session's Resize.
 func TestExecSessionResize(t *testing.T) {
 	c := serveStreams(t, fakeStreamer{exec: func(ctx context.Context, _ StreamTarget, _ []string, s Session) (int, error) {
 		if !s.TTY || s.Stderr != nil {
 			return 1, fmt.Errorf("session tty %v stderr %v", s.TTY, s.Stderr)
 		}
-		for _, want := range []TermSize{{80, 24}, {120, 40}} {
+		if s.Size != (TermSize{80, 24}) {
+			return 1, fmt.Errorf("size at start %v, want {80 24}", s.Size)
+		}
+		for _, want := range []TermSize{{120, 40}} {
 			select {
 			case ts := <-s.Resize:
 				if ts != want {
