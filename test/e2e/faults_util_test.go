@@ -294,7 +294,7 @@ func (d *daemon) inventory(baseIPs []string) (inventory, error) {
 	}
 	for _, ip := range ips {
 		if !slices.Contains(baseIPs, ip) {
-			v.IPs = append(v.IPs, ip)
+			v.IPs = append(v.IPs, ip+" of "+ipOwner(ip))
 		}
 	}
 	// The built-in network's IPAM lives in the state dir; the harness's
@@ -348,6 +348,32 @@ func onePerPod(inv inventory, uids map[string]bool) []string {
 	return bad
 }
 
+// logOf returns the lines of the daemon's log that name the sandbox of
+// any of ips (as inventory lists them, "IP of ID"), the last 30: what
+// podvisor did with an address it left behind.
+func (d *daemon) logOf(ips []string) string {
+	b, _ := os.ReadFile(d.logFile)
+	var lines []string
+	for _, ip := range ips {
+		_, id, ok := strings.Cut(ip, " of ")
+		if !ok || len(id) < 8 {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, id) {
+				lines = append(lines, l)
+			}
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	if len(lines) > 30 {
+		lines = lines[len(lines)-30:]
+	}
+	return "\npodvisor's log of those sandboxes:\n  " + strings.Join(lines, "\n  ")
+}
+
 // requireEmpty polls until the daemon's namespace holds nothing (cleanup
 // and containerd's GC are asynchronous), then reports what it counted.
 func (d *daemon) requireEmpty(what string, baseIPs []string, timeout time.Duration) {
@@ -362,7 +388,7 @@ func (d *daemon) requireEmpty(what string, baseIPs []string, timeout time.Durati
 			return
 		}
 		if time.Now().After(deadline) {
-			d.t.Errorf("%s: left after %s:\n  %s", what, timeout, strings.Join(left, "\n  "))
+			d.t.Errorf("%s: left after %s:\n  %s%s", what, timeout, strings.Join(left, "\n  "), d.logOf(last.IPs))
 			return
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -399,8 +425,14 @@ func shimDetail(pid string, args []string) string {
 			id = args[i+1]
 		}
 	}
+	// Any of its threads may have forked a child.
 	var kids []string
-	if b, err := os.ReadFile(filepath.Join("/proc", pid, "task", pid, "children")); err == nil {
+	threads, _ := os.ReadDir(filepath.Join("/proc", pid, "task"))
+	for _, th := range threads {
+		b, err := os.ReadFile(filepath.Join("/proc", pid, "task", th.Name(), "children"))
+		if err != nil {
+			continue
+		}
 		for _, k := range strings.Fields(string(b)) {
 			cmd, _ := os.ReadFile(filepath.Join("/proc", k, "cmdline"))
 			kids = append(kids, k+":"+strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " ")))

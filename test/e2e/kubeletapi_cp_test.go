@@ -44,15 +44,26 @@ spec:
     command: ["sh", "-c", "mkdir -p /www && echo podvisor-says-hi > /www/index.html && httpd -p 127.0.0.1:8080 -h /www && i=0; while true; do echo line $i; i=$((i+1)); sleep 1; done"]
 `
 
-// kubeletAPISetup gives the kubeadm test's podvisor kubelet's API on a
-// free loopback port: the cluster CA's clients (the apiserver's
-// apiserver-kubelet-client certificate) are let in; the serving
-// certificate is the test's own, which the apiserver does not verify
-// under kubeadm's defaults. It also adds kubeletAPIPod to the manifests.
-// It returns the port.
+// kubeletAPISetup gives the kubeadm test's podvisor kubelet's API: the
+// node's address is the test network bridge's gateway (a host address the
+// test made, not loopback: the apiserver's node proxy refuses loopback),
+// given as --node-ip and bound by --tls-bind-address on a free port. The
+// cluster CA's clients (the apiserver's apiserver-kubelet-client
+// certificate) are let in; the serving certificate is the test's own,
+// which the apiserver does not verify under kubeadm's defaults. It also
+// adds kubeletAPIPod to the manifests. It returns the port.
 func kubeletAPISetup(t *testing.T, d *daemon, k8sDir string) int {
 	t.Helper()
-	port := freeLoopbackPort(t)
+	ip, err := env.Gateway()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
 	dir := filepath.Join(d.dir, "kubelet-serving")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -61,12 +72,13 @@ func kubeletAPISetup(t *testing.T, d *daemon, k8sDir string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := ca.Server(dir, "kubelet", net.ParseIP("127.0.0.1"))
+	srv, err := ca.Server(dir, "kubelet", ip, net.ParseIP("127.0.0.1"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	d.extraArgs = append(d.extraArgs,
-		"--tls-bind-address", "127.0.0.1:"+strconv.Itoa(port),
+		"--node-ip", ip.String(),
+		"--tls-bind-address", net.JoinHostPort(ip.String(), strconv.Itoa(port)),
 		"--tls-cert-file", srv.CertFile, "--tls-private-key-file", srv.KeyFile,
 		"--client-ca-file", filepath.Join(k8sDir, "pki", "ca.crt"))
 	if err := os.WriteFile(filepath.Join(k8sDir, "manifests", "kubeletapi.yaml"), []byte(kubeletAPIPod), 0o600); err != nil {
@@ -195,13 +207,13 @@ func testKubeletAPI(t *testing.T, d *daemon, kc *kubectlRun, admin, k8sDir strin
 		}
 	})
 
-	// /metrics/resource as metrics-server reads it: at the Node's address
-	// and daemonEndpoints port, with a client certificate of the cluster
-	// CA (the apiserver's own kubelet client certificate here), not
-	// verifying the serving certificate (--kubelet-insecure-tls). The
-	// apiserver's node proxy (/api/v1/nodes/N/proxy/...) cannot be the
-	// way on this loopback-only test: it refuses a node whose address is
-	// not global unicast ("address not allowed").
+	// /metrics/resource two ways: through the apiserver's node proxy
+	// (kubectl get --raw /api/v1/nodes/N/proxy/...: the apiserver dials the
+	// Node's InternalIP and daemonEndpoints port with its kubelet client
+	// certificate, and refuses a loopback address, hence the bridge's
+	// address as the node IP), and as metrics-server reads it: straight
+	// at that address and port with a client certificate of the cluster
+	// CA, not verifying the serving certificate (--kubelet-insecure-tls).
 	t.Run("metrics/resource", func(t *testing.T) {
 		var n v1.Node
 		if err := json.Unmarshal([]byte(kc.must(admin, "get", "node", node, "-o", "json")), &n); err != nil {
@@ -213,6 +225,15 @@ func testKubeletAPI(t *testing.T, d *daemon, kc *kubectlRun, admin, k8sDir strin
 				ip = a.Address
 			}
 		}
+		if p := net.ParseIP(ip); p == nil || !p.IsGlobalUnicast() {
+			t.Fatalf("node InternalIP %q: want the bridge's address (--node-ip), which the apiserver proxies to", ip)
+		}
+		proxy := "/api/v1/nodes/" + node + "/proxy"
+		checkResourceMetrics(t, "kubectl get --raw "+proxy+"/metrics/resource", kc.must(admin, "get", "--raw", proxy+"/metrics/resource"))
+		if out := kc.must(admin, "get", "--raw", proxy+"/pods"); !strings.Contains(out, `"kind":"PodList"`) || !strings.Contains(out, `"name":"etcd-`+node+`"`) {
+			t.Errorf("kubectl get --raw %s/pods = %.300s, want a PodList with etcd", proxy, out)
+		}
+
 		base := "https://" + net.JoinHostPort(ip, strconv.Itoa(int(n.Status.DaemonEndpoints.KubeletEndpoint.Port)))
 		cert, err := tls.LoadX509KeyPair(filepath.Join(k8sDir, "pki", "apiserver-kubelet-client.crt"), filepath.Join(k8sDir, "pki", "apiserver-kubelet-client.key"))
 		if err != nil {
@@ -220,52 +241,52 @@ func testKubeletAPI(t *testing.T, d *daemon, kc *kubectlRun, admin, k8sDir strin
 		}
 		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
 			Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true}}}
-		get := func(path string) string {
-			resp, err := c.Get(base + path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			b, err := io.ReadAll(resp.Body)
-			if err != nil || resp.StatusCode != http.StatusOK {
-				t.Fatalf("GET %s%s = %s %v: %.300s", base, path, resp.Status, err, b)
-			}
-			return string(b)
-		}
-		out := get("/metrics/resource")
-		parser := expfmt.NewTextParser(model.UTF8Validation)
-		fams, err := parser.TextToMetricFamilies(strings.NewReader(out))
+		resp, err := c.Get(base + "/metrics/resource")
 		if err != nil {
-			t.Fatalf("parse /metrics/resource: %v\n%s", err, out)
+			t.Fatal(err)
 		}
-		for _, name := range []string{"node_cpu_usage_seconds_total", "node_memory_working_set_bytes"} {
-			f := fams[name]
-			if f == nil || len(f.Metric) != 1 || f.Metric[0].GetTimestampMs() == 0 {
-				t.Errorf("%s: %v, want one sample with its time", name, f)
-			}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s/metrics/resource = %s %v: %.300s", base, resp.Status, err, b)
 		}
-		for _, name := range []string{"container_cpu_usage_seconds_total", "container_memory_working_set_bytes", "container_start_time_seconds", "pod_cpu_usage_seconds_total"} {
-			found := false
-			for _, m := range fams[name].GetMetric() {
-				l := map[string]string{}
-				for _, lp := range m.Label {
-					l[lp.GetName()] = lp.GetValue()
-				}
-				if l["pod"] == "etcd-"+node && l["namespace"] == "kube-system" && (l["container"] == "etcd" || name == "pod_cpu_usage_seconds_total") {
-					found = true
-				}
-			}
-			if !found {
-				t.Errorf("%s has no series of kube-system/etcd-%s:\n%s", name, node, out)
-			}
-		}
-		if f := fams["scrape_error"]; f == nil || f.Metric[0].GetGauge().GetValue() != 0 {
-			t.Errorf("scrape_error = %v, want 0", f)
-		}
-		if out := get("/pods"); !strings.Contains(out, `"kind":"PodList"`) || !strings.Contains(out, `"name":"etcd-`+node+`"`) {
-			t.Errorf("GET /pods = %.300s, want a PodList with etcd", out)
-		}
+		checkResourceMetrics(t, "GET "+base+"/metrics/resource", string(b))
 	})
+}
+
+// checkResourceMetrics parses out, what src returned, as metrics-server
+// parses /metrics/resource, and wants the node's series and etcd's.
+func checkResourceMetrics(t *testing.T, src, out string) {
+	t.Helper()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(out))
+	if err != nil {
+		t.Fatalf("%s: parse: %v\n%s", src, err, out)
+	}
+	for _, name := range []string{"node_cpu_usage_seconds_total", "node_memory_working_set_bytes"} {
+		f := fams[name]
+		if f == nil || len(f.Metric) != 1 || f.Metric[0].GetTimestampMs() == 0 {
+			t.Errorf("%s: %s: %v, want one sample with its time", src, name, f)
+		}
+	}
+	for _, name := range []string{"container_cpu_usage_seconds_total", "container_memory_working_set_bytes", "container_start_time_seconds", "pod_cpu_usage_seconds_total"} {
+		found := false
+		for _, m := range fams[name].GetMetric() {
+			l := map[string]string{}
+			for _, lp := range m.Label {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			if l["pod"] == "etcd-"+node && l["namespace"] == "kube-system" && (l["container"] == "etcd" || name == "pod_cpu_usage_seconds_total") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: %s has no series of kube-system/etcd-%s:\n%s", src, name, node, out)
+		}
+	}
+	if f := fams["scrape_error"]; f == nil || f.Metric[0].GetGauge().GetValue() != 0 {
+		t.Errorf("%s: scrape_error = %v, want 0", src, f)
+	}
 }
 
 // start runs kubectl with a minute's bound and returns its stdout and

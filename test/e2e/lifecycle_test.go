@@ -42,7 +42,7 @@ func TestRemoveManifest(t *testing.T) {
 	d.writeManifest("stubborn.yaml", sleeperManifest("stubborn", 3, `trap "" TERM; while true; do sleep 1; done`))
 	d.waitPod("polite-"+node, 60*time.Second, "Running", running)
 	d.waitPod("stubborn-"+node, 60*time.Second, "Running", running)
-	if n := len(allocatedIPs(t)); n != 2 {
+	if n := len(d.newIPs()); n != 2 {
 		t.Fatalf("%d IPs allocated for 2 pods", n)
 	}
 
@@ -59,7 +59,7 @@ func TestRemoveManifest(t *testing.T) {
 	if el := time.Since(t0); el < 3*time.Second {
 		t.Errorf("stubborn pod gone after %s, before its 3s grace period", el)
 	}
-	if ips := allocatedIPs(t); len(ips) != 0 {
+	if ips := d.newIPs(); len(ips) != 0 {
 		t.Errorf("IPs still allocated after the pods were removed: %v", ips)
 	}
 	if ids := d.containers(); len(ids) != 0 {
@@ -117,7 +117,7 @@ func TestReboot(t *testing.T) {
 	if last == nil || last.Reason != "Unknown" {
 		t.Errorf("lastState after reboot = %+v, want reason Unknown", last)
 	}
-	if ips := allocatedIPs(t); len(ips) != 1 || ips[0] != p.Status.PodIP {
+	if ips := d.newIPs(); len(ips) != 1 || ips[0] != p.Status.PodIP {
 		t.Errorf("allocated IPs %v, want only the pod's %s (was %s before)", ips, p.Status.PodIP, oldIP)
 	}
 }

@@ -82,7 +82,7 @@ spec:
 			cs.LastTerminationState.Terminated != nil && cs.LastTerminationState.Terminated.ExitCode == 1
 	})
 	d.poll("finished pods to release their IPs", 20*time.Second, func() (bool, string) {
-		ips := allocatedIPs(t)
+		ips := d.newIPs()
 		return len(ips) == 1, strings.Join(ips, " ")
 	})
 }
@@ -155,7 +155,7 @@ spec:
 	if p.Status.PodIP != "127.0.0.1" {
 		t.Errorf("hostNetwork pod IP = %q, want the node IP 127.0.0.1", p.Status.PodIP)
 	}
-	if ips := allocatedIPs(t); len(ips) != 0 {
+	if ips := d.newIPs(); len(ips) != 0 {
 		t.Errorf("hostNetwork pod allocated IPs %v", ips)
 	}
 }
