@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -290,8 +291,9 @@ func (cp *ControlPlane) run(name, bin string, args ...string) error {
 }
 
 // waitReady polls /readyz (anonymous, as kubeadm's probe does) until it
-// answers 200, a program exits, or ReadyTimeout passes.
-func (cp *ControlPlane) waitReady(ctx context.Context) error {
+// answers 200, a program exits (but one named in tolerate), or
+// ReadyTimeout passes.
+func (cp *ControlPlane) waitReady(ctx context.Context, tolerate ...string) error {
 	client, err := cp.httpClient()
 	if err != nil {
 		return err
@@ -303,6 +305,9 @@ func (cp *ControlPlane) waitReady(ctx context.Context) error {
 	last := "no answer yet"
 	for {
 		for _, p := range cp.running() {
+			if slices.Contains(tolerate, p.name) {
+				continue
+			}
 			select {
 			case <-p.done:
 				return fmt.Errorf("%s exited before the apiserver was ready (%v); %s ends:\n%s", p.name, p.err, p.log, tail(p.log, 30))

@@ -120,7 +120,10 @@ func (cp *ControlPlane) StartAPIServer(t testing.TB) {
 	if err := cp.runAPIServer(); err != nil {
 		t.Fatal(err)
 	}
-	if err := cp.waitReady(t.Context()); err != nil {
+	// A controller manager that was still starting when the apiserver went
+	// away exits (as kubeadm's does, for kubelet to start it again): the
+	// tests restart it after an outage (RestartControllerManager).
+	if err := cp.waitReady(t.Context(), "kube-controller-manager"); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("kube-apiserver ready again in %v", time.Since(began).Round(time.Millisecond))
@@ -176,6 +179,11 @@ func (cp *ControlPlane) RestartControllerManager(t testing.TB) {
 	p := cp.proc("kube-controller-manager")
 	if p == nil {
 		t.Fatal("kube-controller-manager is not running")
+	}
+	select {
+	case <-p.done:
+		t.Logf("kube-controller-manager had exited (%v); starting it again", p.err)
+	default:
 	}
 	err := p.stop()
 	cp.forget(p)

@@ -52,6 +52,10 @@ const clientSigningDuration = 60 * time.Second
 // kubelet's TLS bootstrap.
 func TestClientCertificateRotation(t *testing.T) {
 	requireEnv(t)
+	// Its own control plane on free ports: it runs beside the other
+	// control-plane tests of this kind once TestKubeadmControlPlane (fixed
+	// ports) is done.
+	t.Parallel()
 	dir, err := os.MkdirTemp("", "pv-e2e-certs-")
 	if err != nil {
 		t.Fatal(err)

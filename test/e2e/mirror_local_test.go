@@ -138,6 +138,10 @@ spec:
 // overwritten), nor in podvisor's log.
 func TestMirrorLocalObjects(t *testing.T) {
 	requireEnv(t)
+	// Its own control plane on free ports: it runs beside the other
+	// control-plane tests of this kind once TestKubeadmControlPlane (fixed
+	// ports) is done.
+	t.Parallel()
 	dir, err := os.MkdirTemp("", "pv-e2e-cp-")
 	if err != nil {
 		t.Fatal(err)

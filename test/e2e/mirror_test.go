@@ -45,6 +45,10 @@ type mirrorCluster struct {
 // plane; a step that fails stops the ones after it.
 func TestMirror(t *testing.T) {
 	requireEnv(t)
+	// Its own control plane on free ports: it runs beside the other
+	// control-plane tests of this kind once TestKubeadmControlPlane (fixed
+	// ports) is done.
+	t.Parallel()
 	// Skips when the control plane was never built and
 	// $PODVISOR_TEST_CONTROLPLANE is unset; fails when it is set.
 	dir, err := os.MkdirTemp("", "pv-e2e-cp-")
