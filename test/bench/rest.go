@@ -20,6 +20,9 @@ const (
 	restManyPods         = 100  // from here on a rest row is held to targetRestCPUMany
 	kubeletExecMSPerRun  = 2.6  // the figure for kubelet, not measured
 	podvisorExecMSBefore = 5.6  // the figure for podvisor before it
+	// httpGetMSPerRunBefore is the README's figure at 10ef2cf, measured by
+	// this benchmark on the same machine.
+	httpGetMSPerRunBefore = 1.05
 )
 
 // threadCounters are one thread's scheduler counters.

@@ -136,7 +136,9 @@ func TestSampleRestSelf(t *testing.T) {
 	if len(b.threads) == 0 || b.rssKiB <= 0 || b.anonKiB <= 0 || b.anonKiB > b.rssKiB {
 		t.Errorf("sample %+v: want threads, and 0 < anonymous ≤ resident", b)
 	}
-	if u.CPUMS < 10 || u.WakeupsPerSec <= 0 {
+	// On a busy host the spinning thread may get little of its 20 ms,
+	// but never none.
+	if u.CPUMS <= 0 || u.WakeupsPerSec <= 0 {
 		t.Errorf("20 ms of spinning counted as %v ms CPU and %v wake-ups/s", u.CPUMS, u.WakeupsPerSec)
 	}
 }
