@@ -231,7 +231,7 @@ func (b *baseCase) podRef(p *basePod) cni.PodRef {
 // detaches and removes their network namespaces and host dirs, in
 // parallel.
 func (b *baseCase) remove(ctx context.Context, pods []*basePod) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout(len(pods)))
 	defer cancel()
 	var (
 		mu   sync.Mutex

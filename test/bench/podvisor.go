@@ -239,7 +239,9 @@ func (p *pvCase) remove(ctx context.Context, names []string) error {
 			}
 		}
 	}
-	if err := p.waitEmpty(ctx, 60*time.Second); err != nil {
+	// As long as starting them may take: on a busy host, removing 110 pods
+	// takes minutes.
+	if err := p.waitEmpty(ctx, startTimeout(len(names))); err != nil {
 		return err
 	}
 	for _, name := range names {
@@ -387,12 +389,15 @@ func (p *pvCase) stop(ctx context.Context) error {
 	}
 	var errs []error
 	if p.up && p.alive() == nil {
+		n := 0
 		if ents, err := os.ReadDir(p.manifests); err == nil {
 			for _, e := range ents {
-				os.Remove(filepath.Join(p.manifests, e.Name()))
+				if os.Remove(filepath.Join(p.manifests, e.Name())) == nil {
+					n++
+				}
 			}
 		}
-		if err := p.waitEmpty(context.WithoutCancel(ctx), 60*time.Second); err != nil {
+		if err := p.waitEmpty(context.WithoutCancel(ctx), startTimeout(n)); err != nil {
 			errs = append(errs, fmt.Errorf("stop podvisor: %w", err))
 		}
 	}
