@@ -223,6 +223,7 @@ func (r *report) printRest(w io.Writer) {
 		return
 	}
 	fmt.Fprintf(w, "\n### podvisor at rest: pods running, nothing changing\n\n")
+	fmt.Fprintf(w, "%d CPUs; host load average (1 min) %.2f before the measured phases, %.2f after (podvisor's own CPU time at rest is its own work: load lengthens waits, not this).\n\n", r.CPUs, r.LoadStart, r.LoadEnd)
 	fmt.Fprintln(w, "| podvisor | pods | window | RSS (anon + file) | CPU, % of a core | target | per pod: RSS, CPU | wake-ups/s | voluntary switches/s | threads |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---|---:|---:|---:|---:|")
 	for _, row := range rows {
