@@ -546,7 +546,8 @@ func (p *pvCase) measureRestart(ctx context.Context, name string) (_ float64, er
 func (p *pvCase) taskPid(ctx context.Context, name string) (uint32, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	ctrs, err := p.client.Containers(ctx, fmt.Sprintf("labels.%q==%q", supervise.LabelPodName, name))
+	// A static pod's name carries the node's, as kubelet's do.
+	ctrs, err := p.client.Containers(ctx, fmt.Sprintf("labels.%q==%q", supervise.LabelPodName, name+"-"+benchNode))
 	if err != nil {
 		return 0, fmt.Errorf("containers of pod %s: %w", name, err)
 	}
