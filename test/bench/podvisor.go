@@ -336,7 +336,7 @@ func (p *pvCase) describe(ctx context.Context) string {
 // footprint waits until the n pods are running and settled, then measures
 // podvisor, its log drivers, its shims and containerd over an idle window.
 func (p *pvCase) footprint(ctx context.Context, n int, window time.Duration) (*footprint, error) {
-	if err := p.waitRunning(ctx, n); err != nil {
+	if err := p.waitRunningFor(ctx, n, startTimeout(n)); err != nil {
 		return nil, err
 	}
 	// Let the post-start work (records, status, events) finish before the
