@@ -326,7 +326,7 @@ endif
 # 2-minute windows: without an apiserver (podvisor's writes to disk, CPU,
 # memory and wake-ups) and with --kubeconfig against a live apiserver (its
 # requests, CPU, memory and wake-ups, lease renewals included). About 20
-# minutes on 2 idle cores.
+# minutes on 2 idle cores (an estimate from its phases; it prints its time).
 BENCH_T0 := $(CURDIR)/.cache/bench-t0
 bench: export PODVISOR_TEST_PROBETARGET := $(CURDIR)/bin/probetarget
 bench: export PODVISOR_TEST_CONTROLPLANE := $(CONTROLPLANE_DIR)

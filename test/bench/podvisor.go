@@ -110,6 +110,9 @@ func (p *pvCase) start(ctx context.Context) error {
 		"--cni-bin-dir", p.env.CNIBinDir,
 		"--node-name", benchNode,
 		"--log-level", p.logLevel,
+		// Never the host's /var/lib/kubelet/pki: a client certificate
+		// rotated there by one phase's apiserver would be another's.
+		"--cert-dir", filepath.Join(p.dir, "pki"),
 	}, p.args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	var pw *os.File
