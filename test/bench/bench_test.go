@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -102,25 +103,56 @@ func TestMedian(t *testing.T) {
 }
 
 func TestSummarizeRatios(t *testing.T) {
-	r := &report{}
+	r := &report{RestartsMS: []float64{100, 90, 130}}
 	for _, rr := range []*runResult{
-		{Case: "baseline", N: 1, StartsMS: []float64{100}, First: 100, Last: 100, Median: 100},
+		{Case: "floor", N: 1, StartsMS: []float64{80}, First: 80, Last: 80, Median: 80},
+		{Case: "floor", N: 1, StartsMS: []float64{100}, First: 100, Last: 100, Median: 100},
+		{Case: "baseline", N: 1, StartsMS: []float64{100}, First: 100, Last: 100, Median: 100, NetMS: []float64{30}},
+		{Case: "baseline", N: 1, StartsMS: []float64{120}, First: 120, Last: 120, Median: 120, NetMS: []float64{50}},
 		{Case: "podvisor", N: 1, StartsMS: []float64{160}, First: 160, Last: 160, Median: 160},
-		{Case: "baseline", N: 30, StartsMS: []float64{100, 1000}, First: 100, Last: 1000, Median: 550},
+		{Case: "baseline", N: 30, StartsMS: []float64{100, 1000}, First: 100, Last: 1000, Median: 550, NetMS: []float64{20, 60}},
 		{Case: "podvisor", N: 30, StartsMS: []float64{200, 1200}, First: 200, Last: 1200, Median: 700},
+		{Case: "baseline", N: 110, StartsMS: []float64{100, 5000}, First: 100, Last: 5000, Median: 2000},
+		{Case: "podvisor", N: 110, StartsMS: []float64{100, 5500}, First: 100, Last: 5500, Median: 2000},
 	} {
 		r.Runs = append(r.Runs, rr)
 	}
-	r.summarize([]int{1, 30})
-	if len(r.Summaries) != 4 {
-		t.Fatalf("%d summaries, want 4", len(r.Summaries))
+	r.summarize([]int{1, 30, 110})
+	if len(r.Summaries) != 7 {
+		t.Fatalf("%d summaries, want 7", len(r.Summaries))
 	}
-	one, many := r.Summaries[1], r.Summaries[3]
-	if one.RatioFirst != 1.6 || *one.Pass {
-		t.Errorf("N=1: ratio %v pass %v, want 1.6 and a failure against %v", one.RatioFirst, *one.Pass, targetOne)
+	base1, one, many := r.Summaries[1], r.Summaries[2], r.Summaries[4]
+	if base1.Case != "baseline" || base1.NetMS != 40 || base1.FirstMS != 110 {
+		t.Errorf("baseline N=1: %+v, want CNI ADD 40 ms (median of the runs' medians) and first 110 ms", base1)
 	}
-	if many.RatioLast != 1.2 || !*many.Pass {
-		t.Errorf("N=30: ratio last %v pass %v, want 1.2 and a pass against %v", many.RatioLast, *many.Pass, targetMany)
+	if one.RatioFirst != 160.0/110 || many.RatioLast != 1.2 {
+		t.Errorf("ratios to the baseline: N=1 first %v, N=30 last %v; want %v and 1.2", one.RatioFirst, many.RatioLast, 160.0/110)
+	}
+	want := []floorRow{
+		// 160 against the floor's 90 + the baseline's CNI ADD 40.
+		{PodvisorMS: 160, FloorMS: 130, Ratio: 160.0 / 130, Target: targetOneFloor, Pass: false},
+		{PodvisorMS: 1200, FloorMS: 1000, Ratio: 1.2, Target: targetMany, Pass: false},
+		{PodvisorMS: 5500, FloorMS: 5000, Ratio: 1.1, Target: targetLarge, Pass: true},
+		// The median restart, 100, against the floor's new container, 90.
+		{PodvisorMS: 100, FloorMS: 90, Ratio: 100.0 / 90, Target: targetRestart, Pass: false},
+	}
+	if len(r.Floor) != len(want) {
+		t.Fatalf("floor rows %+v, want %d", r.Floor, len(want))
+	}
+	for i, w := range want {
+		g := r.Floor[i]
+		if g.PodvisorMS != w.PodvisorMS || g.FloorMS != w.FloorMS || math.Abs(g.Ratio-w.Ratio) > 1e-9 || g.Target != w.Target || g.Pass != w.Pass {
+			t.Errorf("floor row %d (%s) = %+v, want %+v", i, g.What, g, w)
+		}
+	}
+}
+
+func TestFloorRowsWithoutFloor(t *testing.T) {
+	// -restarts without a floor run (sizes without 1) and no baseline: no
+	// row can be computed, and none is made up.
+	sums := []summary{{Case: "podvisor", N: 30, LastMS: 900}}
+	if rows := floorRows(sums, []float64{100}); len(rows) != 0 {
+		t.Errorf("floorRows = %+v, want none", rows)
 	}
 }
 

@@ -1,10 +1,11 @@
-// Command bench measures how fast podvisor starts pods against a baseline
-// that does the same work straight through containerd, podvisor's
-// footprint with pods running, the probes' cost, and how fast pods show in
-// an apiserver, a kubeadm control plane's from cold, and what podvisor
-// writes to disk at rest (`make bench`).
+// Command bench measures how fast podvisor starts and restarts pods against
+// a baseline that does the same work straight through containerd and the
+// floor (a new container alone), podvisor's footprint with pods running
+// and at rest, the probes' cost, and how fast pods show in an apiserver, a
+// kubeadm control plane's from cold, and what podvisor writes to disk and
+// asks of the apiserver at rest (`make bench`).
 //
-//	go run ./test/bench [-podvisor bin/podvisor] [-runs 5] [-sizes 1,30] [-probes 30s] [-mirror] [-flash 3m] [-requests 3m] [-json out.json]
+//	go run ./test/bench [-podvisor bin/podvisor] [-runs 5] [-sizes 1,30] [-restarts 5] [-probes 30s] [-mirror] [-flash 3m] [-requests 3m] [-json out.json]
 //
 // Other flags: -idle (the footprint's CPU window, 0 skips it), -log-level
 // and -podvisor-log (podvisor's log, kept in that file), and
@@ -20,19 +21,40 @@
 //
 //   - podvisor: N manifests are written into a staging dir, t0 is taken,
 //     and they are renamed into podvisor's manifests dir back to back.
+//
 //   - baseline: t0 is taken just before N goroutines each create a network
 //     namespace, run CNI ADD (cni.Manager, same conflist), create a
 //     container with the same image, command and bind mount joined to that
 //     namespace, and start its task with no IO.
 //
+//   - floor (N=1 only): the baseline without the network: each pod's
+//     network namespace is made before t0 and gets no CNI ADD, so a start
+//     is a container and its task alone, what a restart in an existing
+//     pod's namespace has to do. The baseline times each pod's netns + CNI
+//     ADD; 1 pod is held to the floor + that (issue 19).
+//
 // Cases alternate run by run, each with a warm-up pod first (image import,
 // page cache) that is not measured, and everything is removed between runs.
 // containerd's own events (snapshot prepared, container created, task
-// created, task started) break each start down into phases.
+// created, task started) break each start down into phases. Then
+// -restarts times (5), a fresh podvisor pod running and ready has its
+// container's process killed with SIGKILL: kill → the new container's
+// first instruction (the file removed before the kill, written again),
+// against the floor's start.
 //
-// With the largest N running under podvisor, the footprint is taken:
-// podvisor's VmRSS and its CPU over an idle window, and separately its log
-// drivers, the shims of its namespace and containerd.
+// With the largest N running under podvisor, the footprint is taken (5 s
+// after they are all ready): podvisor's VmRSS and its CPU over an idle
+// window, and separately its log drivers, the shims of its namespace and
+// containerd.
+//
+// At rest, podvisor's own figures come from /proc: RSS split into
+// anonymous and file pages (smaps_rollup), CPU from its threads' schedstat
+// run time (ns; utime+stime in 10 ms ticks beside it), wake-ups as the
+// timeslices its threads ran (schedstat) and the voluntary context
+// switches (status). They are taken over the footprint's window, the flash
+// phase's (no apiserver) and the requests phase's (--kubeconfig, a live
+// apiserver, lease renewals included), and printed in one table against
+// issue 19's goals.
 //
 // -probes 30s adds the probe-cost phase (-start=false runs it alone): with
 // -probe-pods pods (30) whose container is probetarget answering HTTP on

@@ -40,6 +40,8 @@ type flashPhase struct {
 	PerHour     ioDelta `json:"per_hour"`
 	// StateChanged names what under --state-dir changed in the window.
 	StateChanged []string `json:"state_changed,omitempty"`
+	// Rest is podvisor's CPU, memory and wake-ups over the window.
+	Rest *restUse `json:"rest,omitempty"`
 }
 
 // ioDelta is a difference of /proc/<pid>/io counters.
@@ -109,6 +111,10 @@ func runFlash(ctx context.Context, o options, env *testenv.Env, dir, bin string)
 	if err != nil {
 		return nil, err
 	}
+	rest0, err := sampleRest(pid)
+	if err != nil {
+		return nil, err
+	}
 	t1 := time.Now()
 	if err := sleepCtx(ctx, o.flash); err != nil {
 		return nil, err
@@ -120,6 +126,15 @@ func runFlash(ctx context.Context, o options, env *testenv.Env, dir, bin string)
 	if err != nil {
 		return nil, err
 	}
+	rest1, err := sampleRest(pid)
+	if err != nil {
+		return nil, err
+	}
+	rest, err := restBetween(rest0, rest1, n)
+	if err != nil {
+		return nil, err
+	}
+	ph.Rest = &rest
 	window := time.Since(t1)
 	after, err := scanState(stateDir)
 	if err != nil {

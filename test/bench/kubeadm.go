@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+	"sigs.k8s.io/yaml"
 
 	"github.com/podvisor/podvisor/supervise"
 	"github.com/podvisor/podvisor/test/controlplane"
@@ -60,6 +61,10 @@ type kubeadmRun struct {
 	// MirrorsMS is when the watch (from the apiserver's first answer)
 	// first saw all four mirrors Running with their container ready.
 	MirrorsMS float64 `json:"mirrors_running_ms"`
+	// FloorMS is the earliest the four mirrors can be Running 1/1: the
+	// latest of each pod's task start plus its ReadyDelaySec, plus
+	// kubeadmSlack (issue 19's bound).
+	FloorMS float64 `json:"floor_ms"`
 	// Pods holds, per static pod, its container's task start, when
 	// podvisor's API first showed it Ready (polled every 20 ms), and when
 	// its mirror was first seen, and first seen Running 1/1.
@@ -72,6 +77,9 @@ type archiveImport struct {
 }
 
 type kubeadmPod struct {
+	// ReadyDelaySec is what its manifest's probes allow before the pod
+	// can be Ready (readyDelay).
+	ReadyDelaySec   float64 `json:"ready_delay_s"`
 	TaskStartMS     float64 `json:"task_start_ms"`
 	LocalReadyMS    float64 `json:"local_ready_ms"`
 	MirrorSeenMS    float64 `json:"mirror_seen_ms"`
@@ -241,13 +249,73 @@ func runKubeadm(ctx context.Context, env *testenv.Env, dir, bin string, arts *co
 	}
 	for _, p := range kubeadmPods {
 		kp := res.Pods[p]
+		delay, err := manifestReadyDelay(filepath.Join(pv.manifests, p+".yaml"))
+		if err != nil {
+			return nil, err
+		}
+		kp.ReadyDelaySec = delay.Seconds()
 		kp.MirrorSeenMS, kp.MirrorRunningMS = msSince(t0, seen[p]), msSince(t0, running[p])
 		if at, ok := local[p]; ok {
 			kp.LocalReadyMS = msSince(t0, at)
 		}
 		res.Pods[p] = kp
 	}
+	res.FloorMS = kubeadmFloor(res.Pods)
 	return res, nil
+}
+
+// kubeadmSlack is what issue 19 allows above the latest container start
+// plus its initial delay for the four mirrors to show Running 1/1.
+const kubeadmSlack = 1500 * time.Millisecond
+
+// kubeadmFloor is the latest TaskStartMS + ReadyDelaySec over pods, plus
+// kubeadmSlack (ms); 0 when a pod's task start is unknown.
+func kubeadmFloor(pods map[string]kubeadmPod) float64 {
+	latest := 0.0
+	for _, kp := range pods {
+		if kp.TaskStartMS <= 0 {
+			return 0
+		}
+		latest = max(latest, kp.TaskStartMS+kp.ReadyDelaySec*1000)
+	}
+	if latest == 0 {
+		return 0
+	}
+	return latest + float64(kubeadmSlack/time.Millisecond)
+}
+
+// readyDelay is how long after its containers start a pod can be Ready at
+// the earliest, by its probes: a container with a startup probe runs no
+// other probe, and is not ready, before that probe first succeeds, at
+// initialDelaySeconds at the earliest; a readiness probe's first run is
+// at its own initialDelaySeconds. The pod's delay is its slowest
+// container's.
+func readyDelay(pod *v1.Pod) time.Duration {
+	var d time.Duration
+	for _, c := range pod.Spec.Containers {
+		var cd int32
+		if p := c.StartupProbe; p != nil {
+			cd = p.InitialDelaySeconds
+		}
+		if p := c.ReadinessProbe; p != nil {
+			cd = max(cd, p.InitialDelaySeconds)
+		}
+		d = max(d, time.Duration(cd)*time.Second)
+	}
+	return d
+}
+
+// manifestReadyDelay is readyDelay of the pod in a manifest file.
+func manifestReadyDelay(path string) (time.Duration, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	var pod v1.Pod
+	if err := yaml.Unmarshal(b, &pod); err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	return readyDelay(&pod), nil
 }
 
 // readySince polls podvisor's API every 20 ms until every kubeadm pod has

@@ -21,6 +21,8 @@ import (
 const (
 	pvNamespace   = "bench-pv"
 	baseNamespace = "bench-base"
+	// floorNamespace is the floor's: new containers alone (baseCase.floor).
+	floorNamespace = "bench-floor"
 	// podCommand is what every measured container runs: its first
 	// instruction stamps the start, then it idles.
 	podCommand  = "touch /out/started; exec sleep 3600"
@@ -38,8 +40,10 @@ type options struct {
 	podvisorLog string
 	// baseLogDriver makes the baseline log through podvisor's log driver.
 	baseLogDriver bool
-	// start runs the start-latency phase (and the footprint).
-	start bool
+	// start runs the start-latency phase (and the footprint); restarts is
+	// its number of first restarts after kill -9 (0: none).
+	start    bool
+	restarts int
 	// probes is the probe phase's window (0: skip it), probePods its pods.
 	probes    time.Duration
 	probePods int
@@ -68,7 +72,8 @@ func main() {
 	flag.StringVar(&o.logLevel, "log-level", "info", "podvisor's --log-level")
 	flag.StringVar(&o.podvisorLog, "podvisor-log", "", "keep podvisor's log in this file (default: a temp file, removed)")
 	flag.BoolVar(&o.baseLogDriver, "baseline-log-driver", false, "baseline tasks log through podvisor's log driver instead of no IO (isolates that cost)")
-	flag.BoolVar(&o.start, "start", true, "run the start-latency phase against the baseline (and the footprint)")
+	flag.BoolVar(&o.start, "start", true, "run the start-latency phase against the baseline and the floor (and the footprint)")
+	flag.IntVar(&o.restarts, "restarts", 5, "start phase: first restarts after kill -9 of a pod's container to measure, each in a fresh pod (0: none)")
 	flag.DurationVar(&o.probes, "probes", 0, "window of the probe-cost phase: podvisor's CPU with pods probed every second (0: skip the phase)")
 	flag.IntVar(&o.probePods, "probe-pods", 30, "pods of the probe-cost phase")
 	flag.BoolVar(&o.mirror, "mirror", false, "run the mirror phase: manifest → mirror pod Ready in an apiserver, and the kubeadm control plane from cold (needs `make controlplane`)")
@@ -84,8 +89,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: -start=false and no -probes window, -mirror, -flash or -requests: nothing to measure")
 		os.Exit(2)
 	}
-	if o.probePods < 1 || o.flashPods < 1 || o.requestPods < 1 {
-		fmt.Fprintln(os.Stderr, "bench: -probe-pods, -flash-pods and -request-pods must be positive")
+	if o.probePods < 1 || o.flashPods < 1 || o.requestPods < 1 || o.restarts < 0 {
+		fmt.Fprintln(os.Stderr, "bench: -probe-pods, -flash-pods and -request-pods must be positive, -restarts not negative")
 		os.Exit(2)
 	}
 	for _, s := range strings.Split(sizes, ",") {
@@ -142,7 +147,7 @@ func run(ctx context.Context, o options) (err error) {
 		if serr := env.Stop(); serr != nil {
 			err = errors.Join(err, fmt.Errorf("stop test environment: %w", serr))
 		}
-		removeNamespaceDirs(pvNamespace, baseNamespace, flashNamespace)
+		removeNamespaceDirs(pvNamespace, baseNamespace, floorNamespace, flashNamespace)
 	}()
 	// Everything lives below env.Dir: on any failure env.Stop unmounts
 	// what is left there (netns, /dev/shm) and kills what names it.
@@ -250,7 +255,7 @@ func runStart(ctx context.Context, o options, env *testenv.Env, dir, bin string,
 			}
 		}
 	}
-	base, err := newBaseCase(ctx, env, filepath.Join(dir, "base"), baseLog)
+	base, err := newBaseCase(ctx, env, filepath.Join(dir, "base"), baseLog, false)
 	if err != nil {
 		return err
 	}
@@ -259,13 +264,25 @@ func runStart(ctx context.Context, o options, env *testenv.Env, dir, bin string,
 			err = errors.Join(err, serr)
 		}
 	}()
+	floor, err := newBaseCase(ctx, env, filepath.Join(dir, "floor"), baseLog, true)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if serr := floor.close(); serr != nil {
+			err = errors.Join(err, serr)
+		}
+	}()
 
-	logf("warm-up: podvisor (image import) and baseline, not measured")
+	logf("warm-up: podvisor (image import), baseline and floor, not measured")
 	if _, err := pv.measure(ctx, "warmup", 1, nil); err != nil {
 		return fmt.Errorf("podvisor warm-up: %w", err)
 	}
 	if _, err := base.measure(ctx, "warmup", 1, nil); err != nil {
 		return fmt.Errorf("baseline warm-up: %w", err)
+	}
+	if _, err := floor.measure(ctx, "warmup", 1, nil); err != nil {
+		return fmt.Errorf("floor warm-up: %w", err)
 	}
 
 	res.LoadStart, res.Started = loadAverage(), time.Now()
@@ -278,6 +295,10 @@ func runStart(ctx context.Context, o options, env *testenv.Env, dir, bin string,
 				// Alternate the order so neither case always runs
 				// right after the other's cleanup.
 				cases = []benchCase{base, pv}
+			}
+			if n == 1 {
+				// The floor is what 1 pod and a restart are held to.
+				cases = append(cases, floor)
 			}
 			for _, c := range cases {
 				tag := fmt.Sprintf("%s-n%d-r%d", c.name(), n, r)
@@ -307,6 +328,14 @@ func runStart(ctx context.Context, o options, env *testenv.Env, dir, bin string,
 				logf("%-8s N=%-3d run %d: first %7.1f ms  last %7.1f ms  median %7.1f ms", c.name(), n, r+1, rr.First, rr.Last, rr.Median)
 			}
 		}
+	}
+	for r := range o.restarts {
+		ms, err := pv.measureRestart(ctx, fmt.Sprintf("restart-r%d", r))
+		if err != nil {
+			return fmt.Errorf("restart run %d: %w", r+1, err)
+		}
+		res.RestartsMS = append(res.RestartsMS, ms)
+		logf("podvisor restart run %d: kill -9 → first instruction %7.1f ms", r+1, ms)
 	}
 	res.summarize(o.sizes)
 	return nil

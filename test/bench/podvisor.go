@@ -15,6 +15,7 @@ import (
 
 	"github.com/containerd/containerd/v2/client"
 	"github.com/podvisor/podvisor/api"
+	"github.com/podvisor/podvisor/supervise"
 	"github.com/podvisor/podvisor/test/testenv"
 	v1 "k8s.io/api/core/v1"
 )
@@ -109,6 +110,9 @@ func (p *pvCase) start(ctx context.Context) error {
 		"--cni-bin-dir", p.env.CNIBinDir,
 		"--node-name", benchNode,
 		"--log-level", p.logLevel,
+		// Never the host's /var/lib/kubelet/pki: a client certificate
+		// rotated there by one phase's apiserver would be another's.
+		"--cert-dir", filepath.Join(p.dir, "pki"),
 	}, p.args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	var pw *os.File
@@ -238,7 +242,9 @@ func (p *pvCase) remove(ctx context.Context, names []string) error {
 			}
 		}
 	}
-	if err := p.waitEmpty(ctx, 60*time.Second); err != nil {
+	// As long as starting them may take: on a busy host, removing 110 pods
+	// takes minutes.
+	if err := p.waitEmpty(ctx, startTimeout(len(names))); err != nil {
 		return err
 	}
 	for _, name := range names {
@@ -333,12 +339,12 @@ func (p *pvCase) describe(ctx context.Context) string {
 // footprint waits until the n pods are running and settled, then measures
 // podvisor, its log drivers, its shims and containerd over an idle window.
 func (p *pvCase) footprint(ctx context.Context, n int, window time.Duration) (*footprint, error) {
-	if err := p.waitRunning(ctx, n); err != nil {
+	if err := p.waitRunningFor(ctx, n, startTimeout(n)); err != nil {
 		return nil, err
 	}
 	// Let the post-start work (records, status, events) finish before the
 	// idle window opens; a measurement pause, not synchronisation.
-	settle := time.NewTimer(2 * time.Second)
+	settle := time.NewTimer(5 * time.Second)
 	select {
 	case <-ctx.Done():
 		settle.Stop()
@@ -346,7 +352,19 @@ func (p *pvCase) footprint(ctx context.Context, n int, window time.Duration) (*f
 	case <-settle.C:
 	}
 	logf("footprint: %d podvisor pods running, measuring for %v", n, window)
+	rest0, err := sampleRest(p.cmd.Process.Pid)
+	if err != nil {
+		return nil, fmt.Errorf("footprint: %w", err)
+	}
 	use, err := measureGroups(ctx, p.footprintGroups(), window)
+	if err != nil {
+		return nil, err
+	}
+	rest1, err := sampleRest(p.cmd.Process.Pid)
+	if err != nil {
+		return nil, fmt.Errorf("footprint: %w", err)
+	}
+	rest, err := restBetween(rest0, rest1, n)
 	if err != nil {
 		return nil, err
 	}
@@ -357,6 +375,7 @@ func (p *pvCase) footprint(ctx context.Context, n int, window time.Duration) (*f
 		LogDrivers: use["log drivers"],
 		Shims:      use["shims"],
 		Containerd: use["containerd"],
+		Rest:       &rest,
 	}
 	if fp.Podvisor.Procs != 1 {
 		return nil, fmt.Errorf("footprint: podvisor process %d not found", p.cmd.Process.Pid)
@@ -373,12 +392,15 @@ func (p *pvCase) stop(ctx context.Context) error {
 	}
 	var errs []error
 	if p.up && p.alive() == nil {
+		n := 0
 		if ents, err := os.ReadDir(p.manifests); err == nil {
 			for _, e := range ents {
-				os.Remove(filepath.Join(p.manifests, e.Name()))
+				if os.Remove(filepath.Join(p.manifests, e.Name())) == nil {
+					n++
+				}
 			}
 		}
-		if err := p.waitEmpty(context.WithoutCancel(ctx), 60*time.Second); err != nil {
+		if err := p.waitEmpty(context.WithoutCancel(ctx), startTimeout(n)); err != nil {
 			errs = append(errs, fmt.Errorf("stop podvisor: %w", err))
 		}
 	}
@@ -460,13 +482,97 @@ func isLogDriver(exe, podvisorBin string) bool {
 func (p *pvCase) writePods(prefix string, n int) error {
 	for i := range n {
 		name := fmt.Sprintf("%s-p%02d", prefix, i)
-		m := podManifest(name, filepath.Join(p.hostRoot, name))
-		if err := os.WriteFile(filepath.Join(p.staging, name+".yaml"), []byte(m), 0o644); err != nil {
+		if err := p.writePod(name, podManifest(name, filepath.Join(p.hostRoot, name))); err != nil {
 			return err
 		}
-		if err := os.Rename(filepath.Join(p.staging, name+".yaml"), filepath.Join(p.manifests, name+".yaml")); err != nil {
-			return err
+	}
+	return nil
+}
+
+// measureRestart starts one pod, waits until it is running and ready and
+// settled, then kills its container's process with SIGKILL and returns the
+// time from the kill to the new container's first instruction (ms): the
+// first restart, which restartPolicy Always makes without back-off. The
+// pod is removed afterwards.
+func (p *pvCase) measureRestart(ctx context.Context, name string) (_ float64, err error) {
+	hostDir := filepath.Join(p.hostRoot, name)
+	started := filepath.Join(hostDir, startedFile)
+	if err := p.writePod(name, podManifest(name, hostDir)); err != nil {
+		return 0, err
+	}
+	defer func() {
+		if cerr := p.remove(ctx, []string{name}); cerr != nil {
+			err = errors.Join(err, cerr)
 		}
+	}()
+	if _, err := waitStarted(ctx, []string{started}, time.Now(), startTimeout(1), p.alive); err != nil {
+		return 0, err
+	}
+	if err := p.waitRunning(ctx, 1); err != nil {
+		return 0, err
+	}
+	// Past the start's own work (record, status, events); a measurement
+	// pause, not synchronisation.
+	if err := sleepCtx(ctx, time.Second); err != nil {
+		return 0, err
+	}
+	pid, err := p.taskPid(ctx, name)
+	if err != nil {
+		return 0, err
+	}
+	if err := os.Remove(started); err != nil {
+		return 0, fmt.Errorf("restart: %w", err)
+	}
+	t0 := time.Now()
+	if err := syscall.Kill(int(pid), syscall.SIGKILL); err != nil {
+		return 0, fmt.Errorf("kill -9 %d (pod %s): %w", pid, name, err)
+	}
+	lat, err := waitStarted(ctx, []string{started}, t0, startTimeout(1), p.alive)
+	if err != nil {
+		return 0, fmt.Errorf("pod %s not restarted: %w\n%s", name, err, p.describe(ctx))
+	}
+	// The pod must show the restart: it is a restart, not a new pod.
+	err = pollUntil(ctx, 10*time.Second, 20*time.Millisecond, "restart count 1", func() (bool, error) {
+		r, _, err := p.restarts(ctx)
+		if err != nil {
+			return false, err
+		}
+		return r == 1, fmt.Errorf("restart count %d", r)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return float64(lat[0]) / float64(time.Millisecond), nil
+}
+
+// taskPid is the pid of the running task of pod name's only container.
+func (p *pvCase) taskPid(ctx context.Context, name string) (uint32, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	// A static pod's name carries the node's, as kubelet's do.
+	ctrs, err := p.client.Containers(ctx, fmt.Sprintf("labels.%q==%q", supervise.LabelPodName, name+"-"+benchNode))
+	if err != nil {
+		return 0, fmt.Errorf("containers of pod %s: %w", name, err)
+	}
+	if len(ctrs) != 1 {
+		return 0, fmt.Errorf("pod %s has %d containers in namespace %s, want 1", name, len(ctrs), p.namespace())
+	}
+	task, err := ctrs[0].Task(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("task of pod %s: %w", name, err)
+	}
+	return task.Pid(), nil
+}
+
+// writePod writes a manifest into staging and renames it into the
+// manifests dir.
+func (p *pvCase) writePod(name, manifest string) error {
+	staged := filepath.Join(p.staging, name+".yaml")
+	if err := os.WriteFile(staged, []byte(manifest), 0o644); err != nil {
+		return fmt.Errorf("write manifest: %w", err)
+	}
+	if err := os.Rename(staged, filepath.Join(p.manifests, name+".yaml")); err != nil {
+		return fmt.Errorf("rename manifest: %w", err)
 	}
 	return nil
 }

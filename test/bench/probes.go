@@ -181,7 +181,7 @@ func (p *pvCase) probeCost(ctx context.Context, cfg probeConfig, n int, window t
 			return nil, fmt.Errorf("rename manifest: %w", err)
 		}
 	}
-	if err := p.waitRunning(ctx, n); err != nil {
+	if err := p.waitRunningFor(ctx, n, startTimeout(n)); err != nil {
 		return nil, fmt.Errorf("%w\n%s", err, p.describe(ctx))
 	}
 	// Past the start's own work and the probes' first, jittered runs; a

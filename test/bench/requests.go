@@ -54,6 +54,8 @@ type requestsPhase struct {
 	// OpenWatches are the watches of User open at the window's end, by
 	// resource.
 	OpenWatches []string `json:"open_watches"`
+	// Rest is podvisor's CPU, memory and wake-ups over the window.
+	Rest *restUse `json:"rest,omitempty"`
 }
 
 // requestKind is one verb on one resource (with its subresource).
@@ -160,12 +162,24 @@ func runRequests(ctx context.Context, o options, env *testenv.Env, dir, bin stri
 	if err := sleepCtx(ctx, requestsSettle); err != nil {
 		return nil, err
 	}
+	rest0, err := sampleRest(pv.cmd.Process.Pid)
+	if err != nil {
+		return nil, err
+	}
 	t1 := time.Now()
 	if err := sleepCtx(ctx, o.requests); err != nil {
 		return nil, err
 	}
 	t2 := time.Now()
 	if err := pv.alive(); err != nil {
+		return nil, err
+	}
+	rest1, err := sampleRest(pv.cmd.Process.Pid)
+	if err != nil {
+		return nil, err
+	}
+	rest, err := restBetween(rest0, rest1, n)
+	if err != nil {
 		return nil, err
 	}
 	// The requests received just before t2 complete (and are logged)
@@ -186,6 +200,7 @@ func runRequests(ctx context.Context, o options, env *testenv.Env, dir, bin stri
 		return nil, fmt.Errorf("requests: pods changed during the window: %w", err)
 	}
 	ph.Pods, ph.SettleSec = n, requestsSettle.Seconds()
+	ph.Rest = &rest
 	return ph, nil
 }
 

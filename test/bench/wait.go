@@ -14,8 +14,9 @@ import (
 // latencies come from file mtimes, so it does not limit their precision.
 const pollInterval = 5 * time.Millisecond
 
-// startTimeout bounds the wait for n pods to start.
-func startTimeout(n int) time.Duration { return 30*time.Second + time.Duration(n)*2*time.Second }
+// startTimeout bounds the wait for n pods to start (a host shared with
+// builds can take tens of seconds for one).
+func startTimeout(n int) time.Duration { return time.Minute + time.Duration(n)*2*time.Second }
 
 // errTimeout marks a wait that ran out of time.
 var errTimeout = errors.New("timed out")
