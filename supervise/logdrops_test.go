@@ -5,12 +5,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/podvisor/podvisor/internal/crilog"
 	"github.com/podvisor/podvisor/internal/layout"
+	"github.com/podvisor/podvisor/manifest"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -81,4 +84,42 @@ func TestWatchDrops(t *testing.T) {
 	if told("old") {
 		t.Error("a worker told to read its drops for log output, or for a status file written before the watch")
 	}
+}
+
+// TestLogDroppedByInotify: a running supervisor posts LogDropped when a
+// container's log driver writes drops into its status file, heard through
+// inotify with no relist (the clock never moves): the first found as its
+// directories are watched, the next episode as the file is written.
+func TestLogDroppedByInotify(t *testing.T) {
+	e := newEnv(t)
+	if err := os.MkdirAll(e.s.layout.LogDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := testPod("web", v1.RestartPolicyAlways, nil, "a")
+	snaps := make(chan manifest.Snapshot, 1)
+	snaps <- snapshot(p)
+	stop := e.run(snaps)
+	defer stop()
+	poll(t, "started", func() bool { return e.runningCount() == 1 })
+	log := e.s.layout.ContainerLog(p.Namespace, p.Name, string(p.UID), "a", 0)
+	// Written until heard: the watch on the new directories is set up
+	// beside the test.
+	poll(t, "a LogDropped event", func() bool {
+		os.MkdirAll(filepath.Dir(log), 0o755)
+		os.WriteFile(crilog.DropsPath(log), []byte(`{"lines":4,"bytes":40,"gaps":1,"reason":"write: no space left on device"}`), 0o640)
+		return e.st.has("LogDropped")
+	})
+	// A second episode, into the file now watched.
+	os.WriteFile(crilog.DropsPath(log), []byte(`{"lines":9,"bytes":90,"gaps":2,"reason":"write: no space left on device"}`), 0o640)
+	poll(t, "a second LogDropped event", func() bool {
+		e.st.mu.Lock()
+		defer e.st.mu.Unlock()
+		n := 0
+		for _, ev := range e.st.events {
+			if strings.HasPrefix(ev, "LogDropped:") {
+				n++
+			}
+		}
+		return n == 2
+	})
 }
