@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/podvisor/podvisor/internal/backoff"
+	"github.com/podvisor/podvisor/internal/crilog"
 	"github.com/podvisor/podvisor/internal/layout"
 	"github.com/podvisor/podvisor/probes"
 	"github.com/podvisor/podvisor/status"
@@ -40,8 +41,11 @@ type workerDeps struct {
 	cgroupParent string
 	logLinks     string
 
-	prober  Prober
-	runHook func(ctx context.Context, h *v1.LifecycleHandler, t probes.Target) (string, error)
+	prober Prober
+	// readDrops reads a log's drops status (crilog.ReadDrops; a test's
+	// counter).
+	readDrops func(logPath string) (crilog.Drops, error)
+	runHook   func(ctx context.Context, h *v1.LifecycleHandler, t probes.Target) (string, error)
 
 	oomFloor   int // lowest oom_score_adj this host accepts (0 or -1000)
 	machineMem int64

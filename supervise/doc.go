@@ -91,7 +91,13 @@
 //     step its stop waits on (status.StopStepAnnotation).
 //   - Drops of a log driver (a full log filesystem) are noticed within
 //     seconds, while they go on, and reported as one LogDropped event for
-//     each episode.
+//     each episode. inotify reports the drivers' status file writes; the
+//     files are read at a worker's first step and after such a write,
+//     never at a relist (polled every 2 s only where inotify fails).
+//   - At rest (pods running, nothing changing) the relist is the only
+//     periodic work: one runtime State per container per RelistPeriod; no
+//     /proc walk (leftover shims are looked for after adoption and after
+//     a pod's removal), no file read or written.
 //
 // A pod's network and IPC namespaces are files bind-mounted under the run
 // dir (no pause process or image); its /dev/shm is a tmpfs beside them.

@@ -28,11 +28,16 @@ type oomMsg struct{ containerID string }
 // images); it carries nothing.
 type wakeMsg struct{}
 
+// dropsMsg says a log driver of the pod's containers rewrote its drops
+// status: the worker reads its containers' drops at its next step.
+type dropsMsg struct{}
+
 func (specMsg) isMessage()    {}
 func (objectsMsg) isMessage() {}
 func (stopMsg) isMessage()    {}
 func (oomMsg) isMessage()     {}
 func (wakeMsg) isMessage()    {}
+func (dropsMsg) isMessage()   {}
 
 // inbox holds the messages a worker has not taken yet, with a buffer-1
 // signal that never blocks a sender.
@@ -63,6 +68,9 @@ func (b *inbox) send(m message) {
 		b.pending = append(b.pending, m)
 	case wakeMsg:
 		// The signal alone is the wake-up.
+	case dropsMsg:
+		b.replace(func(old message) bool { _, ok := old.(dropsMsg); return ok })
+		b.pending = append(b.pending, m)
 	case stopMsg, nodeStopMsg:
 		b.pending = append(b.pending, m)
 		if b.interrupt != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/podvisor/podvisor/internal/crilog"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -33,14 +32,19 @@ func (w *podWorker) claimRunning() {
 
 // reportLogDrops reports output the log drivers of the pod's containers
 // had to drop (a full log filesystem) as one Warning event for each
-// episode of drops (see logdrops.go).
+// episode of drops (see logdrops.go). It reads the status files only when
+// they are due: at the worker's first step and when a driver rewrote one.
 func (w *podWorker) reportLogDrops(pod *v1.Pod) {
+	if !w.dropsDue {
+		return
+	}
+	w.dropsDue = false
 	w.rec.each(pod, func(ref ctrRef, _ *v1.Container, cr *containerRecord) {
 		if cr.ID == "" {
 			return
 		}
 		path := w.logPath(pod, ref.Name, cr.RestartCount)
-		d, err := crilog.ReadDrops(path)
+		d, err := w.d.readDrops(path)
 		if err != nil {
 			return
 		}

@@ -198,7 +198,8 @@ func TestStopOutlivesSupervisorStop(t *testing.T) {
 }
 
 // Output the log driver dropped (a full log filesystem) is one Warning
-// event each time more was dropped.
+// event each time more was dropped, read when the driver rewrote its
+// status (a dropsMsg), not at every step.
 func TestLogDroppedEvent(t *testing.T) {
 	e := newEnv(t)
 	p := testPod("web", v1.RestartPolicyAlways, nil, "a")
@@ -209,6 +210,7 @@ func TestLogDroppedEvent(t *testing.T) {
 	write := func(lines int) {
 		b, _ := json.Marshal(map[string]any{"lines": lines, "bytes": lines * 10, "since": e.clock.Now(), "reason": "write: no space left on device"})
 		os.WriteFile(logPath+".dropped", b, 0o644)
+		w.inbox.send(dropsMsg{})
 	}
 	write(5)
 	e.step(w)

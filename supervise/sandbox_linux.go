@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/podvisor/podvisor/cni"
 	"github.com/podvisor/podvisor/internal/layout"
@@ -232,8 +233,9 @@ func mountState(p string) (mounted, known bool) {
 
 // bootID identifies this boot of the host: a sandbox made in another boot
 // is gone even when it has no namespace files to miss (hostNetwork and
-// hostIPC pods).
-func bootID() string {
+// hostIPC pods). Read once: the boot does not change under a process, and
+// every relist asks.
+var bootID = sync.OnceValue(func() string {
 	b, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	return strings.TrimSpace(string(b))
-}
+})

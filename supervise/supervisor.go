@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/podvisor/podvisor/cni"
+	"github.com/podvisor/podvisor/internal/crilog"
 	"github.com/podvisor/podvisor/internal/layout"
 	"github.com/podvisor/podvisor/manifest"
 	"github.com/podvisor/podvisor/probes"
@@ -171,6 +172,7 @@ func New(opts Options) *Supervisor {
 			logLinks:     opts.LogLinks,
 			prober:       opts.Prober,
 			runHook:      opts.Hooks,
+			readDrops:    crilog.ReadDrops,
 		},
 		opts:    opts,
 		workers: map[types.UID]*podWorker{},

@@ -81,9 +81,12 @@ type podWorker struct {
 	sandboxRetry retryClock
 	exitSeen     map[ctrRef]time.Time // when podvisor saw the last exit (monotonic)
 	dropsSeen    map[ctrRef]dropsSeen // what the log driver dropped, as last reported
-	waiting      map[string]*v1.ContainerStateWaiting
-	conds        []v1.PodCondition
-	warned       map[string]bool // one-time warning events already emitted
+	// dropsDue says the drops status files are to be read at the next
+	// step: at the first, and after a dropsMsg (never at a relist).
+	dropsDue bool
+	waiting  map[string]*v1.ContainerStateWaiting
+	conds    []v1.PodCondition
+	warned   map[string]bool // one-time warning events already emitted
 	// volumesAt are the objects the pod's volumes were last written from
 	// (volumesSet: they were); volumesRetry is when a failed rewrite is
 	// tried again; mountWait is the FailedMount message last shown.
@@ -134,6 +137,7 @@ func newPodWorker(d *workerDeps, uid types.UID, desired *manifest.Pod, rec *podR
 		retry:       map[ctrRef]*retryClock{},
 		exitSeen:    map[ctrRef]time.Time{},
 		dropsSeen:   map[ctrRef]dropsSeen{},
+		dropsDue:    true,
 		waiting:     map[string]*v1.ContainerStateWaiting{},
 		warned:      map[string]bool{},
 	}
@@ -234,6 +238,8 @@ func (w *podWorker) receive(msgs []message) {
 			w.stopping = true
 		case oomMsg:
 			w.oom[m.containerID] = true
+		case dropsMsg:
+			w.dropsDue = true
 		case probeMsg:
 			w.receiveProbe(m.change)
 		case restartMsg:

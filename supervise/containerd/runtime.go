@@ -7,13 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/containerd/containerd/api/services/tasks/v1"
 	client "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/containerd/containerd/v2/pkg/protobuf"
 	"github.com/containerd/errdefs"
+	"github.com/containerd/errdefs/pkg/errgrpc"
 	"github.com/distribution/reference"
 	"github.com/moby/sys/signal"
 	"github.com/podvisor/podvisor/internal/images"
@@ -267,41 +271,43 @@ func (r *Runtime) Start(ctx context.Context, id, logPath string) (err error) {
 	return nil
 }
 
-// State reports the container's task state.
+// State reports the container's task state. A container with a task (the
+// relist's usual case) costs one request, answered from the shim: the
+// task's status holds its pid and exit; the container is looked up only
+// when there is no task.
 func (r *Runtime) State(ctx context.Context, id string) (_ supervise.ContainerState, err error) {
 	defer markUnavailable(&err)
 	var st supervise.ContainerState
-	ctr, err := r.client.LoadContainer(ctx, id)
+	res, err := r.client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: id})
+	err = errgrpc.ToNative(err)
 	if errdefs.IsNotFound(err) {
+		_, err := r.client.ContainerService().Get(ctx, id)
+		if errdefs.IsNotFound(err) {
+			return st, nil
+		}
+		if err != nil {
+			return st, fmt.Errorf("load container %s: %w", id, err)
+		}
+		st.Exists = true
 		return st, nil
 	}
-	if err != nil {
-		return st, fmt.Errorf("load container %s: %w", id, err)
-	}
-	st.Exists = true
-	task, err := ctr.Task(ctx, nil)
-	if errdefs.IsNotFound(err) {
-		return st, nil
-	}
-	if err != nil {
-		return st, fmt.Errorf("load task %s: %w", id, err)
-	}
-	st.HasTask = true
-	st.Pid = task.Pid()
-	s, err := task.Status(ctx)
 	if err != nil {
 		return st, fmt.Errorf("task status %s: %w", id, err)
 	}
-	switch s.Status {
+	st.Exists, st.HasTask = true, true
+	p := res.GetProcess()
+	st.Pid = p.GetPid()
+	// As client.Task.Status names it.
+	switch client.ProcessStatus(strings.ToLower(p.GetStatus().String())) {
 	case client.Running, client.Paused, client.Pausing:
 		st.Running = true
 	case client.Stopped:
-		st.ExitCode, st.ExitedAt = int32(s.ExitStatus), s.ExitTime
+		st.ExitCode, st.ExitedAt = int32(p.GetExitStatus()), protobuf.FromTimestamp(p.GetExitedAt())
 	case client.Created:
 		// Created but never started: not running, no exit.
 	default:
 		// Unknown: containerd could not ask the shim. That is no exit.
-		return st, fmt.Errorf("task %s: status %q", id, s.Status)
+		return st, fmt.Errorf("task %s: status %q", id, strings.ToLower(p.GetStatus().String()))
 	}
 	return st, nil
 }

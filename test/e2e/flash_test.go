@@ -156,7 +156,6 @@ func (d *daemon) waitCycles(n int) {
 var cycleLines = map[string]string{
 	"relist":          `msg=relist`,
 	"manifest relist": `msg="manifest relist"`,
-	"log drops":       `msg="log drops checked"`,
 	"log links":       `msg="log links pruned"`,
 }
 
