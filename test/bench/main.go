@@ -298,13 +298,23 @@ func runStart(ctx context.Context, o options, env *testenv.Env, dir, bin string,
 						}
 					}
 				}
+				var restart time.Duration
+				if c == pv && n == 1 && hook == nil {
+					// The first restart after kill -9 of the pod's
+					// container, against the baseline's new pod.
+					hook = func(ctx context.Context) (err error) {
+						restart, err = pv.restartAfterKill(ctx, tag+"-p00")
+						return err
+					}
+				}
 				rr, err := c.measure(ctx, tag, n, hook)
 				if err != nil {
 					return fmt.Errorf("%s: %w", tag, err)
 				}
+				rr.RestartMS = float64(restart) / float64(time.Millisecond)
 				rr.Phases = rec.phases(c.namespace(), rr.T0, n)
 				res.Runs = append(res.Runs, rr)
-				logf("%-8s N=%-3d run %d: first %7.1f ms  last %7.1f ms  median %7.1f ms", c.name(), n, r+1, rr.First, rr.Last, rr.Median)
+				logf("%-8s N=%-3d run %d: first %7.1f ms  last %7.1f ms  median %7.1f ms  restart %7.1f ms", c.name(), n, r+1, rr.First, rr.Last, rr.Median, rr.RestartMS)
 			}
 		}
 	}
