@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/podvisor/podvisor/internal/layout"
 	"github.com/podvisor/podvisor/mounts"
-	"github.com/podvisor/podvisor/status"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -26,7 +24,13 @@ const maxTerminationMessage = 4096
 // execute applies a plan's actions in order. It stops at the first that
 // fails; finished is true once the pod is cleaned up.
 func (w *podWorker) execute(ctx context.Context, pod *v1.Pod, actions []action) (finished bool, err error) {
-	for _, a := range actions {
+	defer func() {
+		// A CNI ADD run beside the actions ends with them.
+		if jerr := w.joinNetwork(ctx, pod); err == nil {
+			err = jerr
+		}
+	}()
+	for i, a := range actions {
 		w.log.Debug("action", "do", a.String())
 		var err error
 		switch a := a.(type) {
@@ -45,7 +49,11 @@ func (w *podWorker) execute(ctx context.Context, pod *v1.Pod, actions []action) 
 		case createSandbox:
 			err = w.sandboxStep(ctx, pod, w.createSandbox(pod))
 		case attachNetwork:
-			err = w.sandboxStep(ctx, pod, w.attachNetwork(ctx, pod))
+			if overlapNetwork(pod, actions[i+1:]) {
+				w.attachNetworkBeside(ctx, pod)
+			} else {
+				err = w.sandboxStep(ctx, pod, w.attachNetwork(ctx, pod))
+			}
 		case prepareSandbox:
 			err = w.sandboxStep(ctx, pod, w.prepareSandbox(pod))
 		case refreshVolumes:
@@ -332,18 +340,11 @@ func (w *podWorker) attachNetwork(ctx context.Context, pod *v1.Pod) error {
 			sb.IPs = []string{w.d.nodeIP}
 		}
 	} else {
-		// A removal interrupts the ADD; the DEL that undoes it follows.
-		step := strings.Replace(cniDelStep(w.d.net, sb.ID), "CNI DEL", "CNI ADD, interrupted, and the DEL that undoes it", 1)
-		w.busy.Store(&status.StopStep{Step: step, Since: w.d.clock.Now().Round(0)})
-		res, err := w.d.net.Add(ctx, sb.ID, sb.NetNS, podRef(pod), sb.Ports)
-		w.busy.Store(nil)
+		ips, err := w.addNetwork(ctx, pod, sb)
 		if err != nil {
-			return fmt.Errorf("cni add: %w", err)
+			return err
 		}
-		sb.IPs = sb.IPs[:0]
-		for _, ip := range res.IPs {
-			sb.IPs = append(sb.IPs, ip.String())
-		}
+		sb.IPs = ips
 	}
 	sb.Network = true
 	w.save()

@@ -94,7 +94,10 @@ type podWorker struct {
 	preparedFor  string // the sandbox whose cgroup and files are set up
 	// ended are the containers of ended runs, removed at the end of the
 	// step (removeEnded); the record no longer names them.
-	ended        []endedRun
+	ended []endedRun
+	// netJoin, while set, delivers the result of the pod's CNI ADD run
+	// beside the step's actions (joinNetwork).
+	netJoin      chan netResult
 	steps        int  // steps taken, to tell this step's failures from older ones
 	failed       bool // an action failed in this step: step again soon
 	dropped      bool // the record is being removed: never write it again
