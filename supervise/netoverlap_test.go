@@ -155,3 +155,24 @@ func TestOverlapNetwork(t *testing.T) {
 		}
 	}
 }
+
+// A start that fails beside a CNI ADD that fails tells the network's
+// failure only, as when the ADD comes first: the pod shows
+// ContainerCreating, and the container is charged no back-off.
+func TestNetworkBesideBothFail(t *testing.T) {
+	e := newEnv(t)
+	p := testPod("both", v1.RestartPolicyAlways, nil, "a")
+	w := e.worker(p)
+	e.net.addErr = errTest
+	e.rt.setFail("EnsureImage", errTest)
+	e.step(w)
+	if !e.st.has("FailedCreatePodSandBox") || e.st.has("Failed") {
+		t.Errorf("events %v", e.st.events)
+	}
+	if r := e.status(p, "a").State.Waiting; r == nil || r.Reason != "ContainerCreating" {
+		t.Errorf("waiting %+v", r)
+	}
+	if _, ok := w.retry[ctrRef{Type: containerTypeApp, Name: "a"}]; ok {
+		t.Error("the network's failure was charged to the container's back-off")
+	}
+}

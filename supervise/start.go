@@ -79,6 +79,11 @@ func (w *podWorker) envFacts() envFacts {
 func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef, c *v1.Container, cr *containerRecord) error {
 	fp := ref.fieldPath()
 	fail := func(reason string, err error) error {
+		// A CNI ADD run beside the start ends first: its failure is the
+		// pod's and is told instead, as when the ADD comes first.
+		if jerr := w.joinNetwork(ctx, pod); jerr != nil {
+			return jerr
+		}
 		if errors.Is(err, ErrRuntimeUnavailable) {
 			return err
 		}
