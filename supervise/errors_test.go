@@ -106,8 +106,8 @@ func TestWorkerUndoFailureKeepsID(t *testing.T) {
 	}
 }
 
-// State errors are no exits; a failed removal of an exited container keeps
-// its recorded exit and is retried.
+// State errors are no exits; a failed removal of an exited container
+// holds up neither its recorded exit nor its restart, and is retried.
 func TestWorkerObserveErrors(t *testing.T) {
 	e := newEnv(t)
 	p := testPod("web", v1.RestartPolicyAlways, nil, "a")
@@ -124,19 +124,26 @@ func TestWorkerObserveErrors(t *testing.T) {
 	e.rt.setFail("Remove", errTest)
 	wake := e.step(w)
 	cr := w.rec.Apps["a"]
-	if cr.Terminated == nil || cr.Terminated.ExitCode != 7 || cr.ID != id {
+	if cr.RestartCount != 1 || cr.LastState == nil || cr.LastState.ExitCode != 7 || cr.ID == id || cr.ID == "" {
 		t.Fatalf("record %+v", cr)
+	}
+	if _, ok := e.rt.ctrs[id]; !ok {
+		t.Fatal("the container that could not be removed is gone")
 	}
 	if want := e.clock.Now().Add(errorRetry); !wake.Equal(want) {
 		t.Errorf("wake %v, want %v", wake, want)
 	}
 	// The exit is on disk before the container that proves it goes.
 	recs, _ := loadRecords(e.s.layout)
-	if recs[p.UID].Apps["a"].Terminated == nil {
+	if ls := recs[p.UID].Apps["a"].LastState; ls == nil || ls.ExitCode != 7 {
 		t.Error("exit not saved before removal")
 	}
 	e.rt.setFail("Remove", nil)
+	e.clock.Step(errorRetry)
 	e.step(w)
+	if _, ok := e.rt.ctrs[id]; ok {
+		t.Error("the exited container was not removed by the retry")
+	}
 	if cr := w.rec.Apps["a"]; cr.RestartCount != 1 || cr.LastState == nil || cr.LastState.ExitCode != 7 {
 		t.Errorf("after the retried removal: %+v", cr)
 	}

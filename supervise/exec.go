@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/podvisor/podvisor/internal/layout"
 	"github.com/podvisor/podvisor/mounts"
-	"github.com/podvisor/podvisor/status"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -26,7 +24,13 @@ const maxTerminationMessage = 4096
 // execute applies a plan's actions in order. It stops at the first that
 // fails; finished is true once the pod is cleaned up.
 func (w *podWorker) execute(ctx context.Context, pod *v1.Pod, actions []action) (finished bool, err error) {
-	for _, a := range actions {
+	defer func() {
+		// A CNI ADD run beside the actions ends with them.
+		if jerr := w.joinNetwork(ctx, pod); err == nil {
+			err = jerr
+		}
+	}()
+	for i, a := range actions {
 		w.log.Debug("action", "do", a.String())
 		var err error
 		switch a := a.(type) {
@@ -45,7 +49,11 @@ func (w *podWorker) execute(ctx context.Context, pod *v1.Pod, actions []action) 
 		case createSandbox:
 			err = w.sandboxStep(ctx, pod, w.createSandbox(pod))
 		case attachNetwork:
-			err = w.sandboxStep(ctx, pod, w.attachNetwork(ctx, pod))
+			if overlapNetwork(pod, actions[i+1:]) {
+				w.attachNetworkBeside(ctx, pod)
+			} else {
+				err = w.sandboxStep(ctx, pod, w.attachNetwork(ctx, pod))
+			}
 		case prepareSandbox:
 			err = w.sandboxStep(ctx, pod, w.prepareSandbox(pod))
 		case refreshVolumes:
@@ -136,7 +144,23 @@ func (w *podWorker) unknown(id string, err error) {
 // The record that holds the run's exit is on disk first. A failure keeps
 // the container (and its ID) for a later step without holding up the
 // pod's other containers.
+//
+// While the pod is not stopping, the removal waits until the end of the
+// step (removeEnded): a restart that follows starts at once, and its task
+// joins the pod's shim, still serving the ended task, instead of waiting
+// for that shim to exit and a new one to start. The record then names the
+// new run only: a podvisor killed before the removal finds the ended
+// container named by no record and removes it at its next start.
 func (w *podWorker) removeContainer(ctx context.Context, a removeContainer) error {
+	if !w.halting() {
+		w.d.untrack(a.ID)
+		delete(w.obs, a.ID)
+		if cr := w.rec.container(a.Ref); cr.ID == a.ID {
+			cr.ID = ""
+		}
+		w.ended = append(w.ended, endedRun{Ref: a.Ref, ID: a.ID})
+		return nil
+	}
 	if err := w.save(); err != nil {
 		w.unknown(a.ID, err)
 		return nil
@@ -158,6 +182,41 @@ func (w *podWorker) removeContainer(ctx context.Context, a removeContainer) erro
 		cr.ID = ""
 	}
 	return nil
+}
+
+// endedRun is a container whose run has ended and that removeEnded
+// removes at the end of the step.
+type endedRun struct {
+	Ref ctrRef
+	ID  string
+}
+
+// removeEnded removes the containers of the runs that ended in this step,
+// once the record that holds their exits is on disk and the runs that
+// replace them have started. It reports whether a removal failed: the
+// container is kept for the next step.
+func (w *podWorker) removeEnded(ctx context.Context) (failed bool) {
+	if len(w.ended) == 0 {
+		return false
+	}
+	if err := w.save(); err != nil {
+		return true
+	}
+	cctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	left := w.ended[:0]
+	for _, e := range w.ended {
+		if err := w.d.rt.Remove(cctx, e.ID); err != nil {
+			w.log.Warn("remove exited container", "container", e.Ref.Name, "err", err)
+			left = append(left, e)
+			continue
+		}
+		w.unlinkLog(e.Ref.Name, e.ID)
+		os.RemoveAll(w.d.layout.TerminationDir(string(w.uid), e.ID))
+	}
+	clear(w.ended[len(left):])
+	w.ended = left
+	return len(left) > 0
 }
 
 // kill stops the targets at once, then looks at them again. Each runs its
@@ -281,18 +340,11 @@ func (w *podWorker) attachNetwork(ctx context.Context, pod *v1.Pod) error {
 			sb.IPs = []string{w.d.nodeIP}
 		}
 	} else {
-		// A removal interrupts the ADD; the DEL that undoes it follows.
-		step := strings.Replace(cniDelStep(w.d.net, sb.ID), "CNI DEL", "CNI ADD, interrupted, and the DEL that undoes it", 1)
-		w.busy.Store(&status.StopStep{Step: step, Since: w.d.clock.Now().Round(0)})
-		res, err := w.d.net.Add(ctx, sb.ID, sb.NetNS, podRef(pod), sb.Ports)
-		w.busy.Store(nil)
+		ips, err := w.addNetwork(ctx, pod, sb)
 		if err != nil {
-			return fmt.Errorf("cni add: %w", err)
+			return err
 		}
-		sb.IPs = sb.IPs[:0]
-		for _, ip := range res.IPs {
-			sb.IPs = append(sb.IPs, ip.String())
-		}
+		sb.IPs = ips
 	}
 	sb.Network = true
 	w.save()

@@ -394,6 +394,9 @@ type fakeNet struct {
 	addErr   error
 	delErr   error
 	hang     bool // Add blocks until its context ends, as a stuck plugin
+	// addHold, when set, holds every Add until it is closed or the call's
+	// context ends.
+	addHold chan struct{}
 	// delHold, when set, holds every Del until it is closed or the
 	// call's context ends.
 	delHold chan struct{}
@@ -405,11 +408,18 @@ type fakeNet struct {
 func (n *fakeNet) Add(ctx context.Context, id, _ string, _ cni.PodRef, _ []cni.PortMapping) (*cni.Result, error) {
 	n.mu.Lock()
 	n.adds++
-	hang := n.hang
+	hang, hold := n.hang, n.addHold
 	n.mu.Unlock()
 	if hang {
 		<-ctx.Done()
 		return nil, errors.New("signal: killed")
+	}
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return nil, errors.New("signal: killed")
+		}
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()

@@ -12,8 +12,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// One container that cannot be removed does not hold up the others: their
-// exits are recorded and they restart.
+// One container that cannot be removed does not hold up the others, nor
+// its own restart: their exits are recorded and they restart, and the
+// removal is retried.
 func TestWorkerRemoveFailureIsPerContainer(t *testing.T) {
 	e := newEnv(t)
 	p := testPod("web", v1.RestartPolicyAlways, nil, "a", "b")
@@ -27,16 +28,23 @@ func TestWorkerRemoveFailureIsPerContainer(t *testing.T) {
 	if w.rec.Apps["b"].RestartCount != 1 || e.rt.running()["b"] == "" {
 		t.Fatalf("b was held up by a: %+v", w.rec.Apps["b"])
 	}
-	if w.rec.Apps["a"].ID != a || w.rec.Apps["a"].Terminated == nil {
-		t.Fatalf("a's exit not recorded or its ID forgotten: %+v", w.rec.Apps["a"])
+	if cr := w.rec.Apps["a"]; cr.RestartCount != 1 || cr.LastState == nil || e.rt.running()["a"] == "" {
+		t.Fatalf("a's exit not recorded or a not restarted: %+v", cr)
+	}
+	if _, ok := e.rt.ctrs[a]; !ok {
+		t.Fatal("a's old container, which could not be removed, is gone")
 	}
 	if want := e.clock.Now().Add(errorRetry); !wake.Equal(want) {
 		t.Errorf("wake %v, want a retry at %v", wake, want)
 	}
 	e.rt.setFail("Remove "+a, nil)
+	e.clock.Step(errorRetry)
 	e.step(w)
-	if w.rec.Apps["a"].RestartCount != 1 || e.rt.running()["a"] == "" {
-		t.Fatalf("a not restarted once removable: %+v", w.rec.Apps["a"])
+	if _, ok := e.rt.ctrs[a]; ok {
+		t.Fatal("a's old container not removed once removable")
+	}
+	if _, ok := e.rt.ctrs[b]; ok {
+		t.Fatal("b's old container not removed")
 	}
 }
 

@@ -29,8 +29,8 @@ func (w *podWorker) start(ctx context.Context, pod *v1.Pod, a startContainer) er
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if errors.Is(err, ErrRuntimeUnavailable) {
-			return err // not the container's fault: no back-off
+		if errors.Is(err, ErrRuntimeUnavailable) || errors.Is(err, errReported) {
+			return err // not the container's fault (the runtime, the network): no back-off
 		}
 		r := w.retry[a.Ref]
 		if r == nil {
@@ -79,6 +79,11 @@ func (w *podWorker) envFacts() envFacts {
 func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef, c *v1.Container, cr *containerRecord) error {
 	fp := ref.fieldPath()
 	fail := func(reason string, err error) error {
+		// A CNI ADD run beside the start ends first: its failure is the
+		// pod's and is told instead, as when the ADD comes first.
+		if jerr := w.joinNetwork(ctx, pod); jerr != nil {
+			return jerr
+		}
 		if errors.Is(err, ErrRuntimeUnavailable) {
 			return err
 		}
@@ -201,6 +206,12 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef,
 			return fail("CreateContainerConfigError", err)
 		}
 		return fail("CreateContainerError", err)
+	}
+	// The task starts in the pod's network: a CNI ADD run beside the
+	// create ends first.
+	if err := w.joinNetwork(ctx, pod); err != nil {
+		undo()
+		return err
 	}
 	w.linkLog(pod, c.Name, id, w.logPath(pod, c.Name, restartCount))
 	w.d.track(id, w)

@@ -95,10 +95,16 @@ type podWorker struct {
 	volumesRetry time.Time
 	mountWait    string
 	preparedFor  string // the sandbox whose cgroup and files are set up
-	steps        int    // steps taken, to tell this step's failures from older ones
-	failed       bool   // an action failed in this step: step again soon
-	dropped      bool   // the record is being removed: never write it again
-	firstPublish bool   // Supervisor.Synced waits for this worker's first publish
+	// ended are the containers of ended runs, removed at the end of the
+	// step (removeEnded); the record no longer names them.
+	ended []endedRun
+	// netJoin, while set, delivers the result of the pod's CNI ADD run
+	// beside the step's actions (joinNetwork).
+	netJoin      chan netResult
+	steps        int  // steps taken, to tell this step's failures from older ones
+	failed       bool // an action failed in this step: step again soon
+	dropped      bool // the record is being removed: never write it again
+	firstPublish bool // Supervisor.Synced waits for this worker's first publish
 }
 
 // published marks the worker's first publish (or its end) for
@@ -356,6 +362,10 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 	}
 	w.save()
 	w.publish(pod)
+	// After the publish: the restarts that replace them are shown first.
+	if w.removeEnded(ctx) {
+		wake = earliest(wake, w.d.clock.Now().Add(errorRetry))
+	}
 	w.notifyStopped()
 	return wake, false
 }
