@@ -6,9 +6,14 @@
 //
 //   - Manager.Add starts probing one container instance: its startup probe
 //     alone until it passes, then its readiness and liveness probes, each on
-//     its own worker goroutine. Each probe's first run is due
+//     its own worker goroutine. Each probe's first run is due exactly
 //     initialDelaySeconds after Target.StartedAt (or at once if that is
-//     past) plus a jitter within one period, then every periodSeconds.
+//     past), then every periodSeconds from that time; a run that overran
+//     its period is followed by the next at once. Only a container that
+//     started before the Manager (adopted after a restart) has its
+//     overdue first runs spread by a jitter within one period. A startup
+//     probe's pass runs readiness (and liveness) at once, each at its
+//     initialDelaySeconds if that is later.
 //     Zero timing fields take kubelet's defaults (timeout 1s, period 10s,
 //     successThreshold 1, failureThreshold 3).
 //   - Results before any run: readiness Failure, liveness Success, startup
