@@ -18,10 +18,11 @@ type Options struct {
 	Exec Execer
 	// Clock is the time source; the wall clock by default.
 	Clock clock.Clock
-	// Rand returns a jitter in [0, n) for the first run of a probe that
-	// was already due when the container was added and whose container
-	// started before the Manager (one adopted after a restart); values
-	// outside are clamped. Uniformly random by default.
+	// Rand returns a jitter in [0, n) for the first run of a probe
+	// without initialDelaySeconds, or of one already due when the
+	// container was added and whose container started before the Manager
+	// (one adopted after a restart); values outside are clamped.
+	// Uniformly random by default.
 	Rand func(n time.Duration) time.Duration
 	// OnEvent receives each event, in order, from one goroutine.
 	OnEvent func(Event)
@@ -212,15 +213,18 @@ func (m *Manager) Add(t Target, seed Seed) {
 
 // startLocked starts the worker of one probe of inst, if it has the probe.
 // Its first run is due initialDelaySeconds after the container started, on
-// time (the API's words; kubelet runs it at the first tick of a period that
-// began when its worker did), or now if that is past. Only a run already
-// due for a container that started before the Manager, one adopted after a
-// restart, is put off by a jitter within one period when asked, so that a
-// restarted podvisor does not probe all its containers at once (kubelet
-// jitters its workers while it started less than a period ago). The
-// probes a passed startup probe starts are not jittered: kubelet runs
-// readiness right after a startup result changes, so a started container
-// is not kept from Ready for up to a period.
+// time (the API's words; kubelet runs it at the first tick, after that, of
+// a period that began when its worker did), or now if that is past. When
+// asked, a jitter within one period spreads two kinds of first runs: those
+// without an initial delay (kubelet's first run then comes within a period
+// of the start too, never at its instant, when no server in the container
+// listens yet: a liveness probe with failureThreshold 1 would kill it), and
+// the overdue ones of a container that started before the Manager, one
+// adopted after a restart, so that a restarted podvisor does not probe all
+// its containers at once (kubelet jitters its workers while it started less
+// than a period ago). The probes a passed startup probe starts are not
+// jittered: kubelet runs readiness right after a startup result changes, so
+// a started container is not kept from Ready for up to a period.
 func (m *Manager) startLocked(inst *instance, kind Kind, jitter bool) {
 	ps := inst.probes[kind]
 	if ps == nil || ps.worker != nil {
@@ -237,14 +241,15 @@ func (m *Manager) startLocked(inst *instance, kind Kind, jitter bool) {
 func (m *Manager) firstRun(t Target, spec *v1.Probe, jitter bool) time.Time {
 	first := t.StartedAt.Add(seconds(spec.InitialDelaySeconds))
 	now := m.clock.Now()
-	if !first.Before(now) {
+	overdue := first.Before(now)
+	if overdue {
+		first = now
+	}
+	if !jitter || (spec.InitialDelaySeconds > 0 && !(overdue && t.StartedAt.Before(m.start))) {
 		return first
 	}
-	if !jitter || !t.StartedAt.Before(m.start) {
-		return now
-	}
 	period := seconds(spec.PeriodSeconds)
-	return now.Add(min(max(m.jitter(period), 0), period-1))
+	return first.Add(min(max(m.jitter(period), 0), period-1))
 }
 
 // stopLocked stops every worker of inst.

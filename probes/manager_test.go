@@ -161,10 +161,10 @@ func TestOverdueFirstRunOfANewContainerRunsAtOnce(t *testing.T) {
 	l.noJitter()
 }
 
-// Only the overdue first runs of containers that started before the
-// Manager (adopted after a restart) are spread by a jitter, bounded by
-// the period.
-func TestJitterOnlyForAdoptedOverdueRuns(t *testing.T) {
+// Only first runs without an initial delay and the overdue first runs of
+// containers that started before the Manager (adopted after a restart)
+// are spread by a jitter, bounded by the period.
+func TestJitterOnlyWithoutDelayOrAdopted(t *testing.T) {
 	spec := &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}, PeriodSeconds: 4}
 	adopted := func(l *looper, ago time.Duration, delay int32) {
 		s := *spec
@@ -196,6 +196,19 @@ func TestJitterOnlyForAdoptedOverdueRuns(t *testing.T) {
 	adopted(l, time.Second, 5)
 	l.parked(4 * time.Second)
 	l.noJitter()
+
+	// A new container without an initial delay is not probed at the
+	// instant it started, when nothing in it listens yet, but within its
+	// first period.
+	l = newLooper(t, 3*time.Second)
+	l.clock.Step(time.Minute)
+	tg := target(&v1.Container{Name: "app", LivenessProbe: spec})
+	tg.StartedAt = l.clock.Now()
+	l.m.Add(tg, Seed{})
+	if n := <-l.jitters; n != 4*time.Second {
+		t.Fatalf("jitter asked within %v, want the period 4s", n)
+	}
+	l.parked(3 * time.Second)
 }
 
 func TestLoopKillRequestOnce(t *testing.T) {
