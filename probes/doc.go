@@ -6,9 +6,16 @@
 //
 //   - Manager.Add starts probing one container instance: its startup probe
 //     alone until it passes, then its readiness and liveness probes, each on
-//     its own worker goroutine. Each probe's first run is due
-//     initialDelaySeconds after Target.StartedAt (or at once if that is
-//     past) plus a jitter within one period, then every periodSeconds.
+//     its own worker goroutine. A probe with initialDelaySeconds runs
+//     first exactly that long after Target.StartedAt (or at once if that
+//     is past), then every periodSeconds from that time; a run that
+//     overran its period is followed by the next at once. A probe without
+//     one runs first within one period of the start (a jitter, as
+//     kubelet's first run comes at a tick within that period), and so
+//     do the overdue first runs of a container that started before the
+//     Manager (adopted after a restart). A startup probe's pass runs
+//     readiness (and liveness) at once, each at its initialDelaySeconds
+//     if that is later.
 //     Zero timing fields take kubelet's defaults (timeout 1s, period 10s,
 //     successThreshold 1, failureThreshold 3).
 //   - Results before any run: readiness Failure, liveness Success, startup

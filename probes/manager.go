@@ -18,8 +18,11 @@ type Options struct {
 	Exec Execer
 	// Clock is the time source; the wall clock by default.
 	Clock clock.Clock
-	// Rand returns a jitter in [0, n) for a worker's first run; values
-	// outside are clamped. Uniformly random by default.
+	// Rand returns a jitter in [0, n) for the first run of a probe
+	// without initialDelaySeconds, or of one already due when the
+	// container was added and whose container started before the Manager
+	// (one adopted after a restart); values outside are clamped.
+	// Uniformly random by default.
 	Rand func(n time.Duration) time.Duration
 	// OnEvent receives each event, in order, from one goroutine.
 	OnEvent func(Event)
@@ -40,7 +43,10 @@ type Options struct {
 // Manager runs the startup, readiness and liveness probes of the
 // container instances added to it, one worker goroutine per probe.
 type Manager struct {
-	clock  clock.Clock
+	clock clock.Clock
+	// start is when the Manager was made: a container started before it
+	// was running when podvisor came up (adopted).
+	start  time.Time
 	jitter func(time.Duration) time.Duration
 	runner runner
 	log    *slog.Logger
@@ -130,6 +136,7 @@ func newManager(o Options, r runner) *Manager {
 	if m.clock == nil {
 		m.clock = clock.RealClock{}
 	}
+	m.start = m.clock.Now()
 	if m.jitter == nil {
 		m.jitter = func(n time.Duration) time.Duration { return rand.N(n) }
 	}
@@ -205,34 +212,44 @@ func (m *Manager) Add(t Target, seed Seed) {
 }
 
 // startLocked starts the worker of one probe of inst, if it has the probe.
-// Its first run is due initialDelaySeconds after the container started (or
-// now, if later), plus a jitter within one period when asked: not for the
-// probes a passed startup probe starts, which run at once (kubelet runs
-// readiness right after a startup result changes, so a started container is
-// not kept from Ready for up to a period).
+// Its first run is due initialDelaySeconds after the container started, on
+// time (the API's words; kubelet runs it at the first tick, after that, of
+// a period that began when its worker did), or now if that is past. When
+// asked, a jitter within one period spreads two kinds of first runs: those
+// without an initial delay (kubelet's first run then comes within a period
+// of the start too, never at its instant, when no server in the container
+// listens yet: a liveness probe with failureThreshold 1 would kill it), and
+// the overdue ones of a container that started before the Manager, one
+// adopted after a restart, so that a restarted podvisor does not probe all
+// its containers at once (kubelet jitters its workers while it started less
+// than a period ago). The probes a passed startup probe starts are not
+// jittered: kubelet runs readiness right after a startup result changes, so
+// a started container is not kept from Ready for up to a period.
 func (m *Manager) startLocked(inst *instance, kind Kind, jitter bool) {
 	ps := inst.probes[kind]
 	if ps == nil || ps.worker != nil {
 		return
 	}
-	period := seconds(ps.spec.PeriodSeconds)
-	first := inst.t.StartedAt.Add(seconds(ps.spec.InitialDelaySeconds))
-	if now := m.clock.Now(); first.Before(now) {
-		first = now
-	}
-	var j time.Duration
-	if jitter {
-		j = m.jitter(period)
-	}
-	if j < 0 {
-		j = 0
-	} else if j >= period {
-		j = period - 1
-	}
-	w := &worker{m: m, inst: inst, kind: kind, spec: ps.spec, first: first.Add(j)}
+	w := &worker{m: m, inst: inst, kind: kind, spec: ps.spec, first: m.firstRun(inst.t, ps.spec, jitter)}
 	w.ctx, w.cancel = context.WithCancel(m.ctx)
 	ps.worker = w
 	m.spawn(w)
+}
+
+// firstRun is when the first run of spec against t is due (see
+// startLocked).
+func (m *Manager) firstRun(t Target, spec *v1.Probe, jitter bool) time.Time {
+	first := t.StartedAt.Add(seconds(spec.InitialDelaySeconds))
+	now := m.clock.Now()
+	overdue := first.Before(now)
+	if overdue {
+		first = now
+	}
+	if !jitter || (spec.InitialDelaySeconds > 0 && !(overdue && t.StartedAt.Before(m.start))) {
+		return first
+	}
+	period := seconds(spec.PeriodSeconds)
+	return first.Add(min(max(m.jitter(period), 0), period-1))
 }
 
 // stopLocked stops every worker of inst.

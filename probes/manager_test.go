@@ -97,31 +97,45 @@ func (l *looper) parked(d time.Duration) {
 	})
 }
 
-func TestFirstRunAfterInitialDelayAndJitter(t *testing.T) {
+// noJitter fails the test if a jitter was asked for.
+func (l *looper) noJitter() {
+	l.t.Helper()
+	select {
+	case n := <-l.jitters:
+		l.t.Fatalf("a jitter was asked for (within %v)", n)
+	default:
+	}
+}
+
+// The first run is due at the container's start plus initialDelaySeconds,
+// to the nanosecond, then every periodSeconds from there.
+func TestFirstRunAtStartPlusInitialDelay(t *testing.T) {
 	l := newLooper(t, 3*time.Second)
+	l.clock.Step(time.Minute) // the Manager runs since a while
 	tg := target(&v1.Container{Name: "app", ReadinessProbe: &v1.Probe{
 		ProbeHandler:        v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}},
 		InitialDelaySeconds: 5,
 	}})
 	tg.StartedAt = l.clock.Now().Add(-2 * time.Second)
 	l.m.Add(tg, Seed{})
-	if n := <-l.jitters; n != 10*time.Second {
-		t.Fatalf("jitter asked within %v, want the default period 10s", n)
-	}
-	// initialDelaySeconds from StartedAt (3s left), then the jitter.
-	l.parked(6 * time.Second)
-	l.clock.Step(6*time.Second - time.Nanosecond)
+	// initialDelaySeconds from StartedAt: 3s left.
+	l.parked(3 * time.Second)
+	l.clock.Step(3*time.Second - time.Nanosecond)
 	l.parked(time.Nanosecond)
 	l.noCall()
 	if st := l.m.Status("uid-1", "app"); st.Ready || !st.Probes[Readiness].Time.IsZero() {
 		t.Fatalf("a result before the initial delay: %+v", st)
 	}
 	l.clock.Step(time.Nanosecond)
+	due := l.clock.Now()
+	if !due.Equal(tg.StartedAt.Add(5 * time.Second)) {
+		t.Fatalf("clock at %v, want start + 5s", due)
+	}
 	l.expectCall(Readiness).reply <- pass
 	if c := <-l.changes; c.Kind != Readiness || c.Result != Success {
 		t.Fatalf("change %+v", c)
 	}
-	// Then every period.
+	// Then every period, counted from the first run's due time.
 	l.parked(10 * time.Second)
 	l.clock.Step(10 * time.Second)
 	c := l.expectCall(Readiness)
@@ -130,22 +144,71 @@ func TestFirstRunAfterInitialDelayAndJitter(t *testing.T) {
 	c.reply <- pass
 	l.expectCall(Readiness).reply <- pass
 	l.parked(10 * time.Second)
+	l.noJitter()
 }
 
-func TestJitterIsBoundedByThePeriod(t *testing.T) {
+// A container started after the Manager whose initial delay has passed
+// when it is added is probed at once, without a jitter.
+func TestOverdueFirstRunOfANewContainerRunsAtOnce(t *testing.T) {
+	l := newLooper(t, 3*time.Second)
+	l.clock.Step(time.Minute)
+	spec := &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}, InitialDelaySeconds: 10, PeriodSeconds: 4}
+	tg := target(&v1.Container{Name: "app", LivenessProbe: spec})
+	tg.StartedAt = l.clock.Now().Add(-30 * time.Second)
+	l.m.Add(tg, Seed{})
+	l.expectCall(Liveness).reply <- pass
+	l.parked(4 * time.Second)
+	l.noJitter()
+}
+
+// Only first runs without an initial delay and the overdue first runs of
+// containers that started before the Manager (adopted after a restart)
+// are spread by a jitter, bounded by the period.
+func TestJitterOnlyWithoutDelayOrAdopted(t *testing.T) {
 	spec := &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}, PeriodSeconds: 4}
-	l := newLooper(t, time.Hour)
-	l.m.Add(target(&v1.Container{Name: "app", LivenessProbe: spec}), Seed{})
+	adopted := func(l *looper, ago time.Duration, delay int32) {
+		s := *spec
+		s.InitialDelaySeconds = delay
+		tg := target(&v1.Container{Name: "app", LivenessProbe: &s})
+		tg.StartedAt = l.clock.Now().Add(-ago)
+		l.m.Add(tg, Seed{})
+	}
+
+	l := newLooper(t, 3*time.Second)
+	adopted(l, time.Hour, 0)
+	if n := <-l.jitters; n != 4*time.Second {
+		t.Fatalf("jitter asked within %v, want the period 4s", n)
+	}
+	l.parked(3 * time.Second)
+
+	// Bounded by the period.
+	l = newLooper(t, time.Hour)
+	adopted(l, time.Hour, 0)
 	l.parked(4*time.Second - time.Nanosecond)
 
-	// A negative jitter does not cut the initial delay short.
+	// A negative jitter does not make it early: it runs at once.
 	l = newLooper(t, -time.Hour)
-	delayed := *spec
-	delayed.InitialDelaySeconds = 2
-	tg := target(&v1.Container{Name: "app", LivenessProbe: &delayed})
+	adopted(l, time.Hour, 0)
+	l.expectCall(Liveness).reply <- pass
+
+	// An adopted container still in its initial delay runs on time.
+	l = newLooper(t, 3*time.Second)
+	adopted(l, time.Second, 5)
+	l.parked(4 * time.Second)
+	l.noJitter()
+
+	// A new container without an initial delay is not probed at the
+	// instant it started, when nothing in it listens yet, but within its
+	// first period.
+	l = newLooper(t, 3*time.Second)
+	l.clock.Step(time.Minute)
+	tg := target(&v1.Container{Name: "app", LivenessProbe: spec})
 	tg.StartedAt = l.clock.Now()
 	l.m.Add(tg, Seed{})
-	l.parked(2 * time.Second)
+	if n := <-l.jitters; n != 4*time.Second {
+		t.Fatalf("jitter asked within %v, want the period 4s", n)
+	}
+	l.parked(3 * time.Second)
 }
 
 func TestLoopKillRequestOnce(t *testing.T) {
@@ -287,30 +350,53 @@ func TestNames(t *testing.T) {
 	}
 }
 
-// The probes a passed startup probe starts run at once, without a
-// jitter: a started container is not kept from Ready for up to a period.
-func TestNoJitterAfterStartup(t *testing.T) {
-	l := newLooper(t, 500*time.Millisecond)
+// The startup probe runs at its initial delay and then every period; its
+// pass hands over to readiness at once, without a jitter (kubelet runs
+// readiness right after a startup result changes), and readiness then
+// runs every period from that run. A readiness initial delay not yet over
+// at the handover is kept.
+func TestStartupHandover(t *testing.T) {
 	exec := v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}
-	tg := target(&v1.Container{Name: "app",
-		StartupProbe:   &v1.Probe{ProbeHandler: exec, PeriodSeconds: 1},
-		ReadinessProbe: &v1.Probe{ProbeHandler: exec, PeriodSeconds: 10},
-	})
-	tg.StartedAt = l.clock.Now()
-	l.m.Add(tg, Seed{})
-	if n := <-l.jitters; n != time.Second {
-		t.Fatalf("startup jitter asked within %v, want its period 1s", n)
-	}
-	l.parked(500 * time.Millisecond)
-	l.clock.Step(500 * time.Millisecond)
-	l.expectCall(Startup).reply <- pass
-	if c := <-l.changes; c.Kind != Startup || c.Result != Success {
-		t.Fatalf("change %+v", c)
-	}
-	l.expectCall(Readiness).reply <- pass
-	select {
-	case n := <-l.jitters:
-		t.Fatalf("readiness after startup jittered within %v", n)
-	default:
+	for _, tc := range []struct {
+		name           string
+		readinessDelay int32
+		wantReadiness  time.Duration // after the handover
+	}{
+		{"at once", 0, 0},
+		{"after its own delay", 6, 2 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLooper(t, 500*time.Millisecond)
+			tg := target(&v1.Container{Name: "app",
+				StartupProbe:   &v1.Probe{ProbeHandler: exec, InitialDelaySeconds: 3, PeriodSeconds: 1},
+				ReadinessProbe: &v1.Probe{ProbeHandler: exec, InitialDelaySeconds: tc.readinessDelay, PeriodSeconds: 10},
+			})
+			tg.StartedAt = l.clock.Now()
+			l.m.Add(tg, Seed{})
+			l.parked(3 * time.Second)
+			l.clock.Step(3 * time.Second)
+			l.expectCall(Startup).reply <- fail
+			<-l.events
+			l.parked(time.Second)
+			l.clock.Step(time.Second)
+			l.expectCall(Startup).reply <- pass
+			if c := <-l.changes; c.Kind != Startup || c.Result != Success {
+				t.Fatalf("change %+v", c)
+			}
+			if tc.wantReadiness > 0 {
+				l.parked(tc.wantReadiness)
+				l.noCall()
+				l.clock.Step(tc.wantReadiness)
+			}
+			l.expectCall(Readiness).reply <- pass
+			if c := <-l.changes; c.Kind != Readiness || c.Result != Success {
+				t.Fatalf("change %+v", c)
+			}
+			if !l.m.Status("uid-1", "app").Ready {
+				t.Fatal("not ready after the handover's readiness run")
+			}
+			l.parked(10 * time.Second)
+			l.noJitter()
+		})
 	}
 }

@@ -12,7 +12,8 @@ import (
 // until it is stopped or its probe reaches a verdict that ends it:
 //
 //	created ──first delay──▶ probing ──period──▶ probing ...
-//	   (initialDelaySeconds from StartedAt, then a jitter within one period)
+//	   (at StartedAt + initialDelaySeconds, or now if that is past; without
+//	    a delay, or overdue for an adopted container, within one period)
 //	probing ──startup passed──▶ done (readiness and liveness workers start)
 //	probing ──startup or liveness failed──▶ done (held: the container is
 //	                                        killed, a new ContainerID gets

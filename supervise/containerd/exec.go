@@ -4,13 +4,19 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"syscall"
 
+	tasks "github.com/containerd/containerd/api/services/tasks/v1"
+	"github.com/containerd/containerd/api/types/task"
 	client "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/errdefs/pkg/errgrpc"
+	"github.com/containerd/typeurl/v2"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/podvisor/podvisor/supervise"
+	"google.golang.org/protobuf/types/known/anypb"
 )
 
 // Exec runs p in the running container id, with the container's process
@@ -24,13 +30,134 @@ import (
 // deleted in the background (the shim's delete waits up to 2 s for its
 // own copy of the output). The child is the container's: it is left, as
 // kubelet leaves it.
+//
+// Without stdin (every probe and hook) an exec is four containerd calls
+// (exec, start, wait, delete) and one fifo per output writer, read on the
+// caller's goroutine; see execOutput.
 func (r *Runtime) Exec(ctx context.Context, id string, p supervise.ExecProcess) (_ int, err error) {
 	defer markUnavailable(&err)
+	if p.Stdin != nil {
+		return r.execStdin(ctx, id, p)
+	}
+	spec, err := r.execSpec(ctx, id, p.Args, p.Env)
+	if err != nil {
+		return 0, err
+	}
+	execID := "exec-" + randomID()
+	out, err := newExecOutput(execID, p.Stdout, p.Stderr)
+	if err != nil {
+		return 0, fmt.Errorf("exec in %s: %w", id, err)
+	}
+	ts := r.client.TaskService()
+	if _, err := ts.Exec(ctx, &tasks.ExecProcessRequest{
+		ContainerID: id, ExecID: execID, Stdout: out.stdout, Stderr: out.stderr, Spec: spec,
+	}); err != nil {
+		out.close()
+		return 0, fmt.Errorf("exec in %s: %w", id, errgrpc.ToNative(err))
+	}
+	proc := execProc{ts: ts, id: id, execID: execID}
+	cctx, cancel := cleanupContext(ctx)
+	background := false
+	defer func() {
+		del := func() {
+			defer cancel()
+			proc.delete(cctx)
+			out.close()
+		}
+		if background {
+			go del()
+			return
+		}
+		del()
+	}()
+	if err := proc.start(ctx); err != nil {
+		// A start that failed on our side may have gone on in the shim.
+		proc.kill(cctx)
+		return 0, fmt.Errorf("start exec in %s: %w", id, err)
+	}
+	copied := out.copy(ctx)
+	if copied {
+		// The output ended: the process closed it, mostly by exiting.
+		code, err := proc.wait(ctx)
+		if err == nil {
+			return code, nil
+		}
+		if ctx.Err() == nil {
+			proc.kill(cctx)
+			return 0, fmt.Errorf("wait exec in %s: %w", id, err)
+		}
+	}
+	// ctx ended first. A process that exited while a child of it holds
+	// its output gets its exit code; one still running is killed.
+	if code, exited := proc.exited(cctx); exited {
+		background = !copied
+		return code, nil
+	}
+	proc.kill(cctx)
+	background = true
+	return 0, ctx.Err()
+}
+
+// execProc is one exec process, driven by containerd's task service
+// directly: the client's Process would load the task first and make three
+// more calls (wait, kill, status) to delete it.
+type execProc struct {
+	ts         tasks.TasksClient
+	id, execID string
+}
+
+// start starts the process and returns once the shim answered, even when
+// ctx ends meanwhile (see startProcess).
+func (p execProc) start(ctx context.Context) error {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
+	defer cancel()
+	_, err := p.ts.Start(sctx, &tasks.StartRequest{ContainerID: p.id, ExecID: p.execID})
+	return errgrpc.ToNative(err)
+}
+
+// wait waits for the process to exit and returns its exit code. The shim
+// keeps an exec's exit until it is deleted, so waiting after the start
+// misses nothing.
+func (p execProc) wait(ctx context.Context) (int, error) {
+	res, err := p.ts.Wait(ctx, &tasks.WaitRequest{ContainerID: p.id, ExecID: p.execID})
+	if err != nil {
+		return 0, errgrpc.ToNative(err)
+	}
+	return int(res.ExitStatus), nil
+}
+
+// exited reports whether the process has exited, with its exit code.
+func (p execProc) exited(ctx context.Context) (int, bool) {
+	res, err := p.ts.Get(ctx, &tasks.GetRequest{ContainerID: p.id, ExecID: p.execID})
+	if err != nil || res.Process == nil || res.Process.Status != task.Status_STOPPED {
+		return 0, false
+	}
+	return int(res.Process.ExitStatus), true
+}
+
+// kill kills the process and waits for it to exit (a process that already
+// exited, or never started, answers at once).
+func (p execProc) kill(ctx context.Context) {
+	if _, err := p.ts.Kill(ctx, &tasks.KillRequest{ContainerID: p.id, ExecID: p.execID, Signal: uint32(syscall.SIGKILL)}); err != nil {
+		return
+	}
+	p.wait(ctx)
+}
+
+// delete deletes the exited (or killed) process; the shim first waits up
+// to 2 s for its copy of the output.
+func (p execProc) delete(ctx context.Context) {
+	p.ts.DeleteProcess(ctx, &tasks.DeleteProcessRequest{ContainerID: p.id, ExecID: p.execID})
+}
+
+// execStdin is Exec with stdin: through the client's Process and cio, as
+// interactive sessions are.
+func (r *Runtime) execStdin(ctx context.Context, id string, p supervise.ExecProcess) (int, error) {
 	ctr, spec, err := r.execTarget(ctx, id)
 	if err != nil {
 		return 0, err
 	}
-	task, err := ctr.Task(ctx, nil)
+	tk, err := ctr.Task(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("load task %s: %w", id, err)
 	}
@@ -38,18 +165,13 @@ func (r *Runtime) Exec(ctx context.Context, id string, p supervise.ExecProcess) 
 	proc.Terminal = false
 	proc.Args = p.Args
 	proc.Env = append(append([]string(nil), proc.Env...), p.Env...)
-	// Without stdin there is no stdin fifo: the process reads /dev/null.
-	// With one, its end closes the process's stdin, as the CRI plugin's
-	// exec does once its stdin is copied.
-	var stdin io.Reader
-	var stdinDone chan struct{}
-	if p.Stdin != nil {
-		stdinDone = make(chan struct{})
-		stdin = &eofNotifier{r: p.Stdin, done: stdinDone}
-	}
+	// Its end closes the process's stdin, as the CRI plugin's exec does
+	// once its stdin is copied.
+	stdinDone := make(chan struct{})
+	stdin := &eofNotifier{r: p.Stdin, done: stdinDone}
 	stdout, stderr := newCutWriter(p.Stdout), newCutWriter(p.Stderr)
 	execID := "exec-" + randomID()
-	process, err := task.Exec(ctx, execID, &proc, cio.NewCreator(cio.WithStreams(stdin, stdout, stderr)))
+	process, err := tk.Exec(ctx, execID, &proc, cio.NewCreator(cio.WithStreams(stdin, stdout, stderr)))
 	if err != nil {
 		return 0, fmt.Errorf("exec in %s: %w", id, err)
 	}
@@ -69,17 +191,15 @@ func (r *Runtime) Exec(ctx context.Context, id string, p supervise.ExecProcess) 
 	if err := startProcess(ctx, process); err != nil {
 		return 0, fmt.Errorf("start exec in %s: %w", id, err)
 	}
-	if stdinDone != nil {
-		ioctx, iocancel := context.WithCancel(cctx)
-		defer iocancel()
-		go func() {
-			select {
-			case <-stdinDone:
-				process.CloseIO(ioctx, client.WithStdinCloser)
-			case <-ioctx.Done():
-			}
-		}()
-	}
+	ioctx, iocancel := context.WithCancel(cctx)
+	defer iocancel()
+	go func() {
+		select {
+		case <-stdinDone:
+			process.CloseIO(ioctx, client.WithStdinCloser)
+		case <-ioctx.Done():
+		}
+	}()
 	select {
 	case st := <-exited:
 		code, _, err := st.Result()
@@ -210,6 +330,48 @@ func (r *Runtime) execTarget(ctx context.Context, id string) (client.Container, 
 type execTarget struct {
 	ctr  client.Container
 	proc *specs.Process
+	// specs are the process specs of the container's commands without
+	// stdin, marshalled for the exec request, by command and environment:
+	// the same probe runs the same command every period.
+	specs map[string]*anypb.Any
+}
+
+// maxExecSpecs bounds the process specs kept per container: its probes'
+// and hooks' commands.
+const maxExecSpecs = 8
+
+// execSpec returns the marshalled process spec that runs args with the
+// extra env in container id.
+func (r *Runtime) execSpec(ctx context.Context, id string, args, env []string) (*anypb.Any, error) {
+	key := strings.Join(args, "\x00") + "\x01" + strings.Join(env, "\x00")
+	r.mu.Lock()
+	a := r.execs[id].specs[key]
+	r.mu.Unlock()
+	if a != nil {
+		return a, nil
+	}
+	_, base, err := r.execTarget(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	proc := *base
+	proc.Terminal = false
+	proc.Args = args
+	proc.Env = append(append([]string(nil), proc.Env...), env...)
+	a, err = typeurl.MarshalAnyToProto(&proc)
+	if err != nil {
+		return nil, fmt.Errorf("exec spec for %s: %w", id, err)
+	}
+	r.mu.Lock()
+	if t, ok := r.execs[id]; ok && len(t.specs) < maxExecSpecs {
+		if t.specs == nil {
+			t.specs = map[string]*anypb.Any{}
+			r.execs[id] = t
+		}
+		t.specs[key] = a
+	}
+	r.mu.Unlock()
+	return a, nil
 }
 
 // forgetExec drops what Exec kept of a removed container.

@@ -3,12 +3,21 @@ package containerd
 import (
 	"bytes"
 	"context"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	tasks "github.com/containerd/containerd/api/services/tasks/v1"
+	client "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/podvisor/podvisor/supervise"
+	"github.com/podvisor/podvisor/test/testenv"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -50,7 +59,8 @@ func TestStartProcessOutlivesSession(t *testing.T) {
 // its child holds the output open, and Exec waited for that output with no
 // bound. Every exec returns by its own deadline — a hook's share of the
 // grace period, a probe's timeout, an interactive session's end — with
-// the output it had by then.
+// the output it had by then. The same container then serves
+// execWithoutStdin's steps.
 func TestExecChildHoldsOutput(t *testing.T) {
 	dir, env, _, rt := startRuntime(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -130,4 +140,68 @@ func TestExecChildHoldsOutput(t *testing.T) {
 	if err != nil || code != 0 || !strings.Contains(out.String(), "bye") {
 		t.Errorf("interactive exec = %d, %v, output %q; want 0 and the output written before the session ended", code, err, out.String())
 	}
+	execWithoutStdin(t, ctx, env, rt, "hold")
+}
+
+// execWithoutStdin runs a probe's exec (no stdin, stdout and stderr into
+// one writer) in the running container id: both streams reach the writer
+// with the exit code; an output far past a pipe's buffer does not stall
+// the process (the fifo is read while it runs); and a second run of the
+// same command makes exactly the four calls an exec needs (exec, start,
+// wait, delete), its container and spec kept from the first.
+func execWithoutStdin(t *testing.T, ctx context.Context, env *testenv.Env, rt *Runtime, id string) {
+	t.Helper()
+	var out bytes.Buffer
+	code, err := rt.Exec(ctx, id, supervise.ExecProcess{Args: []string{"sh", "-c", "echo out; sleep 0.1; echo err >&2; exit 4"}, Stdout: &out, Stderr: &out})
+	if err != nil || code != 4 || out.String() != "out\nerr\n" {
+		t.Errorf("exec with one writer = %d, %v, %q; want 4 and both streams", code, err, out.String())
+	}
+	var n countWriter
+	code, err = rt.Exec(ctx, id, supervise.ExecProcess{Args: []string{"sh", "-c", "head -c 1000000 /dev/zero; exit 2"}, Stdout: &n, Stderr: &n})
+	if err != nil || code != 2 || n != 1000000 {
+		t.Errorf("exec writing 1 MB = %d, %v, %d bytes; want 2 and every byte", code, err, n)
+	}
+
+	var mu sync.Mutex
+	var calls []string
+	count := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoke grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		mu.Lock()
+		calls = append(calls, path.Base(method))
+		mu.Unlock()
+		return invoke(namespaces.WithNamespace(ctx, env.Namespace), method, req, reply, cc, opts...)
+	}
+	conn, err := grpc.NewClient("unix://"+env.Address, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithUnaryInterceptor(count))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c, err := client.New(env.Address, client.WithDefaultNamespace(env.Namespace), client.WithServices(client.WithTaskClient(tasks.NewTasksClient(conn))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	counted := New(c, Options{Namespace: env.Namespace})
+	probe := supervise.ExecProcess{Args: []string{"true"}, Stdout: &out, Stderr: &out}
+	for run := range 2 {
+		mu.Lock()
+		calls = nil
+		mu.Unlock()
+		if code, err := counted.Exec(ctx, id, probe); err != nil || code != 0 {
+			t.Fatalf("exec of true = %d, %v", code, err)
+		}
+		mu.Lock()
+		got := slices.Clone(calls)
+		mu.Unlock()
+		if want := []string{"Exec", "Start", "Wait", "DeleteProcess"}; run == 1 && !slices.Equal(got, want) {
+			t.Errorf("the second run of a probe's exec made the task calls %v, want %v", got, want)
+		}
+	}
+}
+
+// countWriter counts the bytes written to it.
+type countWriter int
+
+func (w *countWriter) Write(p []byte) (int, error) {
+	*w += countWriter(len(p))
+	return len(p), nil
 }
