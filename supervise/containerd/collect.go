@@ -158,7 +158,7 @@ func (r *Runtime) killIdleShims(ctx context.Context, only []string) ([]string, e
 	if ns == "" {
 		ns = r.opts.Namespace
 	}
-	shims := findShims(ns)
+	shims := findShims(ns, r.opts.LogDriver)
 	if len(shims) == 0 {
 		return nil, nil
 	}
@@ -224,8 +224,9 @@ type shim struct {
 	children bool   // it has child processes (containers' processes)
 }
 
-// findShims lists the long-running runc shims of namespace ns.
-func findShims(ns string) []shim {
+// findShims lists the long-running runc shims of namespace ns; logDriver
+// is the log driver's path (see hasChildren).
+func findShims(ns, logDriver string) []shim {
 	var out []shim
 	for _, p := range procfs.List() {
 		sh, ok := parseShim(p.Args, ns)
@@ -234,7 +235,7 @@ func findShims(ns string) []shim {
 		}
 		sh.pid = p.PID
 		sh.socket = listeningSocket(p.PID)
-		sh.children = hasChildren(p.PID)
+		sh.children = hasChildren(p.PID, logDriver)
 		out = append(out, sh)
 	}
 	return out
@@ -303,14 +304,40 @@ func socketPath(table []byte, inodes map[string]bool) string {
 	return ""
 }
 
-// hasChildren reports whether pid has child processes.
-func hasChildren(pid int) bool {
+// hasChildren reports whether pid has child processes other than log
+// drivers. A shim starts the log driver of a task's output (binary://)
+// as its child, which exits once the shim closes the output pipes: a
+// shim whose task creation was cut short keeps its log driver waiting,
+// and that child alone must not keep the shim alive. Killing the shim
+// closes the pipes and ends the driver.
+func hasChildren(pid int, logDriver string) bool {
 	tasks, _ := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "task"))
 	for _, t := range tasks {
 		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "task", t.Name(), "children"))
-		if err == nil && len(bytes.TrimSpace(b)) > 0 {
-			return true
+		if err != nil {
+			continue
+		}
+		for _, child := range strings.Fields(string(b)) {
+			cmd, err := os.ReadFile(filepath.Join("/proc", child, "cmdline"))
+			if err != nil && errors.Is(err, os.ErrNotExist) {
+				continue // exited meanwhile
+			}
+			if !isLogDriver(strings.Split(strings.TrimRight(string(cmd), "\x00"), "\x00"), logDriver) {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// isLogDriver reports whether args is the command line of podvisor's log
+// driver as a shim runs it: logDriver (or a podvisor-log-driver or
+// podvisor of another podvisor run) with the log-driver argument and its
+// one parameter.
+func isLogDriver(args []string, logDriver string) bool {
+	if len(args) != 3 || args[1] != "log-driver" {
+		return false
+	}
+	b := filepath.Base(args[0])
+	return (logDriver != "" && args[0] == logDriver) || b == "podvisor-log-driver" || b == "podvisor"
 }

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -30,8 +32,50 @@ import (
 // nothing: it listens on the socket the variable names and waits.
 const fakeShimEnv = "PODVISOR_TEST_FAKE_SHIM"
 
+// fakeShimChildEnv makes a fake shim start a child first, as a shim
+// starts a task's log driver: "log-driver" runs one with podvisor's log
+// driver's command line, "other" one with another; either waits for the
+// end of its stdin, a pipe the fake shim holds open.
+const fakeShimChildEnv = "PODVISOR_TEST_FAKE_SHIM_CHILD"
+
+// fakeChildEnv makes the test binary act as that child.
+const fakeChildEnv = "PODVISOR_TEST_FAKE_CHILD"
+
+// fakeChildStdin is the fake shim's end of its child's stdin, kept open
+// (and from the garbage collector) while the fake shim lives.
+var fakeChildStdin *os.File
+
 func TestMain(m *testing.M) {
+	if os.Getenv(fakeChildEnv) != "" {
+		io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}
 	if sock := os.Getenv(fakeShimEnv); sock != "" {
+		if kind := os.Getenv(fakeShimChildEnv); kind != "" {
+			r, w, err := os.Pipe()
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "fake shim:", err)
+				os.Exit(3)
+			}
+			self, err := os.Executable() // os.Args[0] is the fake shim's name
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "fake shim:", err)
+				os.Exit(3)
+			}
+			child := exec.Command(self)
+			child.Args = []string{"/fake/podvisor-log-driver", "log-driver", "10:1:/nowhere/0.log"}
+			if kind != "log-driver" {
+				child.Args = []string{"/fake/container-init", "sleep"}
+			}
+			child.Env = []string{fakeChildEnv + "=1"}
+			child.Stdin = r
+			if err := child.Start(); err != nil {
+				fmt.Fprintln(os.Stderr, "fake shim:", err)
+				os.Exit(3)
+			}
+			r.Close()
+			fakeChildStdin = w
+		}
 		os.MkdirAll(filepath.Dir(sock), 0o711)
 		ln, err := net.Listen("unix", sock)
 		if err != nil {
@@ -161,7 +205,7 @@ func TestCollect(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	before := len(findShims(env.Namespace))
+	before := len(findShims(env.Namespace, ""))
 
 	done, err := rt.Collect(ctx)
 	if err != nil {
@@ -176,7 +220,7 @@ func TestCollect(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the shim that serves nothing was not killed")
 	}
-	if after := len(findShims(env.Namespace)); after != before-1 {
+	if after := len(findShims(env.Namespace, "")); after != before-1 {
 		t.Errorf("shims %d → %d, want only the orphan gone", before, after)
 	}
 	if st, err := rt.State(ctx, "keep"); err != nil || !st.Running {
@@ -211,6 +255,17 @@ func TestCollect(t *testing.T) {
 	}
 	rt.Stop(ctx, "keep", 0)
 	rt.Remove(ctx, "keep")
+}
+
+// hasAnyChild reports whether pid has a child process, of any kind.
+func hasAnyChild(pid int) bool {
+	tasks, _ := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "task"))
+	for _, th := range tasks {
+		if b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "task", th.Name(), "children")); err == nil && len(bytes.TrimSpace(b)) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // chainID is the snapshot key of an image's top layer (OCI chain ID).
@@ -271,11 +326,17 @@ func TestCollectKeepsOwnLeases(t *testing.T) {
 // fakeShim starts the test binary as a runc shim of group that serves
 // nothing, and returns a channel closed when it ends.
 func fakeShim(t *testing.T, address, ns, group string) (pid int, ended <-chan struct{}) {
+	return fakeShimWithChild(t, address, ns, group, "")
+}
+
+// fakeShimWithChild is fakeShim whose shim has a child of kind (see
+// fakeShimChildEnv; "" for none).
+func fakeShimWithChild(t *testing.T, address, ns, group, kind string) (pid int, ended <-chan struct{}) {
 	t.Helper()
 	sock := shimSocket(address, ns, group)
 	cmd := exec.Command(os.Args[0])
 	cmd.Args = []string{"/fake/containerd-shim-runc-v2", "-namespace", ns, "-id", group, "-address", address}
-	cmd.Env = append(os.Environ(), fakeShimEnv+"="+sock)
+	cmd.Env = append(os.Environ(), fakeShimEnv+"="+sock, fakeShimChildEnv+"="+kind)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -318,18 +379,41 @@ func TestCollectShims(t *testing.T) {
 	}
 	ownedPID, ownedEnded := fakeShim(t, env.Address, env.Namespace, "sb-owned")
 	orphanPID, orphanEnded := fakeShim(t, env.Address, env.Namespace, "sb-given-up")
+	// A cut-short task creation can leave its log driver waiting as the
+	// shim's child: that child does not keep the shim. Any other child
+	// (a container's process) does.
+	loggedPID, loggedEnded := fakeShimWithChild(t, env.Address, env.Namespace, "sb-logged", "log-driver")
+	_, busyEnded := fakeShimWithChild(t, env.Address, env.Namespace, "sb-busy", "other")
+	for _, pid := range []int{loggedPID} {
+		for deadline := time.Now().Add(30 * time.Second); !hasAnyChild(pid); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the fake shim %d started no child", pid)
+			}
+		}
+	}
 
 	killed, err := rt.CollectShims(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-orphanEnded:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the shim of a group no container belongs to was not ended")
+	for _, e := range []struct {
+		what  string
+		ended <-chan struct{}
+	}{{"of a group no container belongs to", orphanEnded}, {"whose only child is a log driver", loggedEnded}} {
+		select {
+		case <-e.ended:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the shim %s was not ended", e.what)
+		}
 	}
-	if want := fmt.Sprintf("shim %d", orphanPID); !slices.Equal(killed, []string{want}) {
-		t.Errorf("CollectShims said %v, want [%s]", killed, want)
+	want := []string{fmt.Sprintf("shim %d", orphanPID), fmt.Sprintf("shim %d", loggedPID)}
+	if slices.Sort(killed); !slices.Equal(killed, slices.Sorted(slices.Values(want))) {
+		t.Errorf("CollectShims said %v, want %v", killed, want)
+	}
+	select {
+	case <-busyEnded:
+		t.Fatal("the shim with a child that is not a log driver was ended")
+	default:
 	}
 	select {
 	case <-ownedEnded:
