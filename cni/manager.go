@@ -299,7 +299,8 @@ func (m *Manager) Attachments() ([]string, error) {
 
 // GC deletes (Del) every cached attachment whose sandbox ID is not in keep,
 // using the network namespace and pod recorded at ADD time, and returns the
-// IDs it removed. Sandboxes with an Add in progress are skipped; keep must
+// IDs it removed; then it frees the addresses host-local left with no
+// owner (sweepHostLocal). Sandboxes with an Add in progress are skipped; keep must
 // hold every other sandbox the caller still owns. Failures of one sandbox
 // do not stop the others; they are returned joined.
 func (m *Manager) GC(ctx context.Context, keep map[string]bool) ([]string, error) {
@@ -341,6 +342,17 @@ func (m *Manager) GC(ctx context.Context, keep map[string]bool) ([]string, error
 		}
 		m.log.Info("cni removed leaked attachment", "sandbox", id, "pod", l.pod.Namespace+"/"+l.pod.Name)
 		removed = append(removed, id)
+	}
+	// What no cache names: addresses host-local was killed in the middle
+	// of reserving (see sweepHostLocal).
+	if list, err := m.loadNetwork(); err == nil {
+		freed, err := sweepHostLocal(list)
+		if len(freed) > 0 {
+			m.log.Info("cni released addresses host-local left without an owner", "network", list.Name, "addresses", freed)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return removed, errors.Join(errs...)
 }
