@@ -319,7 +319,7 @@ func hasChildren(pid int, logDriver string) bool {
 		}
 		for _, child := range strings.Fields(string(b)) {
 			cmd, err := os.ReadFile(filepath.Join("/proc", child, "cmdline"))
-			if err != nil && errors.Is(err, os.ErrNotExist) {
+			if errors.Is(err, os.ErrNotExist) {
 				continue // exited meanwhile
 			}
 			if !isLogDriver(strings.Split(strings.TrimRight(string(cmd), "\x00"), "\x00"), logDriver) {

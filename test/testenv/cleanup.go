@@ -7,7 +7,6 @@ import (
 	"github.com/podvisor/podvisor/mounts"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -174,12 +173,11 @@ func deleteLink(name string) error {
 	if _, err := net.InterfaceByName(name); err != nil {
 		return nil // never created: no container joined the network
 	}
-	out, err := exec.Command("ip", "link", "delete", name).CombinedOutput()
-	if err != nil {
+	if err := ipCmd("link", "delete", name); err != nil {
 		if _, gone := net.InterfaceByName(name); gone != nil {
 			return nil
 		}
-		return fmt.Errorf("delete link %s: %v: %s", name, err, bytes.TrimSpace(out))
+		return fmt.Errorf("delete link %s: %w", name, err)
 	}
 	return nil
 }
