@@ -169,18 +169,19 @@ test-containerd2: containerd2 testsum
 # prints what each test checked (or why it failed) and its result; the full
 # output of a failed run stays in the file it names. Like test-e2e, it fails
 # naming what is missing rather than skip (PODVISOR_E2E_REQUIRED).
-# TestFaultKillDuringStarts runs FAULT_REPEAT times against each: the shim
-# a kill -9 during starts left behind showed in one run of two.
+# TestFaultKillDuringStarts runs FAULT_REPEAT times against each (its
+# binary bounded at 8 minutes a run): the shim a kill -9 during starts left
+# behind showed in one run of two.
 FAULT_REPEAT ?= 5
 FAULT_REPEATED := ^TestFaultKillDuringStarts$$
 faults: deps containerd2
 	@rc=0; for ctrd in "" "$(CONTAINERD2_DIR)"; do \
 		for pass in once repeated; do \
 		log=$$(mktemp); st=0; \
-		if [ $$pass = once ]; then sel="-count=1 -run TestFault -skip $(FAULT_REPEATED)"; what="fault tests"; \
-		else sel="-count=$(FAULT_REPEAT) -run $(FAULT_REPEATED)"; what="TestFaultKillDuringStarts $(FAULT_REPEAT) times"; fi; \
+		if [ $$pass = once ]; then sel="-count=1 -run TestFault -skip $(FAULT_REPEATED) -timeout $(TEST_TIMEOUT)"; what="fault tests"; \
+		else sel="-count=$(FAULT_REPEAT) -run $(FAULT_REPEATED) -timeout $$(( $(FAULT_REPEAT) * 8 ))m"; what="TestFaultKillDuringStarts $(FAULT_REPEAT) times"; fi; \
 		echo "== $$what against $${ctrd:-the Debian containerd}"; \
-		PODVISOR_TEST_CONTAINERD=$$ctrd $(GO) test $$sel -timeout $(TEST_TIMEOUT) -v ./test/e2e >$$log 2>&1 || st=1; \
+		PODVISOR_TEST_CONTAINERD=$$ctrd $(GO) test $$sel -v ./test/e2e >$$log 2>&1 || st=1; \
 		grep -E '^testenv: |^end-to-end test environment incomplete|^  - |^ +faults[a-z_]*_test\.go:[0-9]+: |^ *--- (PASS|FAIL|SKIP)|^(ok|FAIL)[[:space:]]' $$log \
 			| sed -E 's/^( +)faults[a-z_]*_test\.go:[0-9]+: /\1/'; \
 		if [ $$st = 0 ]; then rm -f $$log; else rc=1; echo "full output: $$log"; fi; \
