@@ -94,6 +94,9 @@ type podWorker struct {
 	volumesSet   bool
 	volumesRetry time.Time
 	mountWait    string
+	// depsCond is the ConditionDependenciesReady shown while the pod
+	// waits for other pods (order.go).
+	depsCond *v1.PodCondition
 	preparedFor  string // the sandbox whose cgroup and files are set up
 	// ended are the containers of ended runs, removed at the end of the
 	// step (removeEnded); the record no longer names them.
@@ -166,6 +169,7 @@ func newPodWorker(d *workerDeps, uid types.UID, desired *manifest.Pod, rec *podR
 // directly.
 func (w *podWorker) run(ctx context.Context) {
 	defer close(w.done)
+	defer w.d.readiness.remove(w.uid)
 	var drainBy time.Time
 	for {
 		w.receive(w.inbox.take())
@@ -335,6 +339,7 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 			w.applyBackOffs(pod, p.BackOffs)
 			w.applyConfigWaits(pod, p.ConfigWaits)
 			w.applyMountWait(pod, p.MountWait)
+			w.applyDepsWait(pod, p.WaitFor)
 			wake = p.Wake
 			if w.failed {
 				wake = earliest(wake, w.d.clock.Now().Add(errorRetry))
@@ -388,6 +393,7 @@ func (w *podWorker) planInput(pod *v1.Pod) planInput {
 		Objects:        w.objs,
 		Pressure:       w.d.pressure.Load(),
 		ResumeShutdown: w.resumeShutdown,
+		WaitFor:        w.depsWaits(pod),
 	}
 	if w.deleting != nil {
 		in.StopSince = w.deleting.Time
