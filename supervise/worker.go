@@ -94,9 +94,6 @@ type podWorker struct {
 	volumesSet   bool
 	volumesRetry time.Time
 	mountWait    string
-	// depsCond is the ConditionDependenciesReady shown while the pod
-	// waits for other pods (order.go).
-	depsCond *v1.PodCondition
 	preparedFor  string // the sandbox whose cgroup and files are set up
 	// ended are the containers of ended runs, removed at the end of the
 	// step (removeEnded); the record no longer names them.
@@ -108,6 +105,10 @@ type podWorker struct {
 	failed       bool // an action failed in this step: step again soon
 	dropped      bool // the record is being removed: never write it again
 	firstPublish bool // Supervisor.Synced waits for this worker's first publish
+
+	// depsCond is the ConditionDependenciesReady shown while the pod
+	// waits for other pods (order.go).
+	depsCond *v1.PodCondition
 }
 
 // published marks the worker's first publish (or its end) for
