@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/podvisor/podvisor/manifest/podfile"
 	"github.com/podvisor/podvisor/status"
@@ -152,7 +153,9 @@ func (w *podWorker) applyDepsWait(pod *v1.Pod, waits []depWait) {
 				delete(w.waiting, name)
 			}
 		}
-		w.log.Info("the pods it waits for are Ready; starting", "waited", w.d.clock.Since(w.depsCond.LastTransitionTime.Time).Round(1e9).String())
+		if !w.halting() { // else it stops: nothing starts
+			w.log.Info("the pods it waits for are Ready; starting", "waited", w.d.clock.Since(w.depsCond.LastTransitionTime.Time).Round(time.Second).String())
+		}
 		w.depsCond = nil
 		return
 	}
