@@ -44,6 +44,11 @@
 //     recorded in the state file at start); only when neither is in use does
 //     the file whose path sorts first win. The other gets an ErrDuplicate
 //     error naming both files. Removing the winner promotes the other.
+//   - Pods whose podvisor.io/wait-for annotations form a cycle are each
+//     refused with an ErrWaitCycle error naming every file of the cycle;
+//     one that the previous snapshot had keeps that version (marked), else
+//     it is not in the snapshot. A name no pod has is an ErrMissingPod
+//     warning: the pod waits for it.
 //   - A pod may only reference ConfigMaps and Secrets defined in the
 //     directory (the field table rejects such references today).
 //   - Permissions: the directory, its parents up to /, the manifests and

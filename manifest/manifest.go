@@ -51,6 +51,19 @@ var ErrInvalid = podfile.ErrInvalid
 // ErrInvalid.
 var ErrDuplicate = podfile.ErrDuplicate
 
+// ErrWaitCycle is wrapped by the error given to each pod of a cycle of
+// AnnotationWaitFor (podfile.ErrWaitCycle). It wraps ErrInvalid.
+var ErrWaitCycle = podfile.ErrWaitCycle
+
+// ErrMissingPod is wrapped by the warnings about a pod AnnotationWaitFor
+// names that is not defined: the pod waits for it (podfile.ErrMissingPod).
+var ErrMissingPod = podfile.ErrMissingPod
+
+// AnnotationWaitFor lists the pods (manifest names, comma-separated, same
+// namespace) that must be Ready before a pod's containers start
+// (podfile.AnnotationWaitFor).
+const AnnotationWaitFor = podfile.AnnotationWaitFor
+
 // ErrIgnored is wrapped by the warnings about fields that are accepted but
 // ignored (podfile.ErrIgnored).
 var ErrIgnored = podfile.ErrIgnored

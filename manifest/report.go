@@ -64,9 +64,11 @@ func (r ValidateReport) MarshalJSON() ([]byte, error) {
 // counts. Files named explicitly are checked together, as if they were one
 // directory; a file the daemon would ignore (a dotfile, an editor backup, a
 // wrong extension) is an error "not a manifest name (reason)". References
-// to ConfigMaps and Secrets (and to their keys) are checked across all the
-// paths together: a missing one is a warning (ErrMissingObject), not an
-// error, as the daemon runs such a pod and lets it wait. nodeName is
+// to ConfigMaps and Secrets (and to their keys), and the pods a pod waits
+// for (AnnotationWaitFor), are checked across all the paths together: a
+// missing one is a warning (ErrMissingObject, ErrMissingPod), not an
+// error, as the daemon runs such a pod and lets it wait. A cycle of
+// AnnotationWaitFor is an error (ErrWaitCycle) for each pod on it. nodeName is
 // the node name the daemon would use; it is part of the pod names and UIDs.
 func Validate(paths []string, nodeName string, opts ParseOptions) ValidateReport {
 	r := ValidateReport{Errors: []*FileError{}, Warnings: []*FileError{}, Pods: []ReportPod{}, ConfigMaps: []string{}, Secrets: []string{}}
@@ -128,7 +130,11 @@ func Validate(paths []string, nodeName string, opts ParseOptions) ValidateReport
 // directory may use a ConfigMap of a file named beside it.
 func (r *ValidateReport) addAll(snaps []Snapshot) {
 	objs := map[string]*Object{}
+	pods := map[string]bool{}
 	for _, snap := range snaps {
+		for _, p := range snap.Pods {
+			pods[p.Key()] = true
+		}
 		for _, o := range snap.Objects {
 			if objs[o.ID()] == nil {
 				objs[o.ID()] = o
@@ -139,6 +145,7 @@ func (r *ValidateReport) addAll(snaps []Snapshot) {
 		r.add(snap)
 		for _, p := range snap.Pods {
 			r.Warnings = append(r.Warnings, podfile.MissingReferences(p, func(id string) *Object { return objs[id] })...)
+			r.Warnings = append(r.Warnings, missingPods(p, func(k string) bool { return pods[k] })...)
 		}
 	}
 }
@@ -146,7 +153,7 @@ func (r *ValidateReport) addAll(snaps []Snapshot) {
 func (r *ValidateReport) add(snap Snapshot) {
 	r.Errors = append(r.Errors, snap.Errors...)
 	for _, w := range snap.Warnings {
-		if !errors.Is(w, ErrMissingObject) { // checked across all the paths
+		if !errors.Is(w, ErrMissingObject) && !errors.Is(w, ErrMissingPod) { // checked across all the paths
 			r.Warnings = append(r.Warnings, w)
 		}
 	}

@@ -84,6 +84,16 @@ func (s *scanner) build(dirErr *FileError, manifests []entry) Snapshot {
 			snap.Pods = append(snap.Pods, c.pod)
 		}
 	}
+	var cycleErrs []*FileError
+	snap.Pods, cycleErrs = s.refuseCycles(snap.Pods)
+	errs = append(errs, cycleErrs...)
+	keys := make(map[string]bool, len(snap.Pods))
+	for _, p := range snap.Pods {
+		keys[p.Key()] = true
+	}
+	for _, p := range snap.Pods {
+		warns = append(warns, missingPods(p, func(k string) bool { return keys[k] })...)
+	}
 	if s.opts.AllowInsecure {
 		// Otherwise insecure files and directories are errors.
 		warns = append(warns, s.permissions(manifests)...)

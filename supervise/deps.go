@@ -67,6 +67,9 @@ type workerDeps struct {
 
 	owners owners
 	probed probedSet
+	// readiness is every pod's readiness, for the pods that wait for
+	// others (podvisor.io/wait-for).
+	readiness podReadiness
 }
 
 // owners maps running containers to their workers, for routing the

@@ -86,6 +86,12 @@
 //     SetPressure after a start); a pod stopped for a shutdown starts again
 //     at the next Supervisor's start or on ResumeShutdownStops, its stop
 //     counted as no restart.
+//   - A pod whose annotation podvisor.io/wait-for names other pods starts
+//     nothing, not even its sandbox, until each is Ready (order.go); it
+//     shows WaitingFor:NAMES and the condition podvisor.io/DependenciesReady
+//     meanwhile, and every worker's publish that changes a pod's readiness
+//     wakes the waiting ones. The order is start-only: once the sandbox
+//     exists, no pod's readiness stops or holds anything.
 //   - A stopping pod has a deletionTimestamp (Terminating) from the moment
 //     its removal is asked for, even while a step hangs, and names the
 //     step its stop waits on (status.StopStepAnnotation).

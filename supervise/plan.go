@@ -108,6 +108,9 @@ type planInput struct {
 	// shutdown may start again.
 	Pressure       *pressure
 	ResumeShutdown bool
+	// WaitFor are the pods the pod waits for (podvisor.io/wait-for) that
+	// are not Ready, while it has no sandbox: nothing starts (order.go).
+	WaitFor []depWait
 }
 
 // plan is what to do now, and when to look again.
@@ -122,6 +125,9 @@ type plan struct {
 	// MountWait is the FailedMount message the pod's volumes wait on
 	// (containers shown as ContainerCreating).
 	MountWait string
+	// WaitFor are the pods that hold the pod's start (shown as
+	// WaitingFor:NAMES).
+	WaitFor []depWait
 	// Wake is when to plan again without a wake-up; zero: only on one.
 	Wake time.Time
 }
@@ -275,7 +281,7 @@ func planPod(in planInput) plan {
 		return p
 	}
 	planProbeStarts(&p, in)
-	if !planSandbox(&p, in) {
+	if planDepsWait(&p, in) || !planSandbox(&p, in) {
 		return p
 	}
 	if in.VolumesStale {

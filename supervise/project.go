@@ -33,6 +33,9 @@ type projectInput struct {
 	NodeIP       string
 	// Down is set while the runtime cannot be reached.
 	Down *runtimeDown
+	// Deps, while the pod waits for other pods, is its
+	// ConditionDependenciesReady.
+	Deps *v1.PodCondition
 }
 
 // ConditionRuntimeReachable is the pod condition podvisor adds while
@@ -106,6 +109,7 @@ func projectStatus(in projectInput) *v1.Pod {
 	}
 	st.Conditions = status.Conditions(&pod.Spec, st.Phase, initSt, appSt, sandboxReady, withoutRuntime(in.Conds), in.Now)
 	st.Conditions = nodeStopConditions(st.Conditions, in.NodeStop)
+	st.Conditions = withDepsCondition(st.Conditions, in.Deps)
 	if in.Down != nil {
 		st.Conditions = runtimeUnreachable(st.Conditions, in.Down)
 	}
@@ -205,6 +209,7 @@ func (w *podWorker) publish(pod *v1.Pod) {
 		NodeName:     w.d.nodeName,
 		NodeIP:       w.d.nodeIP,
 		Down:         w.d.down.Load(),
+		Deps:         w.depsCond,
 	}
 	if d := w.desired; d != nil {
 		in.Path, in.ManErr = d.Path, d.Err
@@ -232,6 +237,7 @@ func (w *podWorker) publish(pod *v1.Pod) {
 	out := projectStatus(in)
 	w.conds = out.Status.Conditions
 	w.d.status.SetPod(out)
+	w.d.readiness.set(w.uid, w.fullName, podReady(out))
 	w.last.Store(out)
 	w.published()
 }

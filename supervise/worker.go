@@ -105,6 +105,10 @@ type podWorker struct {
 	failed       bool // an action failed in this step: step again soon
 	dropped      bool // the record is being removed: never write it again
 	firstPublish bool // Supervisor.Synced waits for this worker's first publish
+
+	// depsCond is the ConditionDependenciesReady shown while the pod
+	// waits for other pods (order.go).
+	depsCond *v1.PodCondition
 }
 
 // published marks the worker's first publish (or its end) for
@@ -166,6 +170,7 @@ func newPodWorker(d *workerDeps, uid types.UID, desired *manifest.Pod, rec *podR
 // directly.
 func (w *podWorker) run(ctx context.Context) {
 	defer close(w.done)
+	defer w.d.readiness.remove(w.uid)
 	var drainBy time.Time
 	for {
 		w.receive(w.inbox.take())
@@ -335,6 +340,7 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 			w.applyBackOffs(pod, p.BackOffs)
 			w.applyConfigWaits(pod, p.ConfigWaits)
 			w.applyMountWait(pod, p.MountWait)
+			w.applyDepsWait(pod, p.WaitFor)
 			wake = p.Wake
 			if w.failed {
 				wake = earliest(wake, w.d.clock.Now().Add(errorRetry))
@@ -388,6 +394,7 @@ func (w *podWorker) planInput(pod *v1.Pod) planInput {
 		Objects:        w.objs,
 		Pressure:       w.d.pressure.Load(),
 		ResumeShutdown: w.resumeShutdown,
+		WaitFor:        w.depsWaits(pod),
 	}
 	if w.deleting != nil {
 		in.StopSince = w.deleting.Time

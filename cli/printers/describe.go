@@ -71,6 +71,10 @@ func PrintDescribe(w io.Writer, pod *v1.Pod, events []v1.Event, now time.Time) e
 	if e := pod.Annotations[status.ManifestErrorAnnotation]; e != "" {
 		p(0, "Manifest Error:\t%s (running the last good version)", e)
 	}
+	if c := status.PodWaitingFor(pod); c != nil {
+		// podvisor.io/wait-for: nothing starts until the pods are Ready.
+		p(0, "Waiting For:\t%s; since %s (%s)", c.Message, c.LastTransitionTime.Format(describeTime), sinceString(c.LastTransitionTime, now))
+	}
 	if len(pod.Spec.InitContainers) > 0 {
 		p(0, "Init Containers:")
 		describeContainers(p, pod, pod.Spec.InitContainers, pod.Status.InitContainerStatuses, probeResults, now)

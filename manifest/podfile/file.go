@@ -30,6 +30,15 @@ var ErrIgnored = errors.New("ignored field")
 // containers wait for the object, as kubelet's do.
 var ErrMissingObject = errors.New("missing ConfigMap or Secret")
 
+// ErrWaitCycle is wrapped by the error given to each pod of a cycle of
+// AnnotationWaitFor (a pod that waits, through others or directly, for
+// itself). It wraps ErrInvalid.
+var ErrWaitCycle = fmt.Errorf("wait-for cycle: %w", ErrInvalid)
+
+// ErrMissingPod is wrapped by the warnings about a pod AnnotationWaitFor
+// names that no manifest defines (yet): the pod is accepted and waits.
+var ErrMissingPod = errors.New("missing pod")
+
 // Annotations podvisor sets on every static pod, as kubelet does.
 const (
 	// AnnotationConfigHash carries the pod UID (the static pod's content hash).
@@ -64,7 +73,8 @@ type Pod struct {
 	Line int
 	// WarningErrors are Warnings with their lines, for reports.
 	WarningErrors []*FileError
-	// RefLines maps the Field of each of the pod's References to its line
+	// RefLines maps the Field of each of the pod's References (and
+	// WaitForField) to its line
 	// in the file, for the warnings about missing objects; a pod kept
 	// from the state file has none (Line is used).
 	RefLines map[string]int

@@ -85,7 +85,8 @@ func splitPath(path string) []string {
 				i = len(path)
 				continue
 			}
-			segs = append(segs, path[i+1:i+end])
+			// A map key may be quoted: annotations["podvisor.io/wait-for"].
+			segs = append(segs, strings.Trim(path[i+1:i+end], `"`))
 			i += end
 		default:
 			cur.WriteByte(c)

@@ -90,6 +90,9 @@ func parsePod(path string, docRoot *yaml3.Node, t target, docIndex int, nodeName
 			refLines[r.Field] = l
 		}
 	}
+	if _, ok := pod.Annotations[AnnotationWaitFor]; ok {
+		refLines[WaitForField] = lineOf(docRoot, t.full(WaitForField))
+	}
 	return &Pod{
 		RefLines:      refLines,
 		Pod:           pod,

@@ -90,6 +90,8 @@ func validatePod(pod *v1.Pod, baseName string, rejected []string, p *problems) {
 		}
 	}
 
+	validateWaitFor(pod, p)
+
 	spec := &pod.Spec
 	for i := range spec.Volumes {
 		vol := &spec.Volumes[i]
