@@ -104,7 +104,7 @@ func TestPodStuck(t *testing.T) {
 			probeEvent("Liveness probe failed: another probe", time.Second)},
 			want: Stuck{Cause: `startup probe of "app" failing: latest`}},
 		{name: "a probe event of an earlier run", phase: v1.PodRunning, ctrs: []v1.ContainerStatus{running(false, false)}, events: []v1.Event{
-			probeEvent("Startup probe failed: older", -2 * time.Hour)}},
+			probeEvent("Startup probe failed: older", -2*time.Hour)}},
 		{name: "readiness probe", phase: v1.PodRunning, annotations: probes("readiness", "Failure", "HTTP probe failed with statuscode: 503"),
 			ctrs: []v1.ContainerStatus{running(true, false)},
 			want: Stuck{Cause: `readiness probe of "app" failing: HTTP probe failed with statuscode: 503`}},
