@@ -97,6 +97,8 @@ var (
 	cniAddFailed = regexp.MustCompile(`plugin type="([^"]*)"[^:]* failed \(add\): (.*)$`)
 	// kubelet's FailedMount: MountVolume.SetUp failed for volume "V" : MSG
 	mountFailed = regexp.MustCompile(`^MountVolume\.SetUp failed for volume "([^"]*)" : (.*)$`)
+	// the runtime's pull error: pull image REF: ERR
+	pullWrapper = regexp.MustCompile(`^pull image \S+: `)
 	// kubelet's volume plugins: a missing key of a ConfigMap or Secret
 	missingKey = regexp.MustCompile(`^(configmap|) ?references non-existent (?:config|secret) key: (.*)$`)
 )
@@ -198,6 +200,7 @@ func stuckContainer(pod *v1.Pod, spec *v1.Container, cs *v1.ContainerStatus, pro
 		msg := oneLine(st.Waiting.Message, stuckMessageBytes)
 		switch st.Waiting.Reason {
 		case "ErrImagePull", "ImagePullBackOff":
+			msg = pullWrapper.ReplaceAllString(msg, "") // the line names the image
 			return Stuck{Cause: fmt.Sprintf("image %q cannot be pulled from %s: %s", image, registry(image), msg)}, true
 		case "ErrImageNeverPull":
 			return Stuck{Cause: fmt.Sprintf("image %q is not present and container %q has imagePullPolicy Never", image, cs.Name)}, true

@@ -56,7 +56,7 @@ func TestPodStuck(t *testing.T) {
 		{name: "image", phase: v1.PodPending, ctrs: []v1.ContainerStatus{waiting("ImagePullBackOff",
 			"failed to resolve reference \"registry.example.internal/app:2\":\n 401 Unauthorized")},
 			want: Stuck{Cause: `image "registry.example.internal/app:2" cannot be pulled from registry.example.internal: failed to resolve reference "registry.example.internal/app:2": 401 Unauthorized`}},
-		{name: "image of docker hub", phase: v1.PodPending, ctrs: []v1.ContainerStatus{waiting("ErrImagePull", "not found")},
+		{name: "image of docker hub", phase: v1.PodPending, ctrs: []v1.ContainerStatus{waiting("ErrImagePull", "pull image docker.io/library/busybox:latest: not found")},
 			want: Stuck{Cause: `image "busybox" cannot be pulled from docker.io: not found`}},
 		{name: "image never pulled", phase: v1.PodPending, ctrs: []v1.ContainerStatus{waiting("ErrImageNeverPull", "")},
 			want: Stuck{Cause: `image "busybox" is not present and container "app" has imagePullPolicy Never`}},

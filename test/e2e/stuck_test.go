@@ -47,33 +47,34 @@ data:
 `)
 	cases := []struct {
 		name, manifest, want string
+		also                 string // further on the line
 	}{
 		{"fine", pod("fine", "true", `    image: busybox
     command: ["sleep", "3600"]
-`), ""},
+`), "", ""},
 		{"image", pod("image", "true", `    image: `+image+`
     command: ["sleep", "3600"]
-`), fmt.Sprintf(`Stuck: image %q cannot be pulled from %s: `, image, reg.Host)},
+`), fmt.Sprintf(`Stuck: image %q cannot be pulled from %s: `, image, reg.Host), "not found"},
 		{"cni", pod("cni", "false", `    image: busybox
     command: ["sleep", "3600"]
-`), `Stuck: CNI plugin "pvhang" failed ADD: released by the test`},
+`), `Stuck: CNI plugin "pvhang" failed ADD: released by the test`, ""},
 		{"config", pod("config", "true", `    image: busybox
     command: ["sleep", "3600"]
     volumeMounts: [{name: cfg, mountPath: /cfg}]
   volumes:
   - name: cfg
     configMap: {name: app, items: [{key: x, path: x}]}
-`), `Stuck: volume "cfg": ConfigMap "app" has no key "x"`},
+`), `Stuck: volume "cfg": ConfigMap "app" has no key "x"`, ""},
 		{"crash", pod("crash", "true", `    image: busybox
     command: ["sh", "-c", "for w in one two three four; do echo $w; done; exit 3"]
-`), `Stuck: back-off restarting container "main" (last exit 3, Error); last log lines: "two" "three" "four"`},
+`), `Stuck: back-off restarting container "main" (last exit 3, Error); last log lines: "two" "three" "four"`, ""},
 		{"probe", pod("probe", "true", `    image: busybox
     command: ["sleep", "3600"]
     startupProbe:
       exec: {command: ["sh", "-c", "echo not listening yet; exit 1"]}
       periodSeconds: 1
       failureThreshold: 1000
-`), `Stuck: startup probe of "main" failing: not listening yet`},
+`), `Stuck: startup probe of "main" failing: not listening yet`, ""},
 	}
 	for _, c := range cases {
 		d.writeManifest(c.name+".yaml", c.manifest)
@@ -96,7 +97,7 @@ data:
 				if c.want == "" {
 					return strings.HasPrefix(first, "Name:"), fmt.Sprintf("first line %q", first)
 				}
-				if strings.HasPrefix(first, c.want) {
+				if strings.HasPrefix(first, c.want) && strings.Contains(first, c.also) {
 					return true, ""
 				}
 				why := fmt.Sprintf("first line %q, want %q...", first, c.want)
