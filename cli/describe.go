@@ -84,6 +84,7 @@ func (o *describeOptions) run(cmd *cobra.Command, g *globalOptions, args []strin
 		if i > 0 {
 			out.WriteString("\n\n") // kubectl's separator between objects
 		}
+		out.WriteString(stuckLine(cmd.Context(), client, &pods[i], events.Items))
 		if err := printers.PrintDescribe(&out, &pods[i], events.Items, now); err != nil {
 			return fmt.Errorf("describe pod %s: %w", pods[i].Name, err)
 		}

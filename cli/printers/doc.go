@@ -21,6 +21,10 @@
 //   - PrintDescribe prints what kubectl describe pod prints; TopPods what
 //     kubectl top pod prints; PS and Images what crictl ps and crictl
 //     images print.
+//   - PodStuck says why a pod is stuck (image, CNI, volume, config,
+//     back-off, probe, failed run) from its status and events, for the
+//     first line of describe pod; a pod that is fine gets none. Its Line
+//     adds a back-off's last log lines, which the caller fetches.
 //   - PrintPods and PrintEvents are the older forms (a format string, lists
 //     as PodList and EventList); PodHeader/PodRow, EventHeader/EventRow and
 //     their Options methods are a table's rows, and Table keeps a table's
