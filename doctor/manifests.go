@@ -76,7 +76,7 @@ func checkImages(ctx context.Context, o Options, snap manifest.Snapshot, c *cont
 		where := "containerd is unreachable"
 		if c.client != nil {
 			cctx, cancel := context.WithTimeout(ctx, o.Timeout)
-			_, err := c.client.ImageService().Get(namespacedCtx(cctx, o.ContainerdNamespace), n)
+			_, err := c.client.ImageService().Get(cctx, n) // in the client's namespace
 			cancel()
 			if err == nil {
 				found++

@@ -7,15 +7,10 @@ import (
 	"os"
 	"time"
 
-	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/podvisor/podvisor/api"
 	"github.com/podvisor/podvisor/certs"
 	"k8s.io/client-go/rest"
 )
-
-func namespacedCtx(ctx context.Context, ns string) context.Context {
-	return namespaces.WithNamespace(ctx, ns)
-}
 
 // certWarning is how long before its expiry a client certificate is a
 // warning.
