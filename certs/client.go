@@ -287,23 +287,33 @@ func kubeconfigValid(path string, now time.Time) (bool, string) {
 	if err != nil {
 		return false, err.Error()
 	}
-	certPEM := cfg.CertData
-	if len(certPEM) == 0 && cfg.CertFile != "" {
-		if certPEM, err = os.ReadFile(cfg.CertFile); err != nil {
-			return false, err.Error()
-		}
-	}
-	if len(certPEM) == 0 {
-		return false, "no client certificate in it"
-	}
-	leaf, err := firstCert(certPEM)
+	leaf, err := ClientCertificate(cfg)
 	if err != nil {
 		return false, err.Error()
+	}
+	if leaf == nil {
+		return false, "no client certificate in it"
 	}
 	if now.Before(leaf.NotBefore) || !now.Before(leaf.NotAfter) {
 		return false, fmt.Sprintf("its client certificate is valid until %s", leaf.NotAfter.UTC().Format(time.RFC3339))
 	}
 	return true, ""
+}
+
+// ClientCertificate is cfg's client certificate (embedded or in the file
+// it names), the first of its PEM; nil when it has none.
+func ClientCertificate(cfg *rest.Config) (*x509.Certificate, error) {
+	certPEM := cfg.CertData
+	if len(certPEM) == 0 && cfg.CertFile != "" {
+		var err error
+		if certPEM, err = os.ReadFile(cfg.CertFile); err != nil {
+			return nil, err
+		}
+	}
+	if len(certPEM) == 0 {
+		return nil, nil
+	}
+	return firstCert(certPEM)
 }
 
 // LoadKubeconfig reads a kubeconfig file as kubectl does (current context,

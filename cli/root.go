@@ -55,6 +55,7 @@ talk to it as kubectl talks to an apiserver.`,
 		newPSCommand(g),
 		newLogDriverCommand(),
 		newDocsCommand(),
+		newDoctorCommand(g),
 	)
 	return root
 }

@@ -73,38 +73,58 @@ func BuiltinConfList(podCIDR, dataDir string) []byte {
 	return b
 }
 
-// loadNetwork returns the primary network: the first valid config file in
-// dir in lexical order, or the built-in network when dir holds none. Invalid
-// files are skipped with a warning (one broken file does not take the
-// network down), but when files exist and none is valid it is an error: a
-// silent fallback to the built-in network would put pods on a network the
-// administrator did not choose.
+// loadNetwork returns the primary network (Network), logging the invalid
+// files it skipped.
 func (m *Manager) loadNetwork() (*libcni.NetworkConfigList, error) {
-	if m.cfg.ConfDir != "" {
-		files, err := libcni.ConfFiles(m.cfg.ConfDir, confExtensions)
+	list, _, skipped, err := Network(m.cfg.ConfDir, m.cfg.PodCIDR, m.cfg.DataDir)
+	for _, s := range skipped {
+		m.log.Warn("skipping invalid cni config", "file", s.File, "err", s.Err)
+	}
+	return list, err
+}
+
+// SkippedConfig is an invalid config file Network passed over.
+type SkippedConfig struct {
+	File string
+	Err  error
+}
+
+// Network returns the primary network: the first valid config file in
+// confDir in lexical order (file is its path), or the built-in network
+// (file "") when confDir holds none. Invalid files are skipped (one broken
+// file does not take the network down), but when files exist and none is
+// valid it is an error: a silent fallback to the built-in network would put
+// pods on a network the administrator did not choose. It is what the
+// daemon and `podvisor doctor` read.
+func Network(confDir, podCIDR, dataDir string) (list *libcni.NetworkConfigList, file string, skipped []SkippedConfig, err error) {
+	if confDir != "" {
+		files, err := libcni.ConfFiles(confDir, confExtensions)
 		if err != nil {
-			return nil, fmt.Errorf("read cni conf dir: %w", err)
+			return nil, "", nil, fmt.Errorf("read cni conf dir: %w", err)
 		}
 		sort.Strings(files)
 		var errs []error
 		for _, f := range files {
 			list, err := loadConfFile(f)
 			if err != nil {
-				m.log.Warn("skipping invalid cni config", "file", f, "err", err)
+				skipped = append(skipped, SkippedConfig{File: f, Err: err})
 				errs = append(errs, err)
 				continue
 			}
-			return list, nil
+			return list, f, skipped, nil
 		}
 		if len(errs) > 0 {
-			return nil, fmt.Errorf("no valid cni config in %s: %w", m.cfg.ConfDir, errors.Join(errs...))
+			return nil, "", skipped, fmt.Errorf("no valid cni config in %s: %w", confDir, errors.Join(errs...))
 		}
 	}
-	list, err := libcni.NetworkConfFromBytes(BuiltinConfList(m.cfg.PodCIDR, m.cfg.DataDir))
-	if err != nil {
-		return nil, fmt.Errorf("parse built-in network: %w", err)
+	if podCIDR == "" {
+		podCIDR = DefaultPodCIDR
 	}
-	return list, nil
+	list, err = libcni.NetworkConfFromBytes(BuiltinConfList(podCIDR, dataDir))
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("parse built-in network: %w", err)
+	}
+	return list, "", nil, nil
 }
 
 // loadConfFile reads one config file. A .conflist is a network list; a .conf
