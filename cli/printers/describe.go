@@ -71,6 +71,9 @@ func PrintDescribe(w io.Writer, pod *v1.Pod, events []v1.Event, now time.Time) e
 	if e := pod.Annotations[status.ManifestErrorAnnotation]; e != "" {
 		p(0, "Manifest Error:\t%s (running the last good version)", e)
 	}
+	if r := pod.Annotations[status.RolloutAnnotation]; r != "" {
+		p(0, "Rolled Back:\t%s (until the manifest changes; see podvisor rollout history)", r)
+	}
 	if len(pod.Spec.InitContainers) > 0 {
 		p(0, "Init Containers:")
 		describeContainers(p, pod, pod.Spec.InitContainers, pod.Status.InitContainerStatuses, probeResults, now)
