@@ -149,12 +149,13 @@ func (c *Controller) Run(ctx context.Context, in <-chan manifest.Snapshot, out c
 		var (
 			evs   []Event
 			dirty bool
+			fresh bool // a new snapshot: always passed on
 		)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case snap := <-in:
-			last, have = snap, true
+			last, have, fresh = snap, true, true
 			c.mu.Lock()
 			dirty, evs = c.m.Sync(snap.Pods, c.opts.Clock.Now())
 			c.mu.Unlock()
@@ -186,7 +187,7 @@ func (c *Controller) Run(ctx context.Context, in <-chan manifest.Snapshot, out c
 			continue
 		}
 		snap := c.apply(last)
-		if sent != nil && samePods(sent, snap.Pods) {
+		if !fresh && samePods(sent, snap.Pods) {
 			continue
 		}
 		if c.opts.Observer != nil {
