@@ -27,16 +27,23 @@ func newRolloutCommand(g *globalOptions) *cobra.Command {
 	return cmd
 }
 
-// rolloutPod reads the one POD argument of a rollout verb.
-func rolloutPod(args []string, usage string, sel podSelection) (string, error) {
-	if len(args) != 1 {
-		return "", usageErrorf("usage: podvisor rollout %s", usage)
+// rolloutVerb is the RunE of a rollout verb: its one POD argument, in
+// sel's namespace, and a client of the daemon, handed to run.
+func rolloutVerb(g *globalOptions, sel *podSelection, usage string, run func(cmd *cobra.Command, client *api.Client, name string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return usageErrorf("usage: podvisor rollout %s", usage)
+		}
+		name, err := podName(args[0])
+		if err != nil {
+			return err
+		}
+		client, err := g.client()
+		if err != nil {
+			return err
+		}
+		return run(cmd, client, sel.qualified(name))
 	}
-	name, err := podName(args[0])
-	if err != nil {
-		return "", err
-	}
-	return sel.qualified(name), nil
 }
 
 // apiFailure turns the API's error answer into the CLI's exit 1.
@@ -57,15 +64,7 @@ func newRolloutStatusCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status POD [--watch=false] [--timeout D]",
 		Short: "wait until the pod's manifest revision is rolled out, or says it was rolled back (exit 1)",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			name, err := rolloutPod(args, "status POD", sel)
-			if err != nil {
-				return err
-			}
-			client, err := g.client()
-			if err != nil {
-				return err
-			}
+		RunE: rolloutVerb(g, &sel, "status POD", func(cmd *cobra.Command, client *api.Client, name string) error {
 			ctx := cmd.Context()
 			if timeout > 0 {
 				var cancel context.CancelFunc
@@ -73,7 +72,7 @@ func newRolloutStatusCommand(g *globalOptions) *cobra.Command {
 				defer cancel()
 			}
 			return rolloutStatus(ctx, client, name, watch, cmd.OutOrStdout())
-		},
+		}),
 	}
 	sel.addNamespaceFlag(cmd.Flags())
 	cmd.Flags().BoolVarP(&watch, "watch", "w", true, "wait until the rollout ends (false: print its state once)")
@@ -131,15 +130,7 @@ func newRolloutHistoryCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "history POD [--revision N]",
 		Short: "list the pod's revisions: number, hash, outcome, change cause (kubernetes.io/change-cause)",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			name, err := rolloutPod(args, "history POD", sel)
-			if err != nil {
-				return err
-			}
-			client, err := g.client()
-			if err != nil {
-				return err
-			}
+		RunE: rolloutVerb(g, &sel, "history POD", func(cmd *cobra.Command, client *api.Client, name string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 			defer cancel()
 			ro, err := client.Rollout(ctx, name)
@@ -147,7 +138,7 @@ func newRolloutHistoryCommand(g *globalOptions) *cobra.Command {
 				return apiFailure(err)
 			}
 			return printHistory(cmd.OutOrStdout(), ro, revision)
-		},
+		}),
 	}
 	sel.addNamespaceFlag(cmd.Flags())
 	cmd.Flags().IntVar(&revision, "revision", 0, "show this revision's details (its outcome, message and the last status of a rolled back one)")
@@ -201,15 +192,7 @@ func newRolloutUndoCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "undo POD [--to-revision N]",
 		Short: "run the revision before the running one (or --to-revision N) until the manifest file changes",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			name, err := rolloutPod(args, "undo POD [--to-revision N]", sel)
-			if err != nil {
-				return err
-			}
-			client, err := g.client()
-			if err != nil {
-				return err
-			}
+		RunE: rolloutVerb(g, &sel, "undo POD [--to-revision N]", func(cmd *cobra.Command, client *api.Client, name string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 			defer cancel()
 			msg, err := client.RolloutUndo(ctx, name, to)
@@ -218,7 +201,7 @@ func newRolloutUndoCommand(g *globalOptions) *cobra.Command {
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), msg)
 			return nil
-		},
+		}),
 	}
 	sel.addNamespaceFlag(cmd.Flags())
 	cmd.Flags().IntVar(&to, "to-revision", 0, "the revision to go back to (0: the one before the running one)")
