@@ -249,11 +249,12 @@ func (m *Machine) check(key string, st *podState, now time.Time) (bool, []Event)
 	case !r.Ready:
 		// Not watched (no deadline, or nothing to go back to): Ready once
 		// is enough to be the good revision a later change falls back to.
+		// Not worth a write of its own (a pod at rest writes nothing): it
+		// is saved with the next change, and seen again after a restart.
 		r.Ready, st.Good = true, r.Hash
 		if st.Running == st.File && r.Outcome == "" {
 			r.Outcome = status.RolloutComplete
 		}
-		return true, nil
 	}
 	return false, nil
 }
