@@ -25,7 +25,12 @@ func (c *Client) Restart(ctx context.Context, name, container string) (string, e
 	if container != "" {
 		q.Set("container", container)
 	}
-	path := "/pods/" + url.PathEscape(name) + "/restart"
+	return c.postStatus(ctx, "/pods/"+url.PathEscape(name)+"/restart", q)
+}
+
+// postStatus POSTs to path and returns the message of the metav1.Status
+// answered, or the answer as an *APIError.
+func (c *Client) postStatus(ctx context.Context, path string, q url.Values) (string, error) {
 	u := url.URL{Scheme: c.scheme, Host: c.host, Path: path, RawQuery: q.Encode()}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
 	if err != nil {

@@ -62,6 +62,9 @@ type Options struct {
 	Remote *TLSConfig
 	// Restarter, when set, serves POST /pods/{name}/restart.
 	Restarter Restarter
+	// Rollouts, when set, serves GET /pods/{name}/rollout and POST
+	// /pods/{name}/rollout/undo (rollout.go).
+	Rollouts Rollouts
 	// Watcher, when set, gives lists their resourceVersion and serves
 	// ?watch=true on /pods and /events (watch.go).
 	Watcher Watcher
@@ -141,6 +144,7 @@ func (o Options) withDefaults() Options {
 // The writes: with Options.Restarter (see registerRestart)
 //
 //	POST /pods/{name}/restart?container=   restart now, back-off reset
+//	POST /pods/{name}/rollout/undo?toRevision=   with Options.Rollouts
 //
 // and, with Options.Streamer, the exec and attach sessions on kubelet's
 // paths (registerKubelet), which the CLI uses too.
@@ -303,6 +307,7 @@ func newHandler(o Options) http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	registerRestart(mux, o)
+	registerRollout(mux, o)
 	registerVersion(mux, o)
 	registerImages(mux, o)
 	registerNode(mux, o)

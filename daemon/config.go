@@ -13,6 +13,7 @@ import (
 	"github.com/podvisor/podvisor/manifest"
 	"github.com/podvisor/podvisor/pressure"
 	"github.com/podvisor/podvisor/pressure/reclaim"
+	"github.com/podvisor/podvisor/rollout"
 	"github.com/podvisor/podvisor/shutdown"
 	"github.com/podvisor/podvisor/supervise"
 	"github.com/spf13/pflag"
@@ -47,12 +48,15 @@ type Config struct {
 	ImageCredentialsFile      string        `yaml:"imageCredentialsFile"`
 	RelistPeriod              time.Duration `yaml:"relistPeriod"`
 	ManifestRelistPeriod      time.Duration `yaml:"manifestRelistPeriod"`
-	Kubeconfig                string        `yaml:"kubeconfig"`
-	HealthzBindAddress        string        `yaml:"healthzBindAddress"`
-	TLSBindAddress            string        `yaml:"tlsBindAddress"`
-	TLSCertFile               string        `yaml:"tlsCertFile"`
-	TLSPrivateKeyFile         string        `yaml:"tlsPrivateKeyFile"`
-	ClientCAFile              string        `yaml:"clientCAFile"`
+	// Rollout's node-wide defaults (package rollout); 0: off.
+	ProgressDeadline   time.Duration `yaml:"progressDeadline"`
+	MinReady           time.Duration `yaml:"minReady"`
+	Kubeconfig         string        `yaml:"kubeconfig"`
+	HealthzBindAddress string        `yaml:"healthzBindAddress"`
+	TLSBindAddress     string        `yaml:"tlsBindAddress"`
+	TLSCertFile        string        `yaml:"tlsCertFile"`
+	TLSPrivateKeyFile  string        `yaml:"tlsPrivateKeyFile"`
+	ClientCAFile       string        `yaml:"clientCAFile"`
 	// Authentication and authorization on --tls-bind-address
 	// (daemon/auth.go), kubelet's flags but for the policy file and the
 	// profiling handler.
@@ -207,6 +211,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.ImageCredentialsFile, "image-credentials-file", c.ImageCredentialsFile, "node-wide registry credentials, a docker config.json whose auths match by registry host and path as kubelet's; with the default, "+KubeletCredentialsFile+" is read when it is missing")
 	fs.DurationVar(&c.RelistPeriod, "relist-period", c.RelistPeriod, "how often every pod's containers are re-checked against containerd (a safety net: exits arrive as events)")
 	fs.DurationVar(&c.ManifestRelistPeriod, "manifest-relist-period", c.ManifestRelistPeriod, "how often the manifests directory is re-read in full (a safety net: changes arrive through inotify)")
+	fs.DurationVar(&c.ProgressDeadline, "progress-deadline", c.ProgressDeadline, "a manifest change to a Ready pod must make it Ready (for --min-ready) within this time, else the previous revision is restored (annotation "+rollout.ProgressDeadlineAnnotation+" per pod; 0: off)")
+	fs.DurationVar(&c.MinReady, "min-ready", c.MinReady, "how long a changed pod must stay Ready before its new revision counts as rolled out (annotation "+rollout.MinReadyAnnotation+" per pod)")
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", c.Kubeconfig, "kubeconfig of an apiserver to register the node and mirror the pods in, as kubelet does for static pods (e.g. /etc/kubernetes/kubelet.conf); it need not answer, nor exist, yet (default: none)")
 	fs.StringVar(&c.HealthzBindAddress, "healthz-bind-address", c.HealthzBindAddress, "serve kubelet's health endpoint /healthz on this address (kubelet's is 127.0.0.1:10248; default: off)")
 	fs.StringVar(&c.TLSBindAddress, "tls-bind-address", c.TLSBindAddress, "serve the API (and kubelet's) over HTTPS on HOST:PORT too, to clients authenticated by a certificate from --client-ca-file or, with --authentication-token-webhook, a token, and authorized by --authorization-mode (default: off)")

@@ -1,7 +1,7 @@
 // Package daemon is podvisor's composition root: the typed Config that
 // `podvisor run`'s flags and configuration file both fill, and Run, which
 // builds every part from it (containerd client, CNI, status store,
-// manifests source, supervisor, images watcher, API, mirror, metrics,
+// manifests source, rollout controller, supervisor, images watcher, API, mirror, metrics,
 // /healthz, the node pressure manager, the service manager's
 // notifications) and runs them.
 //
@@ -26,7 +26,7 @@
 //  2. Every part sees its context end together and returns: the service
 //     manager is told STOPPING=1; the supervisor stops its pod workers
 //     (never the pods); the API stops, its exec and attach sessions ended;
-//     the manifests watch, the images watcher, the pressure manager, the
+//     the manifests watch, the rollout controller, the images watcher, the pressure manager, the
 //     mirror, the metrics watch and /healthz end; the keeper of --embedded-containerd returns
 //     (containerd itself and the pods' shims keep running).
 //  3. Once every part has returned, the event journal closes (no one

@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	"github.com/podvisor/podvisor/api"
+	"github.com/podvisor/podvisor/rollout"
+	"github.com/podvisor/podvisor/status"
 	"github.com/podvisor/podvisor/supervise"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -25,6 +27,32 @@ func (r restarter) Restart(ctx context.Context, uid types.UID, container string)
 		if errors.Is(err, m.from) {
 			return apiError{err: err, kind: m.to}
 		}
+	}
+	return err
+}
+
+// rollouts is the rollout controller as the API's Rollouts, its errors
+// the API's.
+type rollouts struct{ c *rollout.Controller }
+
+var _ api.Rollouts = rollouts{}
+
+func (r rollouts) Rollout(key string) (*status.Rollout, error) {
+	ro, err := r.c.Rollout(key)
+	return ro, rolloutError(err)
+}
+
+func (r rollouts) Undo(ctx context.Context, key string, to int) (string, error) {
+	msg, err := r.c.Undo(ctx, key, to)
+	return msg, rolloutError(err)
+}
+
+func rolloutError(err error) error {
+	switch {
+	case errors.Is(err, rollout.ErrNotFound):
+		return apiError{err: err, kind: api.ErrNotFound}
+	case errors.Is(err, rollout.ErrNoRevision):
+		return apiError{err: err, kind: api.ErrNoRevision}
 	}
 	return err
 }

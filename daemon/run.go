@@ -20,6 +20,7 @@ import (
 	"github.com/podvisor/podvisor/metrics"
 	"github.com/podvisor/podvisor/mirror"
 	"github.com/podvisor/podvisor/pressure"
+	"github.com/podvisor/podvisor/rollout"
 	"github.com/podvisor/podvisor/status"
 	"github.com/podvisor/podvisor/supervise"
 	ctrd "github.com/podvisor/podvisor/supervise/containerd"
@@ -178,7 +179,7 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 		Credentials:          ctrd.NodeCredentials(c.credentialsFiles()...),
 	})
 	unknown, _ := manifest.ParseUnknownFieldPolicy(c.UnknownFields)
-	snapshots := make(chan manifest.Snapshot, 1)
+	snapshots, manifests := make(chan manifest.Snapshot, 1), make(chan manifest.Snapshot, 1)
 	// The API lists the ConfigMaps and Secrets of the last snapshot.
 	// Image GC pins each snapshot's images before the supervisor sees it.
 	rc := &reclaimRef{}
@@ -190,7 +191,6 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 		RelistPeriod:  c.ManifestRelistPeriod,
 		StateDir:      c.StateDir,
 		UnknownFields: unknown,
-		Observer:      objects,
 		AllowInsecure: c.AllowInsecureManifests,
 	})
 
@@ -297,6 +297,18 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 		PodPidsLimit:    c.PodPidsLimit,
 	})
 	sup.p.Store(s)
+	// Between the manifests and the supervisor: a changed pod that is not
+	// Ready in time gets its previous revision back. The API and image
+	// GC see what runs.
+	ro := rollout.New(rollout.Options{
+		Defaults: rollout.Settings{Deadline: c.ProgressDeadline, MinReady: c.MinReady},
+		StateDir: c.StateDir,
+		Clock:    clk,
+		Log:      log,
+		Events:   sink,
+		Pods:     store,
+		Observer: objects,
+	})
 	var hz *healthz
 	if c.HealthzBindAddress != "" {
 		if hz, err = listenHealthz(c.HealthzBindAddress, store.Health, log); err != nil {
@@ -310,18 +322,20 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 	g.Go(func() error {
 		// Without a working watch nothing would be supervised: exit so the
 		// service manager restarts podvisor (pods keep running).
-		err := src.Run(ctx, snapshots)
+		err := src.Run(ctx, manifests)
 		if err == nil {
 			err = errors.New("the watch ended")
 		}
 		return fmt.Errorf("manifests: %w", err)
 	})
+	g.Go(func() error { return ro.Run(ctx, manifests, snapshots) })
 	g.Go(func() error { return s.Run(ctx, snapshots) })
 	g.Go(func() error {
 		err := api.Serve(ctx, api.Options{Socket: d.paths.Socket(), Store: shutdownHealthStore{store, health}, Log: log,
 			LogDir:    c.LogDir,
 			Remote:    remote,
 			Restarter: restarter{s},
+			Rollouts:  rollouts{ro},
 			Watcher:   store,
 			Gatherer:  mets.Registry(),
 			Stats:     mets,

@@ -81,11 +81,20 @@ var fieldChecks = map[string]func(c *Config) error{
 	"relist-period":                func(c *Config) error { return positive(c.RelistPeriod) },
 	"image-pull-progress-deadline": func(c *Config) error { return positive(c.ImagePullProgressDeadline) },
 	"manifest-relist-period":       func(c *Config) error { return positive(c.ManifestRelistPeriod) },
+	"progress-deadline":            func(c *Config) error { return notNegative(c.ProgressDeadline) },
+	"min-ready":                    func(c *Config) error { return notNegative(c.MinReady) },
 }
 
 func positive(d time.Duration) error {
 	if d <= 0 {
 		return fmt.Errorf("%s: must be more than 0", d)
+	}
+	return nil
+}
+
+func notNegative(d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("%s: must not be negative (0: off)", d)
 	}
 	return nil
 }

@@ -75,6 +75,9 @@ func PrintDescribe(w io.Writer, pod *v1.Pod, events []v1.Event, now time.Time) e
 		// podvisor.io/wait-for: nothing starts until the pods are Ready.
 		p(0, "Waiting For:\t%s; since %s (%s)", c.Message, c.LastTransitionTime.Format(describeTime), sinceString(c.LastTransitionTime, now))
 	}
+	if r := pod.Annotations[status.RolloutAnnotation]; r != "" {
+		p(0, "Rolled Back:\t%s (until the manifest changes; see podvisor rollout history)", r)
+	}
 	if len(pod.Spec.InitContainers) > 0 {
 		p(0, "Init Containers:")
 		describeContainers(p, pod, pod.Spec.InitContainers, pod.Status.InitContainerStatuses, probeResults, now)

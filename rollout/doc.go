@@ -1,0 +1,13 @@
+// Package rollout guards a running pod against a valid but broken change of
+// its manifest. It sits between manifest.Source and the supervisor: when a
+// manifest changes a pod whose running revision was Ready, the new revision
+// must become Ready and stay Ready for min-ready within the progress
+// deadline (annotations podvisor.io/progress-deadline-seconds and
+// podvisor.io/min-ready-seconds, or the node's defaults); if it does not,
+// the snapshots the supervisor sees carry the last good revision again,
+// marked with status.RolloutAnnotation, until the file's content changes.
+//
+// Deciding is the pure Machine on times passed in; Controller does the
+// I/O: snapshots in and out, pod status from the status store, events, and
+// the revisions kept in the state directory (written only on a change).
+package rollout
