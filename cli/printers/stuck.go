@@ -35,9 +35,10 @@ const (
 
 // stuckChecks are the causes PodStuck looks for, in order; the first that
 // holds wins. The pod-level causes come first: no container starts before
-// the sandbox (volumes, network) is ready. A new cause (a pod waiting for
-// another pod, say) is one more function here.
+// the sandbox (volumes, network) is ready, and nothing of a pod that waits
+// for other pods (podvisor.io/wait-for) is created before they are Ready.
 var stuckChecks = []func(pod *v1.Pod, events []v1.Event) (Stuck, bool){
+	stuckWaitingFor,
 	stuckSandbox,
 	stuckContainers,
 }
@@ -304,4 +305,14 @@ func cutBytes(s string, max int) string {
 		end--
 	}
 	return s[:end] + "..."
+}
+
+// stuckWaitingFor: the pod waits for other pods to be Ready before any of
+// it is created (podvisor.io/wait-for); the condition's message names them.
+func stuckWaitingFor(pod *v1.Pod, _ []v1.Event) (Stuck, bool) {
+	c := status.PodWaitingFor(pod)
+	if c == nil {
+		return Stuck{}, false
+	}
+	return Stuck{Cause: "waiting for pods to be Ready (podvisor.io/wait-for): " + c.Message}, true
 }
