@@ -92,6 +92,7 @@ func TestMirror(t *testing.T) {
 	step("DeletedMirrorRecreated", func(t *testing.T) { webMirror = c.deletedMirror(t, webMirror) })
 	step("APIServerOutage", func(t *testing.T) { c.outage(t, webMirror) })
 	step("ManifestRemovedMirrorGone", c.manifestRemoved)
+	step("StoppingPodMirrorTerminating", c.stoppingTerminating)
 	step("RestartPolicyNeverMirrorRecreated", c.restartPolicyNever)
 	step("PodvisorStoppedNodeNotReady", c.podvisorStopped)
 	step("TLSWebhookAuthorization", c.tlsWebhook)
@@ -404,6 +405,38 @@ func (c *mirrorCluster) manifestRemoved(t *testing.T) {
 	c.d.waitGone("late-"+node, 30*time.Second)
 	c.d.poll("the late pod's mirror to be gone", 30*time.Second, func() (bool, string) {
 		m, err := c.cs.CoreV1().Pods("default").Get(t.Context(), "late-"+node, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, ""
+		}
+		return false, fmt.Sprintf("%v %v", mirrorSummary(m), err)
+	})
+}
+
+// stoppingTerminating: while a removed pod stops (its container ignores
+// SIGTERM, so it takes its grace period), its mirror shows Terminating on
+// the apiserver, as kubelet's pods do: a deletionTimestamp with the pod's
+// grace, while the local pod, marked alike, still runs; then it is gone.
+func (c *mirrorCluster) stoppingTerminating(t *testing.T) {
+	const grace = 8
+	d := c.d
+	d.writeManifest("slowstop.yaml", sleeperManifest("slowstop", grace, `trap "" TERM; while true; do sleep 1; done`))
+	local := d.waitPod("slowstop-"+node, 60*time.Second, "Running", running)
+	c.waitMirrorLike(t, local, 30*time.Second)
+	d.removeManifest("slowstop.yaml")
+	m := c.waitMirror(t, "slowstop-"+node, "Terminating", grace*time.Second, func(m *v1.Pod) bool {
+		return m.DeletionTimestamp != nil
+	})
+	if g := m.DeletionGracePeriodSeconds; g == nil || *g != grace {
+		t.Errorf("mirror deletionGracePeriodSeconds = %v, want %d", g, grace)
+	}
+	// The local pod is still there, stopping: the mirror was marked before
+	// the pod was gone, not deleted after.
+	if p, err := d.pod("slowstop-" + node); err != nil || p.DeletionTimestamp == nil {
+		t.Errorf("local pod while its mirror is Terminating: %v (err %v), want it there with a deletionTimestamp", mirrorSummary(p), err)
+	}
+	d.waitGone("slowstop-"+node, 30*time.Second)
+	d.poll("the slowstop pod's mirror to be gone", 30*time.Second, func() (bool, string) {
+		m, err := c.cs.CoreV1().Pods("default").Get(t.Context(), "slowstop-"+node, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, ""
 		}
