@@ -28,7 +28,23 @@ func Bounded(rt Runtime, d time.Duration) Runtime {
 	if d <= 0 {
 		return rt
 	}
-	return boundedRuntime{rt: rt, d: d}
+	b := boundedRuntime{rt: rt, d: d}
+	if l, ok := rt.(TaskLister); ok {
+		return boundedLister{boundedRuntime: b, l: l}
+	}
+	return b
+}
+
+// boundedLister is a bounded runtime that keeps its runtime's TaskLister.
+type boundedLister struct {
+	boundedRuntime
+	l TaskLister
+}
+
+func (b boundedLister) TaskStates(ctx context.Context) (map[string]ContainerState, error) {
+	ctx, cancel := b.ctx(ctx, 0)
+	defer cancel()
+	return b.l.TaskStates(ctx)
 }
 
 type boundedRuntime struct {

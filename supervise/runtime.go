@@ -76,6 +76,19 @@ type Runtime interface {
 	CollectShims(ctx context.Context) ([]string, error)
 }
 
+// TaskLister is a Runtime that can tell every task's state in one
+// request. The supervisor's relist uses it, when the runtime has it, to
+// wake only the workers whose containers changed (kubelet's PLEG) instead
+// of every worker asking State for each of its containers.
+type TaskLister interface {
+	// TaskStates reports the state of every task in the runtime's
+	// namespace, by container ID, as State would (Exists and HasTask
+	// set). A container with no task is absent, and so is one whose
+	// task's state the runtime could not tell: absence is never an exit,
+	// only a reason to ask State. An error means nothing could be listed.
+	TaskStates(ctx context.Context) (map[string]ContainerState, error)
+}
+
 // ErrContainerConfig marks a container the runtime refuses for its own
 // settings (runAsNonRoot that cannot hold, say): kubelet's
 // CreateContainerConfigError, retried with back-off like other starts.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/containerd/containerd/api/services/tasks/v1"
+	tasktypes "github.com/containerd/containerd/api/types/task"
 	client "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/containerd/v2/pkg/protobuf"
@@ -62,7 +63,8 @@ type Options struct {
 	StdinDir string
 }
 
-// Runtime implements supervise.Runtime on a containerd client.
+// Runtime implements supervise.Runtime, and its TaskLister, on a
+// containerd client.
 type Runtime struct {
 	client *client.Client
 	opts   Options
@@ -77,7 +79,10 @@ type Runtime struct {
 	instance string
 }
 
-var _ supervise.Runtime = (*Runtime)(nil)
+var (
+	_ supervise.Runtime    = (*Runtime)(nil)
+	_ supervise.TaskLister = (*Runtime)(nil)
+)
 
 // New returns a Runtime on c, whose default namespace is opts.Namespace.
 func New(c *client.Client, opts Options) *Runtime {
@@ -294,11 +299,38 @@ func (r *Runtime) State(ctx context.Context, id string) (_ supervise.ContainerSt
 	if err != nil {
 		return st, fmt.Errorf("task status %s: %w", id, err)
 	}
-	st.Exists, st.HasTask = true, true
-	p := res.GetProcess()
-	st.Pid = p.GetPid()
+	st, err = taskState(res.GetProcess())
+	if err != nil {
+		return st, fmt.Errorf("task %s: %w", id, err)
+	}
+	return st, nil
+}
+
+// TaskStates lists every task of the namespace in one request (the
+// relist's), answered by containerd from its shims. A task whose status
+// containerd could not get (unknown) is left out, as containerd itself
+// leaves out one whose shim is gone: the supervisor then asks State.
+func (r *Runtime) TaskStates(ctx context.Context) (_ map[string]supervise.ContainerState, err error) {
+	defer markUnavailable(&err)
+	res, err := r.client.TaskService().List(ctx, &tasks.ListTasksRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", errgrpc.ToNative(err))
+	}
+	out := make(map[string]supervise.ContainerState, len(res.GetTasks()))
+	for _, p := range res.GetTasks() {
+		if st, err := taskState(p); err == nil {
+			out[p.GetID()] = st
+		}
+	}
+	return out, nil
+}
+
+// taskState is the state of a container whose task's process is p. An
+// unknown status (containerd could not ask the shim) is an error: no exit.
+func taskState(p *tasktypes.Process) (supervise.ContainerState, error) {
+	st := supervise.ContainerState{Exists: true, HasTask: true, Pid: p.GetPid()}
 	// As client.Task.Status names it.
-	switch client.ProcessStatus(strings.ToLower(p.GetStatus().String())) {
+	switch status := client.ProcessStatus(strings.ToLower(p.GetStatus().String())); status {
 	case client.Running, client.Paused, client.Pausing:
 		st.Running = true
 	case client.Stopped:
@@ -306,8 +338,7 @@ func (r *Runtime) State(ctx context.Context, id string) (_ supervise.ContainerSt
 	case client.Created:
 		// Created but never started: not running, no exit.
 	default:
-		// Unknown: containerd could not ask the shim. That is no exit.
-		return st, fmt.Errorf("task %s: status %q", id, strings.ToLower(p.GetStatus().String()))
+		return st, fmt.Errorf("status %q", status)
 	}
 	return st, nil
 }
