@@ -5,8 +5,8 @@ import (
 	"time"
 
 	tasktypes "github.com/containerd/containerd/api/types/task"
+	"github.com/containerd/containerd/v2/pkg/protobuf"
 	"github.com/podvisor/podvisor/supervise"
-	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // TestTaskState holds that State and the relist's TaskStates read a
@@ -23,7 +23,7 @@ func TestTaskState(t *testing.T) {
 			supervise.ContainerState{Exists: true, HasTask: true, Running: true, Pid: 42}, false},
 		{"paused is running", &tasktypes.Process{ID: "a", Pid: 42, Status: tasktypes.Status_PAUSED},
 			supervise.ContainerState{Exists: true, HasTask: true, Running: true, Pid: 42}, false},
-		{"stopped", &tasktypes.Process{ID: "a", Pid: 42, Status: tasktypes.Status_STOPPED, ExitStatus: 137, ExitedAt: timestamppb.New(at)},
+		{"stopped", &tasktypes.Process{ID: "a", Pid: 42, Status: tasktypes.Status_STOPPED, ExitStatus: 137, ExitedAt: protobuf.ToTimestamp(at)},
 			supervise.ContainerState{Exists: true, HasTask: true, Pid: 42, ExitCode: 137, ExitedAt: at}, false},
 		{"created", &tasktypes.Process{ID: "a", Status: tasktypes.Status_CREATED},
 			supervise.ContainerState{Exists: true, HasTask: true}, false},
