@@ -354,6 +354,28 @@ func (r *fakeRuntime) Exec(_ context.Context, id string, _ ExecProcess) (int, er
 	return 0, r.call("Exec", id)
 }
 
+// listingRuntime is the fake runtime with the relist's listing, as
+// containerd's runtime has it. The fake alone has none: its relist wakes
+// every worker.
+type listingRuntime struct{ *fakeRuntime }
+
+var _ TaskLister = listingRuntime{}
+
+func (r listingRuntime) TaskStates(context.Context) (map[string]ContainerState, error) {
+	if err := r.call("TaskStates", ""); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]ContainerState{}
+	for id, c := range r.ctrs {
+		if c.state.HasTask {
+			out[id] = c.state
+		}
+	}
+	return out, nil
+}
+
 // exit ends a container's process with code.
 func (r *fakeRuntime) exit(id string, code int32) {
 	r.mu.Lock()
@@ -582,6 +604,19 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvRuntime(t, func(r *fakeRuntime) Runtime { return r })
+}
+
+// newListingEnv is newEnv on a runtime that lists its tasks.
+func newListingEnv(t *testing.T) *env {
+	t.Helper()
+	return newEnvRuntime(t, func(r *fakeRuntime) Runtime { return listingRuntime{r} })
+}
+
+// newEnvRuntime is newEnv with the Supervisor's runtime made from the
+// fake by rt.
+func newEnvRuntime(t *testing.T, rt func(*fakeRuntime) Runtime) *env {
+	t.Helper()
 	dir := t.TempDir()
 	cg := filepath.Join(dir, "cgroup")
 	for _, c := range []string{"cpu", "memory"} {
@@ -592,7 +627,7 @@ func newEnv(t *testing.T) *env {
 	e := &env{t: t, clock: newFakeClock(), net: &fakeNet{}, sbx: &fakeSandboxes{}, st: &fakeStatus{}, pr: newFakeProber(), hooks: &fakeHooks{}}
 	e.rt = newFakeRuntime(e.clock)
 	e.s = New(Options{
-		Runtime:    e.rt,
+		Runtime:    rt(e.rt),
 		Network:    e.net,
 		Status:     e.st,
 		Sandboxes:  e.sbx,

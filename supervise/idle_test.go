@@ -1,13 +1,16 @@
 package supervise
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,16 +22,28 @@ import (
 
 // TestIdleMinute holds "at rest, do nothing" (DESIGN invariant 10 and
 // issue 19): with pods running and nothing changing, a simulated minute
-// on the injected clock costs the relist and nothing else. Each relist
-// asks the runtime one State per container and nothing more: no shim
-// search (CollectShims and ReleaseShims walk /proc), no listing; no log
-// drops status file is read (inotify reports their writes); nothing under
-// the state, run and log dirs is written; no event is recorded; and the
-// relist's ticker is the only timer waiting on the clock.
+// on the injected clock costs the relist and nothing else. With a runtime
+// that lists its tasks (containerd's), each relist is one listing: no State
+// call, no worker woken, no worker step (no status published). Without
+// one, each relist asks one State per container. Either way: no shim
+// search (CollectShims and ReleaseShims walk /proc); no log drops status
+// file is read (inotify reports their writes); nothing under the state,
+// run and log dirs is written; no event is recorded; and the relist's
+// ticker is the only timer waiting on the clock.
 func TestIdleMinute(t *testing.T) {
+	t.Run("listing", func(t *testing.T) { testIdleMinute(t, true) })
+	t.Run("no listing", func(t *testing.T) { testIdleMinute(t, false) })
+}
+
+func testIdleMinute(t *testing.T, listing bool) {
 	e := newEnv(t)
+	if listing {
+		e = newListingEnv(t)
+	}
 	const relist = 10 * time.Second
 	e.s.opts.RelistPeriod = relist
+	relists := &relistLog{}
+	e.s.log = slog.New(relists)
 	var dropReads atomic.Int64
 	e.s.readDrops = func(path string) (crilog.Drops, error) {
 		dropReads.Add(1)
@@ -52,16 +67,29 @@ func TestIdleMinute(t *testing.T) {
 	const ctrs = pods * perPod
 	poll(t, "pods started", func() bool { return e.runningCount() == ctrs })
 	// relistOnce moves the clock one relist period on and returns once
-	// every worker has asked for its containers' state: every step
-	// before that relist's is then over.
-	relistOnce := func() {
+	// the relist is over, with how many workers it woke. Without the
+	// listing, it returns once every worker has asked for its containers'
+	// state: every step before that relist's is then over.
+	relistOnce := func() int {
 		t.Helper()
+		n := relists.count()
 		want := e.rt.count("State ") + ctrs
 		e.clock.Step(relist)
-		poll(t, "a relist's State calls", func() bool { return e.rt.count("State ") >= want })
+		poll(t, "a relist", func() bool { return relists.count() > n })
+		if !listing {
+			poll(t, "a relist's State calls", func() bool { return e.rt.count("State ") >= want })
+		}
+		return relists.last()
 	}
-	// Two relists to settle (the steps after the starts may still save
-	// records and publish), a third so the second's steps are over.
+	if listing {
+		// The first relist wakes the workers that started their
+		// containers (they saw no pid yet); they look once, and are at
+		// rest from then on.
+		relistOnce()
+		poll(t, "every worker at rest", func() bool { return e.atRest() == pods })
+	}
+	// Relists to settle (the steps after the starts may still save
+	// records and publish), one more so the last one's steps are over.
 	for range 3 {
 		relistOnce()
 	}
@@ -69,18 +97,22 @@ func TestIdleMinute(t *testing.T) {
 	base := len(e.rt.calls)
 	e.rt.mu.Unlock()
 	e.st.mu.Lock()
-	events := len(e.st.events)
+	events, published := len(e.st.events), len(e.st.published)
 	e.st.mu.Unlock()
 	reads := dropReads.Load()
 	before := scanDirs(t, l.StateDir, l.RunDir, l.LogDir)
 
 	const minute = time.Minute
 	for range minute / relist {
+		if n := relistOnce(); listing && n > 0 {
+			t.Errorf("a relist at rest woke %d workers, want none", n)
+		}
+	}
+	if !listing {
+		// One more, so the minute's last steps are over; its own State
+		// calls are not counted.
 		relistOnce()
 	}
-	// One more, so the minute's last steps are over; its own State calls
-	// are not counted.
-	relistOnce()
 
 	e.rt.mu.Lock()
 	calls := slices.Clone(e.rt.calls[base:])
@@ -89,13 +121,28 @@ func TestIdleMinute(t *testing.T) {
 	for _, c := range calls {
 		counts[strings.Fields(c)[0]]++
 	}
-	wantStates := int(minute/relist+1) * ctrs
-	if counts["State"] > wantStates {
-		t.Errorf("%d State calls over the idle minute and a relist, want at most %d (one per container per relist)", counts["State"], wantStates)
-	}
-	delete(counts, "State")
-	if len(counts) > 0 {
-		t.Errorf("runtime calls at rest besides the relist's State: %v", counts)
+	if listing {
+		if n := counts["TaskStates"]; n != int(minute/relist) {
+			t.Errorf("%d listings over the idle minute, want %d (one per relist)", n, minute/relist)
+		}
+		delete(counts, "TaskStates")
+		if len(counts) > 0 {
+			t.Errorf("runtime calls at rest besides the relist's listing: %v", counts)
+		}
+		e.st.mu.Lock()
+		if n := len(e.st.published) - published; n > 0 {
+			t.Errorf("%d pod statuses published at rest: workers stepped", n)
+		}
+		e.st.mu.Unlock()
+	} else {
+		wantStates := int(minute/relist+1) * ctrs
+		if counts["State"] > wantStates {
+			t.Errorf("%d State calls over the idle minute and a relist, want at most %d (one per container per relist)", counts["State"], wantStates)
+		}
+		delete(counts, "State")
+		if len(counts) > 0 {
+			t.Errorf("runtime calls at rest besides the relist's State: %v", counts)
+		}
 	}
 	if n := dropReads.Load() - reads; n > 0 {
 		t.Errorf("%d log drops status files read at rest", n)
@@ -123,6 +170,62 @@ func TestIdleMinute(t *testing.T) {
 	if n := e.clock.timers(); n != 1 {
 		t.Errorf("%d timers wait on the clock at rest, want 1 (the relist's ticker)", n)
 	}
+}
+
+// relistLog is a log handler that keeps how many workers each relist
+// woke, from its Debug line.
+type relistLog struct {
+	mu    sync.Mutex
+	woken []int64
+}
+
+func (h *relistLog) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *relistLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "relist" {
+		return nil
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "woken" {
+			h.mu.Lock()
+			h.woken = append(h.woken, a.Value.Int64())
+			h.mu.Unlock()
+		}
+		return true
+	})
+	return nil
+}
+
+func (h *relistLog) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *relistLog) WithGroup(string) slog.Handler      { return h }
+
+func (h *relistLog) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.woken)
+}
+
+// last is how many workers the last relist woke.
+func (h *relistLog) last() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.woken) == 0 {
+		return -1
+	}
+	return int(h.woken[len(h.woken)-1])
+}
+
+// atRest counts the workers whose last step left their pod at rest.
+func (e *env) atRest() int {
+	e.s.mu.Lock()
+	defer e.s.mu.Unlock()
+	n := 0
+	for _, w := range e.s.workers {
+		if w.rest.Load() != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // scanDirs returns, for every file and directory under dirs, its size,

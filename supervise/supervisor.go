@@ -76,8 +76,10 @@ type Options struct {
 	// PodPidsLimit is every pod cgroup's pids.max (kubelet's
 	// podPidsLimit); 0 or less: none.
 	PodPidsLimit int64
-	// RelistPeriod is how often every worker re-checks its containers as a
-	// safety net for missed events (default 10s).
+	// RelistPeriod is how often the runtime's containers are re-checked as
+	// a safety net for missed events (default 10s): one listing of its
+	// tasks when it is a TaskLister, waking only the workers of pods that
+	// changed; else every worker asks for its containers' state.
 	RelistPeriod time.Duration
 	// Images, when set, holds a pod's look-up of an image until the images
 	// dir's start-up import has brought that image in or has ended
@@ -282,8 +284,11 @@ func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot
 	s.reconcile(last, records, start)
 	s.synced.Store(true)
 	reported := s.reportManifestErrors(nil, last)
+	// The ticker is made here, not in the loop's goroutine: a tick due
+	// from now on is never missed.
 	relist := s.clock.NewTicker(s.opts.RelistPeriod)
-	defer relist.Stop()
+	wg.Add(1)
+	go func() { defer wg.Done(); defer relist.Stop(); s.relistLoop(ctx, relist.C()) }()
 	// Shims are collected once adoption is done (what it removed may
 	// have left a shim) and after each pod's removal, never on a timer:
 	// finding them walks /proc.
@@ -326,10 +331,6 @@ func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot
 			}
 			s.mu.Unlock()
 			wantShims()
-		case <-relist.C():
-			s.log.Debug("relist")
-			s.wakeAll()
-			continue
 		}
 		s.reconcile(last, records, start)
 	}

@@ -74,10 +74,14 @@ type podWorker struct {
 	probeFailed map[string]string
 	hookFailed  map[string]bool
 
-	crash        map[ctrRef]*backoff.Backoff // kubelet's restart back-off
-	restarts     map[ctrRef]bool             // asked by Restart, until started again
-	last         atomic.Pointer[v1.Pod]      // the pod as last published, for Restart's checks
-	retry        map[ctrRef]*retryClock      // failed starts
+	crash    map[ctrRef]*backoff.Backoff // kubelet's restart back-off
+	restarts map[ctrRef]bool             // asked by Restart, until started again
+	last     atomic.Pointer[v1.Pod]      // the pod as last published, for Restart's checks
+	// rest is what the last step left at rest, read by the relist
+	// (relist.go); nil while a step runs and after one that left the pod
+	// otherwise.
+	rest         atomic.Pointer[restView]
+	retry        map[ctrRef]*retryClock // failed starts
 	sandboxRetry retryClock
 	exitSeen     map[ctrRef]time.Time // when podvisor saw the last exit (monotonic)
 	dropsSeen    map[ctrRef]dropsSeen // what the log driver dropped, as last reported
@@ -280,6 +284,7 @@ func (w *podWorker) pod() *v1.Pod {
 // without a wake-up (zero: only on one) and whether the worker has finished
 // (the pod is gone).
 func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
+	w.rest.Store(nil)
 	pod := w.pod()
 	now := w.d.clock.Now()
 	if w.rec == nil {
@@ -329,6 +334,7 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 	w.reportLogDrops(pod)
 
 	var wake time.Time
+	settled := false
 	for round := 0; ; round++ {
 		if round == maxRounds {
 			w.log.Warn("pod did not settle; looking again shortly", "rounds", round)
@@ -342,6 +348,7 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 			w.applyMountWait(pod, p.MountWait)
 			w.applyDepsWait(pod, p.WaitFor)
 			wake = p.Wake
+			settled = true
 			if w.failed {
 				wake = earliest(wake, w.d.clock.Now().Add(errorRetry))
 			}
@@ -373,6 +380,7 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 		wake = earliest(wake, w.d.clock.Now().Add(errorRetry))
 	}
 	w.notifyStopped()
+	w.rest.Store(w.restView(pod, settled, wake))
 	return wake, false
 }
 
