@@ -57,6 +57,12 @@ func TestBoundedRuntime(t *testing.T) {
 	if Bounded(rt, 0) != Runtime(rt) {
 		t.Error("an unbounded runtime was wrapped")
 	}
+	if _, ok := b.(TaskLister); ok {
+		t.Error("a runtime without the listing has one once bounded")
+	}
+	if _, ok := Bounded(listingRuntime{rt}, time.Minute).(TaskLister); !ok {
+		t.Error("a runtime's listing is lost once bounded: every relist would wake every worker")
+	}
 	ctx := context.Background()
 	c := &v1.Container{Name: "a", Image: "busybox"}
 	img, err := b.EnsureImage(ctx, c)

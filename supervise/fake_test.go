@@ -384,6 +384,14 @@ func (r *fakeRuntime) exit(id string, code int32) {
 	c.state.Running, c.state.ExitCode, c.state.ExitedAt = false, code, r.clock.Now()
 }
 
+// setState sets what the runtime knows of a container, as a change no
+// event reports.
+func (r *fakeRuntime) setState(id string, st ContainerState) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ctrs[id].state = st
+}
+
 // running lists the running containers as name → ID.
 func (r *fakeRuntime) running() map[string]string {
 	r.mu.Lock()
