@@ -52,8 +52,24 @@
 //     Supervisor adopts the running containers from their labels and the
 //     per-pod records in the state dir.
 //   - Exits arrive from the runtime's event stream and wake the owning
-//     worker at once; a periodic relist wakes every worker as a safety net
-//     and never creates a second container.
+//     worker at once. A periodic relist is the safety net (relist.go) and
+//     never creates a second container. With a runtime that is a
+//     TaskLister (containerd's), it is one listing of the namespace's
+//     tasks per RelistPeriod, and it wakes only the workers whose pods
+//     changed: a worker whose last step left its pod at rest (every app
+//     container running with a pid seen, nothing failed, nothing due, no
+//     stop) publishes those containers' pids and its sandbox, and is woken
+//     when the listing shows one of them missing, not running or under
+//     another pid. The relist keeps one per-pod check of its own: it
+//     stats each resting pod's sandbox (Sandboxes.Alive: namespace files,
+//     /dev/shm, the boot) and wakes the worker of one that is gone, as
+//     the step's planner would have found. A worker not at rest, every
+//     worker when the listing fails, and every worker of a runtime
+//     without the listing are woken, each asking State for its
+//     containers. Everything else a step may need comes as a message
+//     (specs, objects, probe results, OOM kills, drops, pressure, images,
+//     readiness, containerd's return) or on the worker's own timer
+//     (back-offs, retries, volume rewrites).
 //   - With Options.LogLinks, a container has kubelet's
 //     /var/log/containers link to its live log from its creation to its
 //     removal; links into the log dir of containers the runtime no longer
@@ -101,9 +117,13 @@
 //     files are read at a worker's first step and after such a write,
 //     never at a relist (polled every 2 s only where inotify fails).
 //   - At rest (pods running, nothing changing) the relist is the only
-//     periodic work: one runtime State per container per RelistPeriod; no
+//     periodic work: one listing of the runtime's tasks per RelistPeriod
+//     and a stat of each pod's sandbox, no worker woken, no State call
+//     (one State per container per RelistPeriod without the listing); no
 //     /proc walk (leftover shims are looked for after adoption and after
-//     a pod's removal), no file read or written.
+//     a pod's removal), no file read or written. With LogLinks, the
+//     links' prune adds a listing of the containers and a read of the
+//     links' dir each period.
 //
 // A pod's network and IPC namespaces are files bind-mounted under the run
 // dir (no pause process or image); its /dev/shm is a tmpfs beside them.
