@@ -136,6 +136,20 @@ func TestRuntime(t *testing.T) {
 	if st, err := rt.State(ctx, "one"); err != nil || !st.Exists || st.HasTask {
 		t.Fatalf("created: %+v, %v", st, err)
 	}
+	// The relist's listing agrees with State: a container with no task
+	// is not listed.
+	listed := func(what string, want supervise.ContainerState, in bool) {
+		t.Helper()
+		tasks, err := rt.TaskStates(ctx)
+		if err != nil {
+			t.Fatalf("%s: TaskStates: %v", what, err)
+		}
+		if got, ok := tasks["one"]; ok != in || (in && (got.Pid != want.Pid || got.Running != want.Running ||
+			got.HasTask != want.HasTask || got.ExitCode != want.ExitCode || !got.ExitedAt.Equal(want.ExitedAt))) {
+			t.Errorf("%s: listed %+v (%v), State %+v", what, got, ok, want)
+		}
+	}
+	listed("created", supervise.ContainerState{}, false)
 	logPath := filepath.Join(dir, "logs", "one", "0.log")
 	if err := rt.Start(ctx, "one", logPath); err != nil {
 		t.Fatal(err)
@@ -144,6 +158,7 @@ func TestRuntime(t *testing.T) {
 	if err != nil || !st.Running || st.Pid == 0 {
 		t.Fatalf("started: %+v, %v", st, err)
 	}
+	listed("started", st, true)
 	poll(t, "hello in the CRI log", func() bool {
 		b, _ := os.ReadFile(logPath)
 		return bytes.Contains(b, []byte(" stdout F hello"))
@@ -192,6 +207,7 @@ func TestRuntime(t *testing.T) {
 	if err != nil || st.Running || st.ExitCode != 3 || st.ExitedAt.IsZero() {
 		t.Fatalf("stopped: %+v, %v", st, err)
 	}
+	listed("stopped", st, true)
 	select {
 	case ev := <-events:
 		if ev.Type != supervise.EventExit || ev.ContainerID != "one" {
