@@ -74,14 +74,15 @@ type podWorker struct {
 	probeFailed map[string]string
 	hookFailed  map[string]bool
 
-	crash    map[ctrRef]*backoff.Backoff // kubelet's restart back-off
-	restarts map[ctrRef]bool             // asked by Restart, until started again
-	last     atomic.Pointer[v1.Pod]      // the pod as last published, for Restart's checks
 	// rest is what the last step left at rest, read by the relist
 	// (relist.go); nil while a step runs and after one that left the pod
 	// otherwise.
-	rest         atomic.Pointer[restView]
-	retry        map[ctrRef]*retryClock // failed starts
+	rest atomic.Pointer[restView]
+
+	crash        map[ctrRef]*backoff.Backoff // kubelet's restart back-off
+	restarts     map[ctrRef]bool             // asked by Restart, until started again
+	last         atomic.Pointer[v1.Pod]      // the pod as last published, for Restart's checks
+	retry        map[ctrRef]*retryClock      // failed starts
 	sandboxRetry retryClock
 	exitSeen     map[ctrRef]time.Time // when podvisor saw the last exit (monotonic)
 	dropsSeen    map[ctrRef]dropsSeen // what the log driver dropped, as last reported
