@@ -17,10 +17,11 @@ import (
 // woken:
 //
 //	relist tick ──▶ TaskStates (one request) ──▶ for each worker:
-//	                    │ error                    rest view nil ──────────┐
-//	                    ▼                          a container not running │
-//	                 wake all                      with the same pid, or   ├─▶ wake
-//	                                               its sandbox gone ───────┘
+//	                    │ error                    no rest view ───────────────┐
+//	                    ▼                          a container it saw running  │
+//	                 wake all                      missing, not running or     ├─▶ wake
+//	                                               under another pid ──────────┤
+//	                                               its sandbox gone (a stat) ──┘
 //	                                               else: nothing
 //
 // A runtime without the listing has every worker woken, each asking State
