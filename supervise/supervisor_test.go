@@ -390,9 +390,9 @@ func TestSupervisorSynced(t *testing.T) {
 	}
 }
 
-// TestRelistWakesWorkers: every relist, on the supervisor's clock, wakes
-// every worker; nothing relists before its period has passed on that
-// clock.
+// TestRelistWakesWorkers: with a runtime that cannot list its tasks,
+// every relist, on the supervisor's clock, wakes every worker; nothing
+// relists before its period has passed on that clock.
 func TestRelistWakesWorkers(t *testing.T) {
 	e := newEnv(t)
 	e.s.opts.RelistPeriod = time.Minute
