@@ -16,12 +16,14 @@
 // Contract:
 //
 //   - Release asks the kernel to reclaim the executable's read-only
-//     mappings (its code, read-only data and function tables:
-//     MADV_PAGEOUT, or MADV_DONTNEED where the kernel lacks it), never a
-//     writable one, and never a page another process maps too. A page
-//     touched again is read back from the page cache or the file, as any
-//     file page the kernel reclaims under pressure: nothing is lost,
-//     only what stays untouched stays out.
+//     mappings (its code, read-only data and function tables), never a
+//     writable one: MADV_PAGEOUT frees the pages no other process maps,
+//     then MADV_DONTNEED drops this process's hold on the rest (on a
+//     read-only private file mapping that is all it does: a page another
+//     process maps stays in the page cache). A page touched again is read
+//     back from the page cache or the file, as any file page the kernel
+//     reclaims under pressure: nothing is lost, only what stays untouched
+//     stays out.
 //   - Release returns the heap's free memory to the system
 //     (debug.FreeOSMemory).
 //   - It reports the resident set before and after; it never fails the

@@ -26,7 +26,8 @@ type Report struct {
 	// Released is how many bytes of the executable's read-only mappings
 	// were advised away (their length, not their resident part).
 	Released uint64
-	// Advice is the advice the kernel took: "pageout" or "dontneed".
+	// Advice is the advice the kernel took: "pageout+dontneed", or
+	// "dontneed" where it lacks MADV_PAGEOUT.
 	Advice string
 }
 
@@ -112,21 +113,23 @@ func parseMaps(r io.Reader, major, minor uint32, ino uint64) ([]Mapping, error) 
 	return out, sc.Err()
 }
 
-// advise asks the kernel to reclaim the mappings: MADV_PAGEOUT (Linux
-// 5.4), which leaves alone pages another process maps too, else
-// MADV_DONTNEED, which on a read-only private file mapping only drops
-// this process's page table entries.
+// advise asks the kernel to reclaim the mappings' pages (MADV_PAGEOUT,
+// Linux 5.4: it frees those no other process maps), then drops this
+// process's page table entries for the rest (MADV_DONTNEED: on a
+// read-only private file mapping that is all it does; a page another
+// process maps, a log driver running the same binary say, stays theirs
+// in the page cache).
 func advise(maps []Mapping) (uint64, string, error) {
 	var n uint64
-	advice, name := uintptr(unix.MADV_PAGEOUT), "pageout"
+	name := "pageout+dontneed"
 	for _, m := range maps {
-		err := madvise(m, advice)
-		if err == unix.EINVAL && advice == unix.MADV_PAGEOUT {
-			advice, name = unix.MADV_DONTNEED, "dontneed"
-			err = madvise(m, advice)
+		if err := madvise(m, unix.MADV_PAGEOUT); err == unix.EINVAL {
+			name = "dontneed"
+		} else if err != nil {
+			return n, name, fmt.Errorf("madvise pageout %x-%x (%s): %w", m.Start, m.End, m.Perms, err)
 		}
-		if err != nil {
-			return n, name, fmt.Errorf("madvise %s %x-%x (%s): %w", name, m.Start, m.End, m.Perms, err)
+		if err := madvise(m, unix.MADV_DONTNEED); err != nil {
+			return n, name, fmt.Errorf("madvise dontneed %x-%x (%s): %w", m.Start, m.End, m.Perms, err)
 		}
 		n += m.End - m.Start
 	}
