@@ -16,6 +16,11 @@
 //     a file, FILE:LINE: key) and why; every such error matches ErrInvalid.
 //   - Run owns every goroutine it starts: each is a member of an errgroup,
 //     ends when its context ends, and the first one to fail stops all.
+//   - Start-up's memory is given back twice, once the supervisor synced
+//     and once every pod settled (Ready or ended; at most 2 minutes
+//     later): the heap's free pages, and the pages of podvisor's own
+//     binary that package initialisation touched (internal/residency).
+//     Nothing of it runs at rest.
 //   - Nothing Run does stops a pod but an eviction for node pressure
 //     (package pressure, through the supervisor's StopPod): pods keep
 //     running after it returns.

@@ -16,6 +16,7 @@ import (
 	"github.com/podvisor/podvisor/internal/embedded"
 	"github.com/podvisor/podvisor/internal/images"
 	"github.com/podvisor/podvisor/internal/layout"
+	"github.com/podvisor/podvisor/internal/residency"
 	"github.com/podvisor/podvisor/manifest"
 	"github.com/podvisor/podvisor/metrics"
 	"github.com/podvisor/podvisor/mirror"
@@ -379,6 +380,10 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 		g.Go(func() error { return hz.run(ctx) })
 	}
 	g.Go(func() error { return d.sd.run(ctx, s.Synced, store.Pods) })
+	g.Go(func() error {
+		releaseStartupMemory(ctx, clk, s.Synced, store.Pods, residency.Release, log)
+		return nil
+	})
 	if c.ExitWhenEmpty {
 		g.Go(func() error {
 			exitWhenDrained(ctx, s.Synced, func() int { return len(store.Pods()) }, log, stop)

@@ -132,6 +132,50 @@ func TestFlashIdle(t *testing.T) {
 			t.Errorf("pod flash%d not Ready at the end of the window (%v)", i, err)
 		}
 	}
+
+	// At rest, of podvisor's own binary only what it uses stays
+	// resident: start-up's pages (package initialisation touches most
+	// of the binary) were given back once the pods settled, and ten
+	// relists since brought back only a fraction.
+	d.waitLogLine("gave back start-up memory", `when="pods settled"`)
+	res, size := exeResidency(t, pid)
+	t.Logf("podvisor's binary at rest: %d KiB of %d KiB mapped read-only resident", res>>10, size>>10)
+	if res > size/3 {
+		t.Errorf("%d KiB of podvisor's %d KiB read-only binary mappings resident at rest: start-up's pages were not given back", res>>10, size>>10)
+	}
+}
+
+// exeResidency sums the resident and mapped bytes of the read-only
+// mappings of pid's executable (/proc/<pid>/smaps).
+func exeResidency(t *testing.T, pid int) (resident, size uint64) {
+	t.Helper()
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := false
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 5 && strings.Contains(f[0], "-") && len(f[1]) == 4: // a mapping's first line
+			in = len(f) >= 6 && strings.Join(f[5:], " ") == exe && !strings.Contains(f[1], "w")
+		case in && len(f) == 3 && (f[0] == "Size:" || f[0] == "Rss:"):
+			kb, _ := strconv.ParseUint(f[1], 10, 64)
+			if f[0] == "Size:" {
+				size += kb << 10
+			} else {
+				resident += kb << 10
+			}
+		}
+	}
+	if size == 0 {
+		t.Fatalf("no read-only mapping of %s in /proc/%d/smaps", exe, pid)
+	}
+	return resident, size
 }
 
 // waitCycles waits until podvisor has done n more of each of its periodic
