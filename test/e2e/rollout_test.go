@@ -37,6 +37,32 @@ spec:
 `, rev, rev, cmd)
 }
 
+// neverReadyPod is revision rev of pod "web" whose container runs but is
+// never Ready (its readiness probe fails) and ignores SIGTERM, with a
+// 30 s grace period: stopping it takes that long.
+func neverReadyPod(rev int) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  annotations:
+    kubernetes.io/change-cause: "rev %d"
+spec:
+  terminationGracePeriodSeconds: 30
+  containers:
+  - name: app
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    env:
+    - name: REV
+      value: "%d"
+    command: ["sh", "-c", "trap '' TERM; while true; do sleep 1; done"]
+    readinessProbe:
+      exec: {command: ["false"]}
+      periodSeconds: 1
+`, rev, rev)
+}
+
 // runningRev waits until web runs Ready with REV=rev, proved from inside
 // its container, and returns the pod.
 func (d *daemon) runningRev(rev int, timeout time.Duration) *v1.Pod {
@@ -60,8 +86,9 @@ func (d *daemon) runningRev(rev int, timeout time.Duration) *v1.Pod {
 // stays; one whose container crashes is rolled back within the deadline
 // (new containers of the previous spec, an event, the pod marked, the
 // failed revision kept in rollout history); a kill -9 while an edit is
-// on probation converges to the same rollback; rollout undo goes back one
-// revision.
+// on probation, and one in the middle of a rollback (while the failed
+// revision's container takes its grace period to stop), converge to the
+// same rollback; rollout undo goes back one revision.
 func TestRollout(t *testing.T) {
 	t.Parallel()
 	d := newDaemon(t, "--progress-deadline", "6s", "--min-ready", "2s")
@@ -134,6 +161,34 @@ func TestRollout(t *testing.T) {
 		return n == 1, fmt.Sprint(msgs)
 	})
 	d.runningRev(2, 30*time.Second)
+
+	// kill -9 in the middle of a rollback: revision 5 runs but never gets
+	// Ready and ignores SIGTERM, so the rollback's stop of it takes its
+	// 30 s grace period; podvisor is killed during that stop. The
+	// restarted podvisor finishes the same rollback (revision 2 again,
+	// revision 5's container gone) and does not decide it a second time.
+	d.writeManifest("web.yaml", neverReadyPod(5))
+	d.poll("revision 5 rolled back", 40*time.Second, func() (bool, string) {
+		n, msgs := d.eventCount(name, "RolledBack", "revision 5")
+		return n == 1, fmt.Sprint(msgs)
+	})
+	// Mid-rollback: revision 5's container still runs (its stop waits out
+	// the grace period).
+	if out, errOut, code := d.runCLI("", "exec", name, "--", "sh", "-c", "echo $REV"); code != 0 || strings.TrimSpace(out) != "5" {
+		t.Fatalf("right after the rollback's decision, revision 5's container is not running: exit %d, %q %q", code, out, errOut)
+	}
+	d.killGroup()
+	d.start()
+	p = d.runningRev(2, 60*time.Second)
+	if n, msgs := d.eventCount(name, "RolledBack", "revision 5"); n != 1 {
+		t.Errorf("revision 5 rolled back %d times across the restart: %q", n, msgs)
+	}
+	if a := p.Annotations[status.RolloutAnnotation]; !strings.Contains(a, "revision 5") {
+		t.Errorf("after the restart mid-rollback, %s annotation %q", status.RolloutAnnotation, a)
+	}
+	if len(p.Status.ContainerStatuses) != 1 {
+		t.Errorf("after the restart mid-rollback: %d container statuses, want 1", len(p.Status.ContainerStatuses))
+	}
 
 	// undo: the revision before the running one.
 	if out, errOut, code := d.runCLI("", "rollout", "undo", "web"); code != 0 || strings.TrimSpace(out) != "pod/"+name+" rolled back to revision 1" {
