@@ -73,7 +73,8 @@
 //   - With Options.LogLinks, a container has kubelet's
 //     /var/log/containers link to its live log from its creation to its
 //     removal; links into the log dir of containers the runtime no longer
-//     has are pruned at start and each relist, others are never touched.
+//     has are pruned at start and after each pod's removal (never on a
+//     timer), others are never touched.
 //   - A container's environment is resolved when it starts, as kubelet's
 //     makeEnvironmentVariables, from the pod, the node and the snapshot's
 //     local ConfigMaps and Secrets (sent to every worker when they change,
@@ -121,9 +122,9 @@
 //     and a stat of each pod's sandbox, no worker woken, no State call
 //     (one State per container per RelistPeriod without the listing); no
 //     /proc walk (leftover shims are looked for after adoption and after
-//     a pod's removal), no file read or written. With LogLinks, the
-//     links' prune adds a listing of the containers and a read of the
-//     links' dir each period.
+//     a pod's removal), no file read or written. LogLinks add nothing at
+//     rest: their prune (a listing of the containers and a read of the
+//     links' dir) runs at start and after each pod's removal.
 //
 // A pod's network and IPC namespaces are files bind-mounted under the run
 // dir (no pause process or image); its /dev/shm is a tmpfs beside them.

@@ -26,8 +26,8 @@ import (
 // that lists its tasks (containerd's), each relist is one listing: no State
 // call, no worker woken, no worker step (no status published). Without
 // one, each relist asks one State per container. Either way: no shim
-// search (CollectShims and ReleaseShims walk /proc); no log drops status
-// file is read (inotify reports their writes); nothing under the state,
+// search (CollectShims and ReleaseShims walk /proc); no listing of the
+// containers for the log links' prune; no log drops status file is read (inotify reports their writes); nothing under the state,
 // run and log dirs is written; no event is recorded; and the relist's
 // ticker is the only timer waiting on the clock.
 func TestIdleMinute(t *testing.T) {
@@ -42,6 +42,10 @@ func testIdleMinute(t *testing.T, listing bool) {
 	}
 	const relist = 10 * time.Second
 	e.s.opts.RelistPeriod = relist
+	// With log links on: they are pruned at start and after removals,
+	// never at rest.
+	links := filepath.Join(t.TempDir(), "containers")
+	e.s.opts.LogLinks, e.s.logLinks = links, links
 	relists := &relistLog{}
 	e.s.log = slog.New(relists)
 	var dropReads atomic.Int64

@@ -205,14 +205,15 @@ func (s *Supervisor) linkListed(c ContainerInfo) error {
 	return nil
 }
 
-// pruneLogLinksLoop prunes (and makes missing links) at start and at each
-// relist.
-func (s *Supervisor) pruneLogLinksLoop(ctx context.Context) {
+// pruneLogLinksLoop prunes (and makes missing links) at start and once
+// for each ask on wanted (a pod's worker ended: its pod was removed), asks
+// made during a pass merging into one more pass, until ctx ends. Never on
+// a timer: stale links are what a podvisor stopped before it removed them
+// left, and a container podvisor created gets its link from its worker.
+func (s *Supervisor) pruneLogLinksLoop(ctx context.Context, wanted <-chan struct{}) {
 	if s.opts.LogLinks == "" {
 		return
 	}
-	t := s.clock.NewTicker(s.opts.RelistPeriod)
-	defer t.Stop()
 	for {
 		if err := s.pruneLogLinks(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("prune container log links", "err", err)
@@ -221,7 +222,7 @@ func (s *Supervisor) pruneLogLinksLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C():
+		case <-wanted:
 		}
 	}
 }

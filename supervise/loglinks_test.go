@@ -2,13 +2,18 @@ package supervise
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/podvisor/podvisor/internal/crilog"
 	"github.com/podvisor/podvisor/internal/layout"
+	"github.com/podvisor/podvisor/manifest"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -145,4 +150,38 @@ func TestCheckDrops(t *testing.T) {
 			t.Errorf("pass %d (%s): woken %v, want %v", i, tt.status, got, tt.want)
 		}
 	}
+}
+
+// TestLogLinksPrunedAfterRemoval: with no timer, the links' prune runs at
+// start and again once a pod's worker has ended (its pod removed); a
+// stale link left meanwhile goes then, not at a relist.
+func TestLogLinksPrunedAfterRemoval(t *testing.T) {
+	e := newListingEnv(t)
+	e.s.opts.RelistPeriod = 10 * time.Second
+	links := filepath.Join(t.TempDir(), "containers")
+	e.s.opts.LogLinks, e.s.logLinks = links, links
+	if err := os.MkdirAll(links, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	snaps := make(chan manifest.Snapshot, 1)
+	snaps <- snapshot(testPod("keep", v1.RestartPolicyAlways, nil, "a"), testPod("gone", v1.RestartPolicyAlways, nil, "a"))
+	stop := e.run(snaps)
+	defer stop()
+	poll(t, "pods started", func() bool { return e.runningCount() == 2 })
+
+	stale := filepath.Join(links, LogLinkName("old", "default", "main", strings.Repeat("ab", 32)))
+	if err := os.Symlink(filepath.Join(e.s.layout.LogDir, "default_old_u", "main", "0.log"), stale); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		e.clock.Step(e.s.opts.RelistPeriod)
+	}
+	if _, err := os.Lstat(stale); err != nil {
+		t.Fatalf("the stale link went at a relist (%v): links are pruned on a timer", err)
+	}
+	snaps <- snapshot(testPod("keep", v1.RestartPolicyAlways, nil, "a"))
+	poll(t, "the stale link pruned after the removal", func() bool {
+		_, err := os.Lstat(stale)
+		return errors.Is(err, fs.ErrNotExist)
+	})
 }

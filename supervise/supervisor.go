@@ -253,8 +253,11 @@ func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot
 		wg.Add(1)
 		go func() { defer wg.Done(); s.retryLeftovers(ctx, left) }()
 	}
+	// Log links are pruned at start and after each pod's removal, never
+	// on a timer (pruneLogLinksLoop).
+	linksWanted := make(chan struct{}, 1)
 	wg.Add(1)
-	go func() { defer wg.Done(); s.pruneLogLinksLoop(ctx) }()
+	go func() { defer wg.Done(); s.pruneLogLinksLoop(ctx, linksWanted) }()
 	wg.Add(1)
 	go func() { defer wg.Done(); s.watchDrops(ctx) }()
 	var last manifest.Snapshot
@@ -331,6 +334,10 @@ func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot
 			}
 			s.mu.Unlock()
 			wantShims()
+			select {
+			case linksWanted <- struct{}{}:
+			default:
+			}
 		}
 		s.reconcile(last, records, start)
 	}

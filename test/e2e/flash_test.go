@@ -82,7 +82,9 @@ spec:
 // podvisor's debug log, not slept). Over that window podvisor's
 // write_bytes (/proc/<pid>/io: bytes it sent towards a block device,
 // anywhere) must not grow, and no file or directory under --state-dir may
-// change. Only podvisor's own process is measured: container output is
+// change; each relist of the window must have woken no worker (one
+// listing of the tasks) and the log links must not have been pruned (done
+// at start and after a removal only). Only podvisor's own process is measured: container output is
 // written by the log drivers the shims start, the pods' own doing.
 // podvisor's log goes to a pipe the test drains, as journald's would.
 func TestFlashIdle(t *testing.T) {
@@ -112,10 +114,31 @@ func TestFlashIdle(t *testing.T) {
 	journal := filepath.Join(d.state, "events.jsonl")
 	before, beforeIO := scanTree(t, d.state), readProcIO(t, pid)
 	journalBefore, _ := os.ReadFile(journal)
+	logBefore, _ := os.ReadFile(d.logFile)
 	t0 := time.Now()
 	d.waitCycles(10)
 	after, afterIO := scanTree(t, d.state), readProcIO(t, pid)
 	window := time.Since(t0)
+	// Each relist of the window listed the tasks and woke no worker; the
+	// log links were not pruned (that is done at start and after a
+	// removal).
+	logAfter, _ := os.ReadFile(d.logFile)
+	relists, woke, prunes := 0, 0, 0
+	for _, line := range strings.Split(string(logAfter[len(logBefore):]), "\n") {
+		switch {
+		case strings.Contains(line, "msg=relist"):
+			relists++
+			if !strings.Contains(line, "woken=0") {
+				woke++
+				t.Logf("relist at rest woke workers: %s", line)
+			}
+		case strings.Contains(line, `msg="log links pruned"`):
+			prunes++
+		}
+	}
+	if relists < 10 || woke > 0 || prunes > 0 {
+		t.Errorf("at rest: %d relists, %d of them woke workers (want none); log links pruned %d times (want 0)", relists, woke, prunes)
+	}
 	t.Logf("window %s: write_bytes +%d, wchar +%d, syscw +%d (wchar/syscw count sockets and pipes too)", window.Round(time.Millisecond),
 		afterIO["write_bytes"]-beforeIO["write_bytes"], afterIO["wchar"]-beforeIO["wchar"], afterIO["syscw"]-beforeIO["syscw"])
 	if n := afterIO["write_bytes"] - beforeIO["write_bytes"]; n != 0 {
@@ -200,7 +223,6 @@ func (d *daemon) waitCycles(n int) {
 var cycleLines = map[string]string{
 	"relist":          `msg=relist`,
 	"manifest relist": `msg="manifest relist"`,
-	"log links":       `msg="log links pruned"`,
 }
 
 func (d *daemon) cycleCounts() map[string]int {
