@@ -90,27 +90,29 @@ func parseMaps(r io.Reader, major, minor uint32, ino uint64) ([]Mapping, error) 
 		if n, err := strconv.ParseUint(f[4], 10, 64); err != nil || n != ino || ino == 0 {
 			continue
 		}
-		maj, min, ok := strings.Cut(f[3], ":")
-		if !ok {
+		ma, mi, ok := hexPair(f[3], ":")
+		if !ok || ma != uint64(major) || mi != uint64(minor) {
 			continue
 		}
-		ma, err1 := strconv.ParseUint(maj, 16, 32)
-		mi, err2 := strconv.ParseUint(min, 16, 32)
-		if err1 != nil || err2 != nil || uint32(ma) != major || uint32(mi) != minor {
-			continue
-		}
-		lo, hi, ok := strings.Cut(f[0], "-")
-		if !ok {
-			continue
-		}
-		start, err1 := strconv.ParseUint(lo, 16, 64)
-		end, err2 := strconv.ParseUint(hi, 16, 64)
-		if err1 != nil || err2 != nil || end <= start {
+		start, end, ok := hexPair(f[0], "-")
+		if !ok || end <= start {
 			return nil, fmt.Errorf("/proc/self/maps: bad range %q", f[0])
 		}
 		out = append(out, Mapping{Start: start, End: end, Perms: f[1]})
 	}
 	return out, sc.Err()
+}
+
+// hexPair parses s as two hexadecimal numbers separated by sep
+// ("7f00-7f10", "fe:00").
+func hexPair(s, sep string) (a, b uint64, ok bool) {
+	x, y, ok := strings.Cut(s, sep)
+	if !ok {
+		return 0, 0, false
+	}
+	a, err1 := strconv.ParseUint(x, 16, 64)
+	b, err2 := strconv.ParseUint(y, 16, 64)
+	return a, b, err1 == nil && err2 == nil
 }
 
 // advise asks the kernel to reclaim the mappings' pages (MADV_PAGEOUT,

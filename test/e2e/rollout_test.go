@@ -18,6 +18,21 @@ func rolloutPod(rev int, crash bool) string {
 	if crash {
 		cmd = "exit 3"
 	}
+	return webPod(rev, 2, cmd, "")
+}
+
+// neverReadyPod is revision rev of pod "web" whose container runs but is
+// never Ready (its readiness probe fails) and ignores SIGTERM, with a
+// 30 s grace period: stopping it takes that long.
+func neverReadyPod(rev int) string {
+	return webPod(rev, 30, "trap '' TERM; while true; do sleep 1; done",
+		"    readinessProbe:\n      exec: {command: [\"false\"]}\n      periodSeconds: 1\n")
+}
+
+// webPod is revision rev of pod "web": one container running cmd with
+// REV=rev in its environment, grace seconds to stop, and extra (YAML of
+// the container's other fields) appended.
+func webPod(rev, grace int, cmd, extra string) string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
@@ -25,7 +40,7 @@ metadata:
   annotations:
     kubernetes.io/change-cause: "rev %d"
 spec:
-  terminationGracePeriodSeconds: 2
+  terminationGracePeriodSeconds: %d
   containers:
   - name: app
     image: busybox
@@ -34,33 +49,7 @@ spec:
     - name: REV
       value: "%d"
     command: ["sh", "-c", %q]
-`, rev, rev, cmd)
-}
-
-// neverReadyPod is revision rev of pod "web" whose container runs but is
-// never Ready (its readiness probe fails) and ignores SIGTERM, with a
-// 30 s grace period: stopping it takes that long.
-func neverReadyPod(rev int) string {
-	return fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: web
-  annotations:
-    kubernetes.io/change-cause: "rev %d"
-spec:
-  terminationGracePeriodSeconds: 30
-  containers:
-  - name: app
-    image: busybox
-    imagePullPolicy: IfNotPresent
-    env:
-    - name: REV
-      value: "%d"
-    command: ["sh", "-c", "trap '' TERM; while true; do sleep 1; done"]
-    readinessProbe:
-      exec: {command: ["false"]}
-      periodSeconds: 1
-`, rev, rev)
+%s`, rev, grace, rev, cmd, extra)
 }
 
 // runningRev waits until web runs Ready with REV=rev, proved from inside
