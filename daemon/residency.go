@@ -51,8 +51,8 @@ func releaseStartupMemory(ctx context.Context, clk clock.WithTicker, synced func
 	if !wait(synced) {
 		return
 	}
-	do("synced")
 	deadline = clk.Now().Add(settleWait)
+	do("synced")
 	if !wait(func() bool { return podsSettled(pods()) }) {
 		return
 	}
