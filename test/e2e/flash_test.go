@@ -159,11 +159,12 @@ func TestFlashIdle(t *testing.T) {
 	// At rest, of podvisor's own binary only what it uses stays
 	// resident: start-up's pages (package initialisation touches most
 	// of the binary) were given back once the pods settled, and ten
-	// relists since brought back only a fraction.
+	// relists since brought back only a part (a quarter to a third of
+	// the read-only mappings here, three quarters without the release).
 	d.waitLogLine("gave back start-up memory", `when="pods settled"`)
 	res, size := exeResidency(t, pid)
 	t.Logf("podvisor's binary at rest: %d KiB of %d KiB mapped read-only resident", res>>10, size>>10)
-	if res > size/3 {
+	if res > size/2 {
 		t.Errorf("%d KiB of podvisor's %d KiB read-only binary mappings resident at rest: start-up's pages were not given back", res>>10, size>>10)
 	}
 }
