@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podvisor/podvisor/internal/residency"
+	"github.com/podvisor/podvisor/status"
 )
 
 const (
@@ -66,20 +67,11 @@ func podsSettled(pods []v1.Pod) bool {
 		case v1.PodSucceeded, v1.PodFailed:
 			continue
 		case v1.PodRunning:
-			if podIsReady(p) {
+			if status.PodReady(&p) {
 				continue
 			}
 		}
 		return false
 	}
 	return true
-}
-
-func podIsReady(p v1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == v1.PodReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
 }

@@ -445,16 +445,9 @@ func Cause(last *v1.PodStatus, deadline, minReady time.Duration, ready bool) str
 	return what
 }
 
+// podReady: Ready and not being deleted.
 func podReady(p *v1.Pod) bool {
-	if p.DeletionTimestamp != nil {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == v1.PodReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
+	return p.DeletionTimestamp == nil && status.PodReady(p)
 }
 
 func short(hash string) string {

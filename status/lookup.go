@@ -29,3 +29,15 @@ func FindPods(pods []v1.Pod, name, namespace string) []*v1.Pod {
 	}
 	return nil
 }
+
+// PodReady reports whether the pod's Ready condition is True: the one
+// reading of "Ready" for the supervisor's wait-for gate, the rollout, the
+// stuck line and the daemon.
+func PodReady(pod *v1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}

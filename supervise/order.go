@@ -196,13 +196,3 @@ func withDepsCondition(conds []v1.PodCondition, c *v1.PodCondition) []v1.PodCond
 	}
 	return conds
 }
-
-// podReady reports whether pod's Ready condition is True.
-func podReady(pod *v1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == v1.PodReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
-}

@@ -89,7 +89,7 @@ func TestWorkerWaitsForPods(t *testing.T) {
 	e.rt.setFail("Create", nil)
 	e.clock.Step(time.Hour) // past the retry of the failed start
 	e.step(dw)
-	if !podReady(e.st.pod(db.UID)) {
+	if !status.PodReady(e.st.pod(db.UID)) {
 		t.Fatalf("db not Ready: %+v", e.st.pod(db.UID).Status.Conditions)
 	}
 	if len(aw.inbox.signal) != 1 {

@@ -237,7 +237,7 @@ func (w *podWorker) publish(pod *v1.Pod) {
 	out := projectStatus(in)
 	w.conds = out.Status.Conditions
 	w.d.status.SetPod(out)
-	w.d.readiness.set(w.uid, w.fullName, podReady(out))
+	w.d.readiness.set(w.uid, w.fullName, status.PodReady(out))
 	w.last.Store(out)
 	w.published()
 }

@@ -49,7 +49,7 @@ var stuckChecks = []func(pod *v1.Pod, events []v1.Event) (Stuck, bool){
 // cause it knows. It names objects, keys, images and plugins, never an
 // environment value.
 func PodStuck(pod *v1.Pod, events []v1.Event) (Stuck, bool) {
-	if pod.DeletionTimestamp != nil || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodRunning && podReady(pod) {
+	if pod.DeletionTimestamp != nil || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodRunning && status.PodReady(pod) {
 		return Stuck{}, false
 	}
 	var mine []v1.Event
@@ -81,15 +81,6 @@ func (s Stuck) Line(tail []string) string {
 		line += "; last log lines: " + strings.Join(q, " ")
 	}
 	return Escape(line)
-}
-
-func podReady(pod *v1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == v1.PodReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // The messages the daemon writes, as libcni and kubelet word them.
