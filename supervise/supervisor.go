@@ -298,13 +298,7 @@ func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot
 	shimsWanted, shimsDone := make(chan struct{}, 1), make(chan struct{})
 	go s.collectShims(ctx, shimsWanted, shimsDone)
 	defer func() { <-shimsDone }()
-	wantShims := func() {
-		select {
-		case shimsWanted <- struct{}{}:
-		default:
-		}
-	}
-	wantShims()
+	ask(shimsWanted)
 	var heartbeat <-chan time.Time
 	if s.opts.Heartbeat != nil {
 		hb := s.clock.NewTicker(cmp.Or(s.opts.HeartbeatPeriod, time.Second))
@@ -333,11 +327,8 @@ func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot
 				}
 			}
 			s.mu.Unlock()
-			wantShims()
-			select {
-			case linksWanted <- struct{}{}:
-			default:
-			}
+			ask(shimsWanted)
+			ask(linksWanted)
 		}
 		s.reconcile(last, records, start)
 	}
@@ -384,4 +375,13 @@ func (s *Supervisor) setHealth(err error) {
 // cancellation of ctx, bounded by a timeout.
 func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+}
+
+// ask asks a loop that waits on wanted (capacity 1) for one more pass; an
+// ask already pending covers this one.
+func ask(wanted chan<- struct{}) {
+	select {
+	case wanted <- struct{}{}:
+	default:
+	}
 }
