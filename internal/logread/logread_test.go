@@ -48,6 +48,26 @@ func appendFile(t *testing.T, path, content string) {
 	}
 }
 
+func rename(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.Rename(from, to); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// compress replaces a rotated file by its .gz, as kubelet does.
+func compress(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeGz(t, path+".gz", string(b))
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // collect returns an emit that records "stream content" per line.
 func collect() (func(Line) error, func() []string) {
 	var mu sync.Mutex
@@ -190,15 +210,54 @@ func TestFollow(t *testing.T) {
 	emit, got := collect()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	// hold takes a release channel: the next Idle call says on held that
+	// Follow is in it, then waits until release is closed.
+	hold := make(chan chan struct{}, 1)
+	held := make(chan struct{})
+	onIdle := func() error {
+		idle.Lock()
+		idles++
+		idle.Unlock()
+		select {
+		case release := <-hold:
+			select {
+			case held <- struct{}{}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		default:
+		}
+		return nil
+	}
 	done := make(chan error, 1)
 	go func() {
 		done <- Follow(ctx, live, Options{Tail: 2}, Watch{
 			Poll:  time.Millisecond,
 			Ended: isEnded,
-			Idle:  func() error { idle.Lock(); idles++; idle.Unlock(); return nil },
+			Idle:  onIdle,
 		}, emit)
 	}()
 	has := func(n int) func() bool { return func() bool { return len(got()) >= n } }
+	// holdIdle returns once Follow is blocked in its Idle call (it has
+	// emitted all there is and found the live file where it was); it stays
+	// there until the returned channel is closed.
+	holdIdle := func() chan struct{} {
+		release := make(chan struct{})
+		hold <- release
+		select {
+		case <-held:
+		case err := <-done:
+			t.Fatalf("Follow returned %v before going idle; got %q", err, got())
+		case <-time.After(10 * time.Second):
+			t.Fatalf("timed out waiting for Follow to go idle; got %q", got())
+		}
+		return release
+	}
 	// caughtUp waits until Follow has gone idle twice since now: it has
 	// looked at the files as they are.
 	caughtUp := func() {
@@ -223,22 +282,22 @@ func TestFollow(t *testing.T) {
 	writeFile(t, live, rec(6, "stdout", "F", "l6"))
 	waitFor(t, "l6", has(6), got)
 
-	// Two rotations before the reader looks, the older already compressed.
+	// Two rotations before the reader looks, the older already compressed:
+	// Follow has read l7 and is held in its Idle call throughout.
 	appendFile(t, live, rec(7, "stdout", "F", "l7"))
-	idle.Lock() // hold Follow in its Idle call
-	os.Rename(live, live+".20261201-100007")
-	b, _ := os.ReadFile(live + ".20261201-100007")
-	writeGz(t, live+".20261201-100007.gz", string(b))
-	os.Remove(live + ".20261201-100007")
+	waitFor(t, "l7", has(7), got)
+	release := holdIdle()
+	rename(t, live, live+".20261201-100007")
+	compress(t, live+".20261201-100007")
 	writeFile(t, live, rec(8, "stdout", "F", "l8"))
-	os.Rename(live, live+".20261201-100008")
+	rename(t, live, live+".20261201-100008")
 	writeFile(t, live, rec(9, "stdout", "F", "l9"))
-	idle.Unlock()
+	close(release)
 	waitFor(t, "l9", has(9), got)
 
 	// The old scheme: renamed to ".1".
 	appendFile(t, live, rec(10, "stdout", "F", "l10"))
-	os.Rename(live, live+".1")
+	rename(t, live, live+".1")
 	writeFile(t, live, rec(11, "stdout", "F", "l11"))
 	waitFor(t, "l11", has(11), got)
 
