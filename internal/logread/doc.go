@@ -22,6 +22,9 @@
 //   - Follow reads to the end, then waits for more: when the live path
 //     names a new file (rotation), it finishes the old file, reads the
 //     rotated files it has not read, then goes on with the new live file;
+//     it opens that first and lists the rotated files after, and does both
+//     again if the live path has moved on by then, so that a file rotated
+//     meanwhile (several rotations between two looks) is read too;
 //     when Next names the container's next instance, it finishes this one
 //     and goes on with that; it returns when Ended says the log is over
 //     or ctx is done. Every line is emitted once.

@@ -299,6 +299,12 @@ func NextInstance(live string) (string, bool) {
 // selects them, then follows it and the instances after it until w.Ended
 // or ctx is done (then it returns ctx's error).
 func Follow(ctx context.Context, live string, o Options, w Watch, emit func(Line) error) error {
+	return follow(ctx, live, o, w, nil, emit)
+}
+
+// follow is Follow with a hook called, when not nil, before each look
+// Follow takes at the files (a test stops it there to move them under it).
+func follow(ctx context.Context, live string, o Options, w Watch, step func(string), emit func(Line) error) error {
 	if w.Poll <= 0 {
 		w.Poll = 200 * time.Millisecond
 	}
@@ -306,7 +312,7 @@ func Follow(ctx context.Context, live string, o Options, w Watch, emit func(Line
 		w.Next = NextInstance
 	}
 	s := newSink(o, emit)
-	f := &follower{ctx: ctx, w: w, s: s}
+	f := &follower{ctx: ctx, w: w, s: s, hook: step}
 	first := true
 	for {
 		next, err := f.instance(live, func() error {
@@ -324,9 +330,16 @@ func Follow(ctx context.Context, live string, o Options, w Watch, emit func(Line
 }
 
 type follower struct {
-	ctx context.Context
-	w   Watch
-	s   *sink
+	ctx  context.Context
+	w    Watch
+	s    *sink
+	hook func(string)
+}
+
+func (f *follower) step(name string) {
+	if f.hook != nil {
+		f.hook(name)
+	}
 }
 
 // openLive is the live file being read.
@@ -337,6 +350,7 @@ type openLive struct {
 }
 
 func (f *follower) open(path string) (*openLive, error) {
+	f.step("open")
 	file, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -362,7 +376,7 @@ func (l *openLive) close() {
 // "" when the log ended. caughtUp runs each time the end is reached.
 func (f *follower) instance(live string, caughtUp func() error) (string, error) {
 	consumed := map[string]bool{}
-	cur, err := f.open(live)
+	cur, rotated, err := f.openLatest(live)
 	if err != nil {
 		return "", err
 	}
@@ -370,14 +384,8 @@ func (f *follower) instance(live string, caughtUp func() error) (string, error) 
 	// The rotated files older than the open live file come first; any
 	// rotated after it was opened (the open file among them) are taken
 	// up when the rotation is seen.
-	rotated, err := rotatedFiles(live)
-	if err != nil {
-		return "", err
-	}
 	for _, r := range rotated {
-		if cur != nil && sameFile(r, cur.st) {
-			break
-		}
+		f.step("read rotated")
 		if err := readWhole(r, f.s); err != nil {
 			return "", err
 		}
@@ -385,11 +393,13 @@ func (f *follower) instance(live string, caughtUp func() error) (string, error) 
 	}
 	for {
 		if cur != nil {
+			f.step("read")
 			if err := cur.lr.drain(f.s.record); err != nil {
 				return "", fmt.Errorf("read %s: %w", live, err)
 			}
 		}
 		// Rotated away, or created at last?
+		f.step("stat")
 		st, err := os.Stat(live)
 		moved := err == nil && (cur == nil || !os.SameFile(st, cur.st)) || errors.Is(err, fs.ErrNotExist) && cur != nil
 		if moved {
@@ -403,11 +413,14 @@ func (f *follower) instance(live string, caughtUp func() error) (string, error) 
 					return "", err
 				}
 			}
-			if err := f.takeRotated(live, cur, consumed); err != nil {
+			next, rotated, err := f.openLatest(live)
+			if err != nil {
 				return "", err
 			}
+			err = f.takeRotated(rotated, cur, consumed)
 			cur.close()
-			if cur, err = f.open(live); err != nil {
+			cur = next
+			if err != nil {
 				return "", err
 			}
 			continue
@@ -450,13 +463,44 @@ func (f *follower) instance(live string, caughtUp func() error) (string, error) 
 	}
 }
 
-// takeRotated reads, in order, the rotated files not read yet, except the
-// one that was the open live file (read through cur).
-func (f *follower) takeRotated(live string, cur *openLive, consumed map[string]bool) error {
-	rotated, err := rotatedFiles(live)
-	if err != nil {
-		return err
+// openLatest opens the live file (nil if there is none) and lists the
+// rotated files beside it, and the two agree: the list is taken after the
+// open, and the live path is looked at again after the list, so that every
+// file rotated before the open one is listed and none rotated after it is.
+// Were the open file rotated before the list was taken, the files it was
+// rotated with would be listed (and taken as read) while the file opened is
+// the one after them; so when the live path has moved on by then, it is
+// done again.
+func (f *follower) openLatest(live string) (*openLive, []string, error) {
+	for {
+		cur, err := f.open(live)
+		if err != nil {
+			return nil, nil, err
+		}
+		f.step("list")
+		rotated, err := rotatedFiles(live)
+		if err != nil {
+			cur.close()
+			return nil, nil, err
+		}
+		// With no live file, anything listed is older than the next one.
+		if cur == nil {
+			return nil, rotated, nil
+		}
+		f.step("stat")
+		if sameFile(live, cur.st) {
+			return cur, rotated, nil
+		}
+		cur.close()
+		if err := f.ctx.Err(); err != nil {
+			return nil, nil, err
+		}
 	}
+}
+
+// takeRotated reads, in order, the rotated files listed and not read yet,
+// except the one that was the open live file (read through cur).
+func (f *follower) takeRotated(rotated []string, cur *openLive, consumed map[string]bool) error {
 	var fresh []string
 	for _, r := range rotated {
 		if !consumed[rotatedKey(r)] && !slices.Contains(fresh, rotatedKey(r)) {
@@ -466,6 +510,7 @@ func (f *follower) takeRotated(live string, cur *openLive, consumed map[string]b
 	ours := -1
 	if cur != nil {
 		for i, r := range fresh {
+			f.step("identify")
 			if sameFile(r, cur.st) {
 				ours = i
 				break
@@ -481,6 +526,7 @@ func (f *follower) takeRotated(live string, cur *openLive, consumed map[string]b
 		if i == ours {
 			continue
 		}
+		f.step("read rotated")
 		if err := readWhole(r, f.s); err != nil {
 			return err
 		}

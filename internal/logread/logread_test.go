@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -347,5 +348,226 @@ func TestFollowStopsWithContext(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Follow did not return when its context ended")
+	}
+}
+
+// stopper stops Follow at the steps it takes (see follow) and in its Idle
+// call, and lets it go again, so a test can move files under it at a
+// chosen point.
+type stopper struct {
+	ctx    context.Context
+	mode   atomic.Int32 // stopEverywhere, stopAtIdle or stopNowhere
+	at     chan string  // Follow is stopped at this step
+	resume chan struct{}
+}
+
+const (
+	stopEverywhere = iota
+	stopAtIdle
+	stopNowhere
+)
+
+func (s *stopper) stop(step string) {
+	if m := s.mode.Load(); m == stopNowhere || m == stopAtIdle && step != "idle" {
+		return
+	}
+	select {
+	case s.at <- step:
+	case <-s.ctx.Done():
+		return
+	}
+	select {
+	case <-s.resume:
+	case <-s.ctx.Done():
+	}
+}
+
+// doubleRotation is the double rotation of TestFollow, one step at a
+// time: the live file (l7 its last line) renamed to a stamp, that
+// compressed (the .gz written, the plain file removed), l8 written to a new
+// live file, that renamed to a later stamp, l9 written to the next live
+// file.
+func doubleRotation(t *testing.T, live string) []func() {
+	r7, r8 := live+".20261201-100007", live+".20261201-100008"
+	return []func(){
+		func() { rename(t, live, r7) },
+		func() {
+			b, err := os.ReadFile(r7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeGz(t, r7+".gz", string(b))
+		},
+		func() {
+			if err := os.Remove(r7); err != nil {
+				t.Fatal(err)
+			}
+		},
+		func() { writeFile(t, live, rec(8, "stdout", "F", "l8")) },
+		func() { rename(t, live, r8) },
+		func() { writeFile(t, live, rec(9, "stdout", "F", "l9")) },
+	}
+}
+
+// followRotated follows a log whose live file holds l6 (l5 in an older,
+// compressed rotated file) and does the double rotation under it: with
+// Follow stopped in its Idle call, l7 is appended (and, unless l7Unread,
+// Follow goes idle again having read it), then the rotation's steps up to
+// cuts[0]; then, for each later cut, Follow is let go past skips[i] stops
+// and the steps up to cuts[i+1] (all the rest for the last) are done where
+// it stops next, which is appended to *stoppedAt. Follow is then let go to
+// its next Idle call (it has seen the files as they are now) and ended.
+// followRotated fails t unless l5 to l9 were each emitted once, in order.
+func followRotated(t *testing.T, l7Unread bool, cuts, skips []int, stoppedAt *[]string) {
+	dir := t.TempDir()
+	live := filepath.Join(dir, "0.log")
+	writeGz(t, live+".20261201-100005.gz", rec(5, "stdout", "F", "l5"))
+	writeFile(t, live, rec(6, "stdout", "F", "l6"))
+	steps := doubleRotation(t, live)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s := &stopper{ctx: ctx, at: make(chan string), resume: make(chan struct{})}
+	s.mode.Store(stopAtIdle)
+	var ended atomic.Bool
+	emit, got := collect()
+	done := make(chan error, 1)
+	go func() {
+		done <- follow(ctx, live, Options{Tail: -1}, Watch{
+			Poll:  time.Millisecond,
+			Ended: func(string) bool { return ended.Load() },
+			Idle:  func() error { s.stop("idle"); return nil },
+		}, s.stop, emit)
+	}()
+	// wait returns the step Follow is stopped at.
+	wait := func() string {
+		t.Helper()
+		select {
+		case step := <-s.at:
+			return step
+		case err := <-done:
+			t.Fatalf("Follow returned %v; got %q", err, got())
+		case <-time.After(10 * time.Second):
+			t.Fatalf("timed out waiting for Follow to stop; got %q", got())
+		}
+		return ""
+	}
+	resume := func(mode int32) {
+		s.mode.Store(mode)
+		s.resume <- struct{}{}
+	}
+	want := func(lines ...string) {
+		t.Helper()
+		if g := got(); fmt.Sprint(g) != fmt.Sprint(lines) {
+			t.Fatalf("got  %q\nwant %q", g, lines)
+		}
+	}
+
+	wait() // idle
+	want("stdout l5", "stdout l6")
+	appendFile(t, live, rec(7, "stdout", "F", "l7"))
+	if !l7Unread {
+		resume(stopAtIdle)
+		wait()
+		want("stdout l5", "stdout l6", "stdout l7")
+	}
+	did := 0
+	doSteps := func(upTo int) {
+		for ; did < upTo; did++ {
+			steps[did]()
+		}
+	}
+	doSteps(cuts[0])
+	for i, skip := range skips {
+		resume(stopEverywhere)
+		for range skip {
+			wait()
+			resume(stopEverywhere)
+		}
+		*stoppedAt = append(*stoppedAt, wait())
+		if i+1 < len(cuts) {
+			doSteps(cuts[i+1])
+		} else {
+			doSteps(len(steps))
+		}
+	}
+	doSteps(len(steps))
+	resume(stopAtIdle)
+	if step := wait(); step != "idle" {
+		t.Fatalf("Follow stopped at %q, not idle", step)
+	}
+	ended.Store(true)
+	resume(stopNowhere)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Follow did not return once the log ended")
+	}
+	want("stdout l5", "stdout l6", "stdout l7", "stdout l8", "stdout l9")
+}
+
+// TestFollowDoubleRotation does TestFollow's double rotation (the live
+// file renamed and compressed, a new live file renamed too, a third one)
+// at every point of Follow's loop: wherever Follow stands when the files
+// move, l7, l8 and l9 are each emitted once, in order. Each case is
+// deterministic: Follow is stopped where the files are moved.
+func TestFollowDoubleRotation(t *testing.T) {
+	// Once Follow is stopped in Idle, letting it go further only goes
+	// round its loop again; a subtest not run (-run) or failed says nothing
+	// of where Follow stopped, so the stops are counted on to maxStops.
+	const maxStops = 16
+	last := func(at []string, n, i int) bool {
+		if len(at) > i {
+			return at[i] == "idle"
+		}
+		return n >= maxStops
+	}
+	for _, l7Unread := range []bool{false, true} {
+		variant := "l7 read"
+		if l7Unread {
+			variant = "l7 unread"
+		}
+		// Follow in Idle having read l7 (a), or before it has (b), and
+		// all of the rotation done there.
+		t.Run(variant+"/all while idle", func(t *testing.T) {
+			followRotated(t, l7Unread, []int{6}, nil, new([]string))
+		})
+		// The first k steps while Follow is in Idle, the rest where it
+		// stops after n more of its steps, for every n up to where it is
+		// idle again.
+		for k := 0; k < 6; k++ {
+			for n := 0; ; n++ {
+				var at []string
+				t.Run(fmt.Sprintf("%s/%d steps while idle, the rest after %d stops", variant, k, n), func(t *testing.T) {
+					followRotated(t, l7Unread, []int{k}, []int{n}, &at)
+					t.Logf("the rest done at %q", at)
+				})
+				if last(at, n, 0) {
+					break
+				}
+			}
+		}
+		// (c): the file Follow holds open (at its end, unless l7Unread) is
+		// renamed while Follow is idle, compressed and removed after n1
+		// more of its steps, then the second rotation after n2 more.
+		for n1 := 0; ; n1++ {
+			var at []string
+			for n2 := 0; ; n2++ {
+				at = nil
+				t.Run(fmt.Sprintf("%s/renamed while idle, compressed after %d stops, rotated again after %d more", variant, n1, n2), func(t *testing.T) {
+					followRotated(t, l7Unread, []int{1, 3}, []int{n1, n2}, &at)
+					t.Logf("compressed at %q, rotated again at %q", at[0], at[1])
+				})
+				if last(at, n2, 1) {
+					break
+				}
+			}
+			if last(at, n1, 0) {
+				break
+			}
+		}
 	}
 }
