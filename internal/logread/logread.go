@@ -421,6 +421,7 @@ func (f *follower) instance(live string, caughtUp func() error) (string, error) 
 			cur.close()
 			cur = next
 			if err != nil {
+				cur.close()
 				return "", err
 			}
 			continue
