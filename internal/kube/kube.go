@@ -1,7 +1,7 @@
 // Package kube is podvisor's client of the apiserver: the five API groups
 // it speaks (core, coordination, authentication, authorization and
-// certificates, all v1), each resource a client-go generic typed client
-// (k8s.io/client-go/gentype) over a REST client for its group.
+// certificates, all v1), each kind's calls made as client-go's generated
+// typed clients make them, over a REST client for its group.
 //
 // client-go's clientset (k8s.io/client-go/kubernetes) would do the same
 // requests, but its scheme registers every group and version of the API
@@ -31,7 +31,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/gentype"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 )
@@ -54,8 +53,8 @@ func init() {
 	utilruntime.Must(certsv1.AddToScheme(Scheme))
 }
 
-// Client is what podvisor asks of a kind it reads and writes: the methods
-// of client-go's typed clients (gentype.ClientWithList) it uses.
+// Client is what podvisor asks of a kind it reads and writes: methods of
+// client-go's typed clients, with their signatures.
 type Client[T, L any] interface {
 	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
 	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
@@ -186,52 +185,45 @@ func (c *Clientset) CertificatesV1() CertificatesV1     { return certificatesV1{
 type coreV1 struct{ rc rest.Interface }
 
 func (g coreV1) Pods(ns string) StatusClient[*corev1.Pod, *corev1.PodList] {
-	return gentype.NewClientWithList("pods", g.rc, ParameterCodec, ns,
-		func() *corev1.Pod { return &corev1.Pod{} }, func() *corev1.PodList { return &corev1.PodList{} },
-		gentype.PrefersProtobuf[*corev1.Pod]())
+	return resource[*corev1.Pod, *corev1.PodList]{g.rc, "pods", ns,
+		func() *corev1.Pod { return &corev1.Pod{} }, func() *corev1.PodList { return &corev1.PodList{} }}
 }
 
 func (g coreV1) Nodes() StatusClient[*corev1.Node, *corev1.NodeList] {
-	return gentype.NewClientWithList("nodes", g.rc, ParameterCodec, "",
-		func() *corev1.Node { return &corev1.Node{} }, func() *corev1.NodeList { return &corev1.NodeList{} },
-		gentype.PrefersProtobuf[*corev1.Node]())
+	return resource[*corev1.Node, *corev1.NodeList]{g.rc, "nodes", "",
+		func() *corev1.Node { return &corev1.Node{} }, func() *corev1.NodeList { return &corev1.NodeList{} }}
 }
 
 func (g coreV1) Events(ns string) Client[*corev1.Event, *corev1.EventList] {
-	return gentype.NewClientWithList("events", g.rc, ParameterCodec, ns,
-		func() *corev1.Event { return &corev1.Event{} }, func() *corev1.EventList { return &corev1.EventList{} },
-		gentype.PrefersProtobuf[*corev1.Event]())
+	return resource[*corev1.Event, *corev1.EventList]{g.rc, "events", ns,
+		func() *corev1.Event { return &corev1.Event{} }, func() *corev1.EventList { return &corev1.EventList{} }}
 }
 
 type coordinationV1 struct{ rc rest.Interface }
 
 func (g coordinationV1) Leases(ns string) Client[*coordv1.Lease, *coordv1.LeaseList] {
-	return gentype.NewClientWithList("leases", g.rc, ParameterCodec, ns,
-		func() *coordv1.Lease { return &coordv1.Lease{} }, func() *coordv1.LeaseList { return &coordv1.LeaseList{} },
-		gentype.PrefersProtobuf[*coordv1.Lease]())
+	return resource[*coordv1.Lease, *coordv1.LeaseList]{g.rc, "leases", ns,
+		func() *coordv1.Lease { return &coordv1.Lease{} }, func() *coordv1.LeaseList { return &coordv1.LeaseList{} }}
 }
 
 type authenticationV1 struct{ rc rest.Interface }
 
 func (g authenticationV1) TokenReviews() Creator[*authnv1.TokenReview] {
-	return gentype.NewClient("tokenreviews", g.rc, ParameterCodec, "",
-		func() *authnv1.TokenReview { return &authnv1.TokenReview{} },
-		gentype.PrefersProtobuf[*authnv1.TokenReview]())
+	n := func() *authnv1.TokenReview { return &authnv1.TokenReview{} }
+	return creator[*authnv1.TokenReview]{resource[*authnv1.TokenReview, *authnv1.TokenReview]{g.rc, "tokenreviews", "", n, n}}
 }
 
 type authorizationV1 struct{ rc rest.Interface }
 
 func (g authorizationV1) SubjectAccessReviews() Creator[*authzv1.SubjectAccessReview] {
-	return gentype.NewClient("subjectaccessreviews", g.rc, ParameterCodec, "",
-		func() *authzv1.SubjectAccessReview { return &authzv1.SubjectAccessReview{} },
-		gentype.PrefersProtobuf[*authzv1.SubjectAccessReview]())
+	n := func() *authzv1.SubjectAccessReview { return &authzv1.SubjectAccessReview{} }
+	return creator[*authzv1.SubjectAccessReview]{resource[*authzv1.SubjectAccessReview, *authzv1.SubjectAccessReview]{g.rc, "subjectaccessreviews", "", n, n}}
 }
 
 type certificatesV1 struct{ rc rest.Interface }
 
 func (g certificatesV1) CertificateSigningRequests() StatusClient[*certsv1.CertificateSigningRequest, *certsv1.CertificateSigningRequestList] {
-	return gentype.NewClientWithList("certificatesigningrequests", g.rc, ParameterCodec, "",
+	return resource[*certsv1.CertificateSigningRequest, *certsv1.CertificateSigningRequestList]{g.rc, "certificatesigningrequests", "",
 		func() *certsv1.CertificateSigningRequest { return &certsv1.CertificateSigningRequest{} },
-		func() *certsv1.CertificateSigningRequestList { return &certsv1.CertificateSigningRequestList{} },
-		gentype.PrefersProtobuf[*certsv1.CertificateSigningRequest]())
+		func() *certsv1.CertificateSigningRequestList { return &certsv1.CertificateSigningRequestList{} }}
 }
