@@ -7,8 +7,9 @@ import (
 	"os"
 	"sync"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/podvisor/podvisor/internal/kube"
 )
 
 // KubeconfigClient returns a ClientFunc that builds its clientset from the
@@ -20,9 +21,9 @@ func KubeconfigClient(path string, restConfig func(path string) (*rest.Config, e
 	var (
 		mu  sync.Mutex
 		sum []byte
-		cs  kubernetes.Interface
+		cs  kube.Interface
 	)
-	return func() (kubernetes.Interface, error) {
+	return func() (kube.Interface, error) {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("kubeconfig: %w", err)
@@ -37,7 +38,7 @@ func KubeconfigClient(path string, restConfig func(path string) (*rest.Config, e
 		if err != nil {
 			return nil, err
 		}
-		c, err := kubernetes.NewForConfig(cfg)
+		c, err := kube.NewForConfig(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
 		}

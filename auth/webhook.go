@@ -15,7 +15,8 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+
+	"github.com/podvisor/podvisor/internal/kube"
 )
 
 // WebhookTimeout bounds each TokenReview and SubjectAccessReview: an
@@ -31,7 +32,7 @@ const (
 
 // ClientFunc returns the clientset to ask the apiserver with (built from
 // the kubeconfig as it is now).
-type ClientFunc func() (kubernetes.Interface, error)
+type ClientFunc func() (kube.Interface, error)
 
 // TokenReviews authenticates bearer tokens with a TokenReview, as
 // kubelet's --authentication-token-webhook: an authenticated answer is

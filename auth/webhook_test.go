@@ -9,9 +9,11 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/podvisor/podvisor/internal/kube"
+	"github.com/podvisor/podvisor/internal/kube/kubetest"
 )
 
 func TestSubjectAccessReviews(t *testing.T) {
@@ -33,7 +35,7 @@ func TestSubjectAccessReviews(t *testing.T) {
 		return true, sar, nil
 	})
 	now := time.Unix(1000, 0)
-	s := &SubjectAccessReviews{Client: func() (kubernetes.Interface, error) { return cs, nil }, AllowedTTL: 5 * time.Minute, DeniedTTL: 30 * time.Second, Now: func() time.Time { return now }}
+	s := &SubjectAccessReviews{Client: func() (kube.Interface, error) { return kubetest.Wrap(cs), nil }, AllowedTTL: 5 * time.Minute, DeniedTTL: 30 * time.Second, Now: func() time.Time { return now }}
 	admin := &User{Name: "admin", Groups: []string{"system:authenticated"}, UID: "u1", Extra: map[string][]string{"k": {"v"}}}
 	exec := Attributes{User: admin, Verb: "create", Subresource: "proxy", Name: "node1"}
 	ok, _, err := s.Authorize(t.Context(), exec)
@@ -77,7 +79,7 @@ func TestSubjectAccessReviews(t *testing.T) {
 	if calls != 5 {
 		t.Fatalf("%d calls, want 5: errors are not cached", calls)
 	}
-	s.Client = func() (kubernetes.Interface, error) { return nil, errors.New("no kubeconfig") }
+	s.Client = func() (kube.Interface, error) { return nil, errors.New("no kubeconfig") }
 	if ok, _, err := s.Authorize(t.Context(), carol); ok || err == nil {
 		t.Fatalf("no client: %v %v", ok, err)
 	}
@@ -100,7 +102,7 @@ func TestTokenReviews(t *testing.T) {
 		return true, tr, nil
 	})
 	now := time.Unix(1000, 0)
-	tr := &TokenReviews{Client: func() (kubernetes.Interface, error) { return cs, nil }, TTL: 2 * time.Minute, Now: func() time.Time { return now }}
+	tr := &TokenReviews{Client: func() (kube.Interface, error) { return kubetest.Wrap(cs), nil }, TTL: 2 * time.Minute, Now: func() time.Time { return now }}
 	get := func(auth string) (*User, error) {
 		r := httptest.NewRequest("GET", "/pods", nil)
 		if auth != "" {

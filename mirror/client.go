@@ -14,15 +14,16 @@ import (
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/connrotation"
+
+	"github.com/podvisor/podvisor/internal/kube"
 )
 
 // client is a clientset and what belongs to its connection.
 type client struct {
-	cs       kubernetes.Interface
+	cs       kube.Interface
 	closeAll func()      // closes every connection; nil for Options.Client
 	changed  func() bool // whether the kubeconfig file changed; nil for Options.Client
 	// certChanged says whether Options.ClientCertificate returns another
@@ -54,7 +55,7 @@ func (m *Mirror) connect() (*client, error) {
 	} else {
 		cfg.Dial = d.DialContext
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kube.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
 	}

@@ -11,10 +11,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
 	"github.com/podvisor/podvisor/internal/backoff"
+	"github.com/podvisor/podvisor/internal/kube"
 	"github.com/podvisor/podvisor/internal/version"
 	"github.com/podvisor/podvisor/status"
 )
@@ -89,7 +89,7 @@ type Options struct {
 	// changes.
 	Kubeconfig string
 	// Client, when set, is used instead of Kubeconfig.
-	Client kubernetes.Interface
+	Client kube.Interface
 	// ClientCertificate, when set, is the client certificate presented in
 	// place of the one the kubeconfig names or embeds (a rotated one,
 	// --rotate-certificates); nil while there is none. A kubeconfig without
@@ -246,7 +246,7 @@ func (m *Mirror) sleep(ctx context.Context, d time.Duration) bool {
 // ctx ends or the kubeconfig changes.
 type session struct {
 	m     *Mirror
-	c     kubernetes.Interface
+	c     kube.Interface
 	node  nodeRef
 	reset func() // closes the client's connections; nil: cannot
 

@@ -20,6 +20,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/podvisor/podvisor/internal/kube/kubetest"
 	"github.com/podvisor/podvisor/status"
 )
 
@@ -49,7 +50,7 @@ func newFixture(t *testing.T, edit ...func(*Options)) *fixture {
 		return false, nil, nil
 	})
 	opts := Options{
-		Client:                  f.cs,
+		Client:                  kubetest.Wrap(f.cs),
 		NodeName:                testNode,
 		NodeIP:                  "192.0.2.10",
 		ContainerRuntimeVersion: "2.1.4",
@@ -96,7 +97,7 @@ func fakeHost(t *testing.T) host {
 // session is a session on the fake clientset, for calling the loops' steps
 // directly.
 func (f *fixture) session() *session {
-	return &session{m: f.m, c: f.cs, node: nodeRef{changed: make(chan struct{})}}
+	return &session{m: f.m, c: kubetest.Wrap(f.cs), node: nodeRef{changed: make(chan struct{})}}
 }
 
 // run runs the Mirror until the test ends.

@@ -7,7 +7,8 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+
+	"github.com/podvisor/podvisor/internal/kube"
 )
 
 // With Options.ClientCertificate (--rotate-certificates), the client
@@ -94,7 +95,7 @@ users:
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kube.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
