@@ -238,11 +238,16 @@ type testCert struct {
 
 func newCert(t *testing.T, cn string, notBefore, notAfter time.Time) testCert {
 	t.Helper()
+	return newCertFor(t, pkix.Name{CommonName: cn}, notBefore, notAfter)
+}
+
+func newCertFor(t *testing.T, subject pkix.Name, notBefore, notAfter time.Time) testCert {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn}, NotBefore: notBefore, NotAfter: notAfter}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: subject, NotBefore: notBefore, NotAfter: notAfter}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
 	if err != nil {
 		t.Fatal(err)
