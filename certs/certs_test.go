@@ -26,7 +26,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/client-go/util/certificate"
 	"k8s.io/client-go/util/keyutil"
 )
 
@@ -44,11 +43,11 @@ func TestDirLayout(t *testing.T) {
 	}
 }
 
-// The store client-go's manager writes to is the layout Dir names:
+// The store the manager writes to is the layout Dir names (kubelet's):
 // <prefix>-current.pem links to a dated file beside it.
 func TestStoreWritesDatedFileAndCurrentLink(t *testing.T) {
 	d := Dir(t.TempDir())
-	store, err := certificate.NewFileStore(ClientPrefix, string(d), string(d), "", "")
+	store, err := newFileStore(d, ClientPrefix, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +205,7 @@ func TestBootstrapKubeconfig(t *testing.T) {
 
 	// Once the pair exists and is valid, the kubeconfig is kept.
 	valid := newCert(t, "system:node:n1", time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
-	store, _ := certificate.NewFileStore(ClientPrefix, filepath.Join(dir, "pki"), filepath.Join(dir, "pki"), "", "")
+	store, _ := newFileStore(Dir(filepath.Join(dir, "pki")), ClientPrefix, "", "")
 	if _, err := store.Update(valid.certPEM, valid.keyPEM); err != nil {
 		t.Fatal(err)
 	}
@@ -239,11 +238,16 @@ type testCert struct {
 
 func newCert(t *testing.T, cn string, notBefore, notAfter time.Time) testCert {
 	t.Helper()
+	return newCertFor(t, pkix.Name{CommonName: cn}, notBefore, notAfter)
+}
+
+func newCertFor(t *testing.T, subject pkix.Name, notBefore, notAfter time.Time) testCert {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn}, NotBefore: notBefore, NotAfter: notAfter}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: subject, NotBefore: notBefore, NotAfter: notAfter}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
 	if err != nil {
 		t.Fatal(err)

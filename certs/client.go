@@ -14,17 +14,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-logr/logr"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/client-go/util/certificate"
-	"k8s.io/klog/v2"
 
 	"github.com/podvisor/podvisor/internal/atomicfile"
+	"github.com/podvisor/podvisor/internal/kube"
 )
 
 // Options configure Client and Server.
@@ -67,9 +64,11 @@ func (o Options) withDefaults() Options {
 // Client is the node's rotated client certificate (--rotate-certificates).
 type Client struct {
 	o Options
+	// clientFor, when set, replaces clientset (tests).
+	clientFor func(current *tls.Certificate) (kube.Interface, error)
 
 	mu  sync.Mutex
-	mgr certificate.Manager // nil until Run has read a kubeconfig
+	mgr *manager // nil until Run has read a kubeconfig
 }
 
 // NewClient checks o; nothing is read before Run.
@@ -104,7 +103,7 @@ func (c *Client) Run(ctx context.Context) error {
 	log := c.o.Log
 	var last string
 	for {
-		m, err := c.start(ctx)
+		m, err := c.start()
 		if err == nil {
 			if m == nil {
 				log.Info("the kubeconfig authenticates without a client certificate: no certificate to rotate", "kubeconfig", c.o.Kubeconfig)
@@ -114,9 +113,7 @@ func (c *Client) Run(ctx context.Context) error {
 			c.mgr = m
 			c.mu.Unlock()
 			log.Info("rotating the client certificate", "store", c.o.Dir.ClientCurrent())
-			m.Start()
-			<-ctx.Done()
-			m.Stop()
+			m.run(ctx)
 			return nil
 		}
 		if err.Error() != last {
@@ -136,7 +133,7 @@ func (c *Client) Run(ctx context.Context) error {
 // start bootstraps the kubeconfig if it must, reads it and returns a
 // manager (not started); nil without error when the kubeconfig holds no
 // client certificate.
-func (c *Client) start(ctx context.Context) (certificate.Manager, error) {
+func (c *Client) start() (*manager, error) {
 	var cfg *rest.Config
 	var err error
 	if c.o.BootstrapKubeconfig != "" {
@@ -168,26 +165,29 @@ func (c *Client) start(ctx context.Context) (certificate.Manager, error) {
 	if pairFile == c.o.Dir.ClientCurrent() {
 		pairFile, keyFile = "", ""
 	}
-	store, err := certificate.NewFileStore(ClientPrefix, string(c.o.Dir), string(c.o.Dir), pairFile, keyFile)
+	store, err := newFileStore(c.o.Dir, ClientPrefix, pairFile, keyFile)
 	if err != nil {
 		return nil, fmt.Errorf("--cert-dir %s: %w", c.o.Dir, err)
 	}
-	mctx := klogContext(ctx, c.o.Log)
-	return certificate.NewManager(&certificate.Config{
-		ClientsetFn: c.clientset,
-		Template: &x509.CertificateRequest{Subject: pkix.Name{
+	clientFor := c.clientFor
+	if clientFor == nil {
+		clientFor = c.clientset
+	}
+	return newManager(managerConfig{
+		store: store,
+		// The kubeconfig's pair when the store has none: kubelet's
+		// initial certificate, replaced at once by one requested with it.
+		initCertPEM: initCert,
+		initKeyPEM:  initKey,
+		template: &x509.CertificateRequest{Subject: pkix.Name{
 			CommonName:   "system:node:" + c.o.NodeName,
 			Organization: []string{"system:nodes"},
 		}},
-		SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName,
-		GetUsages:  certificate.DefaultKubeletClientGetUsages,
-		// The kubeconfig's pair when the store has none: kubelet's
-		// initial certificate, replaced at once by one requested with it.
-		BootstrapCertificatePEM: initCert,
-		BootstrapKeyPEM:         initKey,
-		CertificateStore:        store,
-		Name:                    "client certificate",
-		Ctx:                     &mctx,
+		signer:  certificatesv1.KubeAPIServerClientKubeletSignerName,
+		usage:   certificatesv1.UsageClientAuth,
+		client:  clientFor,
+		timeout: c.o.Timeout,
+		log:     c.o.Log.With("certificate", "client"),
 	})
 }
 
@@ -195,7 +195,7 @@ func (c *Client) start(ctx context.Context) (certificate.Manager, error) {
 // apiserver with the current certificate, or the bootstrap kubeconfig's
 // credentials while there is none (kubelet's buildClientCertificateManager).
 // Both files are read again at each rotation.
-func (c *Client) clientset(current *tls.Certificate) (kubernetes.Interface, error) {
+func (c *Client) clientset(current *tls.Certificate) (kube.Interface, error) {
 	var cfg *rest.Config
 	var err error
 	switch {
@@ -224,7 +224,11 @@ func (c *Client) clientset(current *tls.Certificate) (kubernetes.Interface, erro
 	cfg.UserAgent = c.o.UserAgent
 	cfg.Timeout = 0 // a watch is not cut short; every other request is
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return bounded{rt, c.o.Timeout} })
-	return kubernetes.NewForConfig(cfg)
+	cs, err := kube.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return cs, nil
 }
 
 // bootstrapKubeconfig writes the kubeconfig from the bootstrap one,
@@ -378,10 +382,4 @@ func presenting(cfg *rest.Config, get func() *tls.Certificate) (*rest.Config, er
 	})
 	cfg.TLSClientConfig = rest.TLSClientConfig{}
 	return cfg, nil
-}
-
-// klogContext carries log as the klog logger the certificate manager
-// logs with.
-func klogContext(ctx context.Context, log *slog.Logger) context.Context {
-	return klog.NewContext(ctx, logr.FromSlogHandler(log.Handler()))
 }

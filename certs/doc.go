@@ -13,11 +13,13 @@
 //     not name the node's name and addresses; otherwise the same pair again,
 //     so a restart serves the same certificate.
 //   - Client rotates the client certificate of the kubeconfig as kubelet's
-//     certificate manager does (k8s.io/client-go/util/certificate): a new
-//     key and a CertificateSigningRequest for system:node:<node> in
-//     system:nodes with signer kubernetes.io/kube-apiserver-client-kubelet
-//     at 70 to 90 % of the certificate's lifetime, stored as
-//     kubelet-client-current.pem. The first certificate is the store's, else
+//     certificate manager (k8s.io/client-go/util/certificate) does, with
+//     a manager and store of this package's own, on the same files: a new
+//     ECDSA P-256 key and a CertificateSigningRequest for
+//     system:node:<node> in system:nodes with signer
+//     kubernetes.io/kube-apiserver-client-kubelet at 70 to 90 % of the
+//     certificate's lifetime, stored as kubelet-client-current.pem; a
+//     failed rotation is retried after 2 s, doubling to 32 s. The first certificate is the store's, else
 //     the kubeconfig's (the "initial" certificate, which kubelet replaces at
 //     once), else one requested with the bootstrap kubeconfig; with a
 //     bootstrap kubeconfig and a kubeconfig missing or expired, the
@@ -31,5 +33,7 @@
 //   - Nothing waits for the apiserver: both retry in the background, and
 //     every request is bounded by Options.Timeout.
 //
-// The package imports nothing from podvisor but internal leaves.
+// The apiserver is spoken to through internal/kube: client-go's
+// clientset, which its certificate manager needs, is not linked (issue
+// 19). The package imports nothing from podvisor but internal leaves.
 package certs

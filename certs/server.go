@@ -11,14 +11,14 @@ import (
 	"os"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/certificate"
+
+	"github.com/podvisor/podvisor/internal/kube"
 )
 
 // Server is the serving certificate issued through the apiserver
 // (--rotate-server-certificates, kubelet's serverTLSBootstrap).
 type Server struct {
-	mgr certificate.Manager
+	mgr *manager
 }
 
 // ServerOptions are the names the serving certificate is requested for:
@@ -34,8 +34,9 @@ type ServerOptions struct {
 
 // NewServer returns the serving certificate's manager, not started: a
 // CSR for system:node:<node> with signer kubernetes.io/kubelet-serving,
-// stored as kubelet-server-current.pem once issued.
-func NewServer(ctx context.Context, o Options, so ServerOptions) (*Server, error) {
+// stored as kubelet-server-current.pem once issued. The pair stored
+// before is loaded now. ctx is not used: Run's ends the manager.
+func NewServer(_ context.Context, o Options, so ServerOptions) (*Server, error) {
 	o = o.withDefaults()
 	if o.Dir == "" || o.Kubeconfig == "" || o.NodeName == "" {
 		return nil, errors.New("serving certificate: --rotate-server-certificates needs --cert-dir, --kubeconfig and a node name")
@@ -43,39 +44,43 @@ func NewServer(ctx context.Context, o Options, so ServerOptions) (*Server, error
 	if len(so.IPs) == 0 {
 		return nil, errors.New("serving certificate: --rotate-server-certificates needs the node's IP (--node-ip)")
 	}
-	if err := os.MkdirAll(string(o.Dir), 0o700); err != nil {
-		return nil, fmt.Errorf("--cert-dir: %w", err)
-	}
-	store, err := certificate.NewFileStore(ServerPrefix, string(o.Dir), string(o.Dir), "", "")
-	if err != nil {
-		return nil, fmt.Errorf("--cert-dir %s: %w", o.Dir, err)
-	}
 	client := so.Client
 	if client == nil {
 		client = &Client{o: o}
 	}
-	mctx := klogContext(ctx, o.Log)
-	m, err := certificate.NewManager(&certificate.Config{
-		ClientsetFn: func(*tls.Certificate) (kubernetes.Interface, error) {
-			if so.Client != nil {
-				cur := so.Client.Current()
-				if cur == nil {
-					return nil, errors.New("no client certificate yet")
-				}
-				return client.clientset(cur)
+	return newServer(o, so, func(*tls.Certificate) (kube.Interface, error) {
+		if so.Client != nil {
+			cur := so.Client.Current()
+			if cur == nil {
+				return nil, errors.New("no client certificate yet")
 			}
-			return client.clientset(nil)
-		},
-		Template: &x509.CertificateRequest{
+			return client.clientset(cur)
+		}
+		return client.clientset(nil)
+	})
+}
+
+// newServer is NewServer requesting through clientFor.
+func newServer(o Options, so ServerOptions, clientFor func(*tls.Certificate) (kube.Interface, error)) (*Server, error) {
+	if err := os.MkdirAll(string(o.Dir), 0o700); err != nil {
+		return nil, fmt.Errorf("--cert-dir: %w", err)
+	}
+	store, err := newFileStore(o.Dir, ServerPrefix, "", "")
+	if err != nil {
+		return nil, fmt.Errorf("--cert-dir %s: %w", o.Dir, err)
+	}
+	m, err := newManager(managerConfig{
+		store: store,
+		template: &x509.CertificateRequest{
 			Subject:     pkix.Name{CommonName: "system:node:" + o.NodeName, Organization: []string{"system:nodes"}},
 			DNSNames:    so.DNSNames,
 			IPAddresses: so.IPs,
 		},
-		SignerName:       certificatesv1.KubeletServingSignerName,
-		GetUsages:        certificate.DefaultKubeletServingGetUsages,
-		CertificateStore: store,
-		Name:             "serving certificate",
-		Ctx:              &mctx,
+		signer:  certificatesv1.KubeletServingSignerName,
+		usage:   certificatesv1.UsageServerAuth,
+		client:  clientFor,
+		timeout: o.Timeout,
+		log:     o.Log.With("certificate", "serving"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("serving certificate: %w", err)
@@ -83,11 +88,10 @@ func NewServer(ctx context.Context, o Options, so ServerOptions) (*Server, error
 	return &Server{mgr: m}, nil
 }
 
-// Run requests and rotates the certificate until ctx ends.
+// Run requests and rotates the certificate until ctx ends, and returns
+// nil once the manager stopped.
 func (s *Server) Run(ctx context.Context) error {
-	s.mgr.Start()
-	<-ctx.Done()
-	s.mgr.Stop()
+	s.mgr.run(ctx)
 	return nil
 }
 
