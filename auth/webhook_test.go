@@ -13,7 +13,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/podvisor/podvisor/internal/kube"
-	"github.com/podvisor/podvisor/internal/kube/kubetest"
+	"github.com/podvisor/podvisor/test/kubetest"
 )
 
 func TestSubjectAccessReviews(t *testing.T) {

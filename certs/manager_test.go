@@ -37,7 +37,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/podvisor/podvisor/internal/kube"
-	"github.com/podvisor/podvisor/internal/kube/kubetest"
+	"github.com/podvisor/podvisor/test/kubetest"
 )
 
 // The tests run in a synctest bubble: time is the bubble's, advanced by

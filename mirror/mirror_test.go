@@ -20,7 +20,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/podvisor/podvisor/internal/kube/kubetest"
+	"github.com/podvisor/podvisor/test/kubetest"
 	"github.com/podvisor/podvisor/status"
 )
 
