@@ -20,8 +20,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/podvisor/podvisor/test/kubetest"
 	"github.com/podvisor/podvisor/status"
+	"github.com/podvisor/podvisor/test/kubetest"
 )
 
 const testNode = "node1"
