@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/podvisor/podvisor/internal/backoff"
 	"github.com/podvisor/podvisor/internal/kube"
 )
 
@@ -146,7 +147,7 @@ func (m *manager) run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			retry := backoff(failures)
+			retry := retryAfter(failures)
 			log.Warn("certificate rotation failed", "err", err, "retry", retry.Round(100*time.Millisecond))
 			if !sleep(ctx, retry) {
 				return
@@ -158,9 +159,9 @@ func (m *manager) run(ctx context.Context) {
 	}
 }
 
-// backoff is the wait after failures+1 failed rotations: 2 s doubling to
+// retryAfter is the wait after failures+1 failed rotations: 2 s doubling to
 // 32 s, with up to 10 % more.
-func backoff(failures int) time.Duration {
+func retryAfter(failures int) time.Duration {
 	d := maxBackoff
 	if failures < 4 {
 		d = firstBackoff << failures
@@ -169,16 +170,7 @@ func backoff(failures int) time.Duration {
 }
 
 // sleep waits d or the end of ctx; false at the end of ctx.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
+func sleep(ctx context.Context, d time.Duration) bool { return backoff.Wait(ctx, d) == nil }
 
 // deadline is when to renew: now without a certificate, for the initial
 // one or one that does not name what the template asks; else notBefore

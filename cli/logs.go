@@ -369,14 +369,7 @@ func (s *logStreamer) catchUp(ctx context.Context, pod string, o v1.PodLogOption
 }
 
 func (s *logStreamer) wait(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	return backoff.Wait(ctx, d) == nil
 }
 
 // copy prints the lines of one response; *last and *atLast carry which
