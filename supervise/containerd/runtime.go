@@ -217,7 +217,7 @@ func (r *Runtime) Create(ctx context.Context, cfg supervise.ContainerConfig) (er
 	if err != nil {
 		return fmt.Errorf("read image config: %w", err)
 	}
-	opts, err := specOpts(cfg, ic.Config.Entrypoint, ic.Config.Cmd)
+	opts, err := specOpts(cfg, ic.Config.Entrypoint, ic.Config.Cmd, ic.Config.User)
 	if err != nil {
 		return err
 	}
