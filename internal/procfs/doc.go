@@ -6,4 +6,6 @@
 //
 //   - List reads /proc once; a process that exits meanwhile, or has no
 //     command line (a kernel thread), is left out.
+//   - Matching is List with a filter on the first argument, applied before
+//     the command line is split.
 package procfs

@@ -158,7 +158,23 @@ func (r *Runtime) killIdleShims(ctx context.Context, only []string) ([]string, e
 	if ns == "" {
 		ns = r.opts.Namespace
 	}
-	shims := findShims(ns, r.opts.LogDriver)
+	// With only set, a shim of another group is left out as soon as its
+	// socket is known: its children are not read and, when no shim is
+	// left, the containers are not listed. Removing a pod asks this with
+	// the other pods' shims all running.
+	servesOneOf := func(sh shim, groups []string) bool {
+		for _, g := range groups {
+			if shimSocket(sh.address, ns, g) == sh.socket {
+				return true
+			}
+		}
+		return false
+	}
+	var keep func(shim) bool
+	if only != nil {
+		keep = func(sh shim) bool { return servesOneOf(sh, only) }
+	}
+	shims := findShims(ns, r.opts.LogDriver, keep)
 	if len(shims) == 0 {
 		return nil, nil
 	}
@@ -184,14 +200,6 @@ func (r *Runtime) killIdleShims(ctx context.Context, only []string) ([]string, e
 		if sb := info.Labels[supervise.LabelSandboxID]; sb != "" {
 			owned = append(owned, sb)
 		}
-	}
-	servesOneOf := func(sh shim, groups []string) bool {
-		for _, g := range groups {
-			if shimSocket(sh.address, ns, g) == sh.socket {
-				return true
-			}
-		}
-		return false
 	}
 	var done []string
 	var errs []error
@@ -225,26 +233,38 @@ type shim struct {
 }
 
 // findShims lists the long-running runc shims of namespace ns; logDriver
-// is the log driver's path (see hasChildren).
-func findShims(ns, logDriver string) []shim {
+// is the log driver's path (see hasChildren). With keep set, a shim it
+// refuses once its socket is known is left out before its children are
+// read.
+func findShims(ns, logDriver string, keep func(shim) bool) []shim {
 	var out []shim
-	for _, p := range procfs.List() {
+	tables := unixTables{}
+	for _, p := range procfs.Matching(isShimBinary) {
 		sh, ok := parseShim(p.Args, ns)
 		if !ok {
 			continue
 		}
 		sh.pid = p.PID
-		sh.socket = listeningSocket(p.PID)
+		sh.socket = tables.listeningSocket(p.PID)
+		if keep != nil && !keep(sh) {
+			continue
+		}
 		sh.children = hasChildren(p.PID, logDriver)
 		out = append(out, sh)
 	}
 	return out
 }
 
+// isShimBinary reports whether arg0 runs a runc shim, as parseShim
+// requires.
+func isShimBinary(arg0 string) bool {
+	return strings.HasPrefix(filepath.Base(arg0), "containerd-shim-runc-v2")
+}
+
 // parseShim reads a runc shim's command line: the long-running shim has
 // -namespace, -id and -address flags and no subcommand.
 func parseShim(args []string, ns string) (shim, bool) {
-	if len(args) == 0 || !strings.HasPrefix(filepath.Base(args[0]), "containerd-shim-runc-v2") {
+	if len(args) == 0 || !isShimBinary(args[0]) {
 		return shim{}, false
 	}
 	var sh shim
@@ -270,6 +290,20 @@ func parseShim(args []string, ns string) (shim, bool) {
 // listeningSocket finds the unix socket path a process listens on, from
 // its file descriptors and its network namespace's /proc/net/unix.
 func listeningSocket(pid int) string {
+	return unixTables(nil).listeningSocket(pid)
+}
+
+// unixTables keeps, for one search, the /proc/net/unix table of each
+// network namespace by its ns/net link: the shims all share the host's,
+// and reading it again for every shim costs the kernel a walk of every
+// unix socket of the namespace. A table read once serves the shims found
+// after it: a shim's listening socket exists before its process (the
+// shim's start command makes it and hands it down).
+type unixTables map[string][]byte
+
+// listeningSocket is the package's listeningSocket with the table of
+// pid's network namespace read once per t (every time when t is nil).
+func (t unixTables) listeningSocket(pid int) string {
 	dir := filepath.Join("/proc", strconv.Itoa(pid))
 	fds, _ := os.ReadDir(filepath.Join(dir, "fd"))
 	inodes := map[string]bool{}
@@ -279,9 +313,19 @@ func listeningSocket(pid int) string {
 			inodes[strings.TrimSuffix(ino, "]")] = true
 		}
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "net", "unix"))
-	if err != nil {
+	if len(inodes) == 0 {
 		return ""
+	}
+	netns, err := os.Readlink(filepath.Join(dir, "ns", "net"))
+	b, ok := t[netns]
+	if t == nil || err != nil || !ok {
+		b, err = os.ReadFile(filepath.Join(dir, "net", "unix"))
+		if err != nil {
+			return ""
+		}
+		if t != nil && netns != "" {
+			t[netns] = b
+		}
 	}
 	return socketPath(b, inodes)
 }
@@ -292,7 +336,11 @@ func listeningSocket(pid int) string {
 func socketPath(table []byte, inodes map[string]bool) string {
 	sc := bufio.NewScanner(bytes.NewReader(table))
 	for sc.Scan() {
-		// Num RefCount Protocol Flags Type St Inode Path
+		// Num RefCount Protocol Flags Type St Inode Path. Most lines name
+		// no shim socket: they are passed over before being split.
+		if !bytes.Contains(sc.Bytes(), []byte(" "+shimSocketRoot+"/")) {
+			continue
+		}
 		f := strings.Fields(sc.Text())
 		if len(f) < 8 || !inodes[f[6]] {
 			continue

@@ -205,7 +205,7 @@ func TestCollect(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	before := len(findShims(env.Namespace, ""))
+	before := len(findShims(env.Namespace, "", nil))
 
 	done, err := rt.Collect(ctx)
 	if err != nil {
@@ -220,7 +220,7 @@ func TestCollect(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the shim that serves nothing was not killed")
 	}
-	if after := len(findShims(env.Namespace, "")); after != before-1 {
+	if after := len(findShims(env.Namespace, "", nil)); after != before-1 {
 		t.Errorf("shims %d → %d, want only the orphan gone", before, after)
 	}
 	if st, err := rt.State(ctx, "keep"); err != nil || !st.Running {

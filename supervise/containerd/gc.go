@@ -106,6 +106,7 @@ func (r *Runtime) RemoveImage(ctx context.Context, name, dgst string) (err error
 			delete(r.images, id)
 		}
 	}
+	delete(r.configs, d.String())
 	r.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("remove image %s: %w", name, err)

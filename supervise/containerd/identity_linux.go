@@ -2,14 +2,12 @@ package containerd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 
-	client "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/podvisor/podvisor/supervise"
@@ -124,32 +122,13 @@ func podDesc(pod *v1.Pod) string {
 // imageUserFunc returns the image's USER for the container being created.
 type imageUserFunc func(ctx context.Context, cl oci.Client, c *containers.Container, imageID string) (string, error)
 
-// imageGetter is the part of containerd's client, the oci.Client a spec is
-// generated with, that finds an image by name.
-type imageGetter interface {
-	GetImage(ctx context.Context, ref string) (client.Image, error)
-}
-
-// imageUser reads the USER of the container's image from containerd,
-// refusing an image that is no longer the one supervise checked (imageID):
-// the spec must describe the image the container runs.
-func imageUser(ctx context.Context, cl oci.Client, c *containers.Container, imageID string) (string, error) {
-	g, ok := cl.(imageGetter)
-	if !ok {
-		return "", errors.New("read image user: not a containerd client")
-	}
-	img, err := g.GetImage(ctx, c.Image)
-	if err != nil {
-		return "", fmt.Errorf("read image user: %w", err)
-	}
-	if id := repoDigest(c.Image, img.Target().Digest.String()); id != imageID {
-		return "", fmt.Errorf("image %s changed to %s since it was checked", imageID, id)
-	}
-	ic, err := img.Spec(ctx)
-	if err != nil {
-		return "", fmt.Errorf("read image config: %w", err)
-	}
-	return ic.Config.User, nil
+// knownUser is the imageUserFunc of an image whose config is already
+// read: Create reads it from the image it checked (the one whose digest
+// is the container's image ID, and whose snapshot the container gets), so
+// reading it again from containerd (the image by name, its manifest, its
+// config) would only repeat those requests.
+func knownUser(user string) imageUserFunc {
+	return func(context.Context, oci.Client, *containers.Container, string) (string, error) { return user, nil }
 }
 
 // withIdentity sets the container's user and groups once the image's USER

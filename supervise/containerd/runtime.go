@@ -21,6 +21,7 @@ import (
 	"github.com/containerd/errdefs/pkg/errgrpc"
 	"github.com/distribution/reference"
 	"github.com/moby/sys/signal"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/podvisor/podvisor/internal/images"
 	"github.com/podvisor/podvisor/supervise"
 	v1 "k8s.io/api/core/v1"
@@ -70,9 +71,10 @@ type Runtime struct {
 	opts   Options
 
 	mu       sync.Mutex
-	unpacked map[string]bool         // image digests known to be unpacked
-	images   map[string]client.Image // by image ID (repo digest), as ensured
-	execs    map[string]execTarget   // by container ID, from its first exec
+	unpacked map[string]bool          // image digests known to be unpacked
+	images   map[string]client.Image  // by image ID (repo digest), as ensured
+	configs  map[string]ocispec.Image // image configs by image target digest
+	execs    map[string]execTarget    // by container ID, from its first exec
 	// instance labels the leases this Runtime takes, so that Collect
 	// tells them from a killed podvisor's without a window between a
 	// lease's creation and its being known.
@@ -95,7 +97,7 @@ func New(c *client.Client, opts Options) *Runtime {
 	if opts.PullReportInterval <= 0 {
 		opts.PullReportInterval = 10 * time.Second
 	}
-	return &Runtime{client: c, opts: opts, unpacked: map[string]bool{}, images: map[string]client.Image{}, execs: map[string]execTarget{}, instance: randomID()}
+	return &Runtime{client: c, opts: opts, unpacked: map[string]bool{}, images: map[string]client.Image{}, configs: map[string]ocispec.Image{}, execs: map[string]execTarget{}, instance: randomID()}
 }
 
 // EnsureImage finds (or pulls) and unpacks the container's image according
@@ -197,6 +199,29 @@ func (r *Runtime) image(ctx context.Context, im supervise.Image) (client.Image, 
 	return img, nil
 }
 
+// imageConfig is img.Spec, read once per image: the config is found from
+// the image's target digest (its manifest, or its index and this
+// platform's manifest), content-addressed, so what was read for a digest
+// holds for as long as the digest. Each read is a walk of the manifest and
+// a blob read from containerd's content store, and a JSON decode.
+func (r *Runtime) imageConfig(ctx context.Context, img client.Image) (ocispec.Image, error) {
+	d := img.Target().Digest.String()
+	r.mu.Lock()
+	ic, ok := r.configs[d]
+	r.mu.Unlock()
+	if ok {
+		return ic, nil
+	}
+	ic, err := img.Spec(ctx)
+	if err != nil {
+		return ic, err
+	}
+	r.mu.Lock()
+	r.configs[d] = ic
+	r.mu.Unlock()
+	return ic, nil
+}
+
 func repoDigest(ref, digest string) string {
 	named, err := reference.ParseNormalizedNamed(ref)
 	if err != nil {
@@ -213,11 +238,11 @@ func (r *Runtime) Create(ctx context.Context, cfg supervise.ContainerConfig) (er
 	if err != nil {
 		return fmt.Errorf("image %s: %w", cfg.Image.Ref, err)
 	}
-	ic, err := img.Spec(ctx)
+	ic, err := r.imageConfig(ctx, img)
 	if err != nil {
 		return fmt.Errorf("read image config: %w", err)
 	}
-	opts, err := specOpts(cfg, ic.Config.Entrypoint, ic.Config.Cmd)
+	opts, err := specOpts(cfg, ic.Config.Entrypoint, ic.Config.Cmd, ic.Config.User)
 	if err != nil {
 		return err
 	}

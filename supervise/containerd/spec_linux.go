@@ -97,7 +97,8 @@ type host struct {
 	appArmorLoaded func(string) (bool, error)
 	// hostname is the node's hostname.
 	hostname func() (string, error)
-	// imageUser reads the USER of the container's image.
+	// imageUser gives the USER of the container's image (specOpts sets
+	// it per container).
 	imageUser imageUserFunc
 }
 
@@ -111,14 +112,16 @@ var thisHost = sync.OnceValue(func() host {
 		appArmor:         apparmorhost.HostSupports(),
 		appArmorLoaded:   appArmorLoaded,
 		hostname:         os.Hostname,
-		imageUser:        imageUser,
 	}
 })
 
 // specOpts returns the OCI spec options for one container, applied after
-// containerd's default spec and the image config.
-func specOpts(in supervise.ContainerConfig, imageEntrypoint, imageCmd []string) ([]oci.SpecOpts, error) {
-	return thisHost().specOpts(in, imageEntrypoint, imageCmd)
+// containerd's default spec and the image config, whose ENTRYPOINT, CMD
+// and USER are given.
+func specOpts(in supervise.ContainerConfig, imageEntrypoint, imageCmd []string, imageUser string) ([]oci.SpecOpts, error) {
+	h := thisHost()
+	h.imageUser = knownUser(imageUser)
+	return h.specOpts(in, imageEntrypoint, imageCmd)
 }
 
 func (h host) specOpts(in supervise.ContainerConfig, imageEntrypoint, imageCmd []string) ([]oci.SpecOpts, error) {
