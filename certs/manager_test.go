@@ -1,7 +1,6 @@
 package certs
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -38,6 +37,7 @@ import (
 
 	"github.com/podvisor/podvisor/internal/kube"
 	"github.com/podvisor/podvisor/test/kubetest"
+	"github.com/podvisor/podvisor/test/syncbuf"
 )
 
 // The tests run in a synctest bubble: time is the bubble's, advanced by
@@ -203,22 +203,7 @@ func (a *apiserver) client(cur *tls.Certificate) (kube.Interface, error) {
 }
 
 // logBuffer collects the manager's log.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
+type logBuffer struct{ syncbuf.Buffer }
 
 func (l *logBuffer) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
