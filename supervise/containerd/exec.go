@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	tasks "github.com/containerd/containerd/api/services/tasks/v1"
 	"github.com/containerd/containerd/api/types/task"
@@ -82,7 +83,7 @@ func (r *Runtime) Exec(ctx context.Context, id string, p supervise.ExecProcess) 
 		if err == nil {
 			return code, nil
 		}
-		if ctx.Err() == nil {
+		if ctxEnded(ctx) == nil {
 			proc.kill(cctx)
 			return 0, fmt.Errorf("wait exec in %s: %w", id, err)
 		}
@@ -95,7 +96,21 @@ func (r *Runtime) Exec(ctx context.Context, id string, p supervise.ExecProcess) 
 	}
 	proc.kill(cctx)
 	background = true
-	return 0, ctx.Err()
+	return 0, ctxEnded(ctx)
+}
+
+// ctxEnded is ctx's error, or context.DeadlineExceeded once its deadline
+// has passed: containerd is given the deadline too, and its answer that
+// the deadline passed (a wait cut short) can arrive a moment before ctx's
+// own timer has fired.
+func ctxEnded(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // execProc is one exec process, driven by containerd's task service
