@@ -236,7 +236,16 @@ func testKubeadmUpgrade(t *testing.T, d *daemon, ka *kubeadmRun, kc *kubectlRun,
 		t.Errorf("after kubeadm's rollback kube-controller-manager.yaml is not the manifest it backed up (%v):\n%s", err, got)
 	}
 	d.poll("kube-controller-manager's restored mirror Running 1/1", time.Minute, func() (bool, string) {
-		p = mirror("kube-controller-manager")
+		// The restored manifest is a new version of the pod: its mirror is
+		// replaced, and between the two there is none (NotFound).
+		out, err := kc.run(admin, "get", "pod", "-n", "kube-system", "kube-controller-manager-"+node, "-o", "json")
+		if err != nil {
+			return false, err.Error()
+		}
+		p = &v1.Pod{}
+		if err := json.Unmarshal([]byte(out), p); err != nil {
+			return false, err.Error()
+		}
 		return p.Annotations[hashKey] == hashes["kube-controller-manager"] && p.Status.Phase == v1.PodRunning && readyCount(p) == "1/1",
 			fmt.Sprintf("%s %s %s", p.Annotations[hashKey], p.Status.Phase, readyCount(p))
 	})
