@@ -358,7 +358,7 @@ spec:
           fi
           cd /
         fi
-        n=$((n+1)); echo $n > /tmp/reads
+        n=$((n+1)); echo $n > /tmp/reads.new; mv /tmp/reads.new /tmp/reads
       done
     volumeMounts:
     - {name: live, mountPath: /etc/live}
