@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -47,10 +48,12 @@ func TestReleaseStartupMemory(t *testing.T) {
 		var synced, settled atomic.Bool
 		var mu sync.Mutex
 		var calls int
-		release := func() (residency.Report, error) {
+		var rests []bool
+		release := func(rest bool) (residency.Report, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			calls++
+			rests = append(rests, rest)
 			return residency.Report{}, nil
 		}
 		count := func() int { mu.Lock(); defer mu.Unlock(); return calls }
@@ -100,6 +103,11 @@ func TestReleaseStartupMemory(t *testing.T) {
 		case <-done:
 		case <-time.After(10 * time.Second):
 			t.Fatalf("settles=%v: still running after the second release", settles)
+		}
+		// Only the release once the pods have settled (or stopped
+		// waiting) is the one for the rest.
+		if !slices.Equal(rests, []bool{false, true}) {
+			t.Errorf("settles=%v: releases for the rest %v, want [false true]", settles, rests)
 		}
 	}
 }

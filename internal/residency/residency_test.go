@@ -6,8 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestMain: with RESIDENCY_HOLD set, the test binary is the other
@@ -65,8 +69,8 @@ c000000000-c004000000 rw-p 00000000 00:00 0
 	}
 	want := []Mapping{
 		{Start: 0x400000, End: 0x2103000, Perms: "r-xp"},
-		{Start: 0x2103000, End: 0x4188000, Perms: "r--p"},
-		{Start: 0x4188000, End: 0x4238000, Perms: "rw-p"},
+		{Start: 0x2103000, End: 0x4188000, Perms: "r--p", Offset: 0x1d03000},
+		{Start: 0x4188000, End: 0x4238000, Perms: "rw-p", Offset: 0x3d88000},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("parseMaps = %+v, want %+v", got, want)
@@ -123,7 +127,7 @@ func TestReleaseDropsTouchedPages(t *testing.T) {
 	if before < total*9/10 {
 		t.Fatalf("touching %d pages left only %d resident: the test cannot tell", total, before)
 	}
-	rep, err := Release()
+	rep, err := Release(false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +177,7 @@ func TestReleaseSharedPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := resident(t, maps)
-	if _, err := Release(); err != nil {
+	if _, err := Release(false); err != nil {
 		t.Fatal(err)
 	}
 	after := resident(t, maps)
@@ -208,6 +212,117 @@ func resident(t *testing.T, maps []Mapping) uint64 {
 			if binary.LittleEndian.Uint64(ents[i:])&(1<<63) != 0 {
 				n++
 			}
+		}
+	}
+	return n
+}
+
+// TestReleaseForRest: at rest the executable's read-only data (not its
+// code) is advised for random access, and its file pages no process
+// maps leave the page cache; a release before the rest does neither.
+func TestReleaseForRest(t *testing.T) {
+	maps, err := executableMappings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data, code []Mapping
+	for _, m := range maps {
+		if strings.Contains(m.Perms, "x") {
+			code = append(code, m)
+		} else {
+			data = append(data, m)
+		}
+	}
+	if len(data) == 0 || len(code) == 0 {
+		t.Fatalf("mappings %+v: want code and read-only data", maps)
+	}
+	if err := touch(maps); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Release(false); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range maps {
+		if randomRead(t, m) {
+			t.Errorf("%+v advised random by a release before the rest", m)
+		}
+	}
+	if err := touch(maps); err != nil {
+		t.Fatal(err)
+	}
+	// The test binary was just written: its dirty pages cannot leave the
+	// page cache until they are written back.
+	exe, err := os.Open("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fdatasync(int(exe.Fd())); err != nil {
+		t.Fatal(err)
+	}
+	exe.Close()
+	before := cached(t, data)
+	rep, err := Release(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := cached(t, data)
+	t.Logf("read-only data: %d pages in the page cache before, %d after (%s, %d KiB advised random)", before, after, rep.Advice, rep.Random>>10)
+	for _, m := range data {
+		if !randomRead(t, m) {
+			t.Errorf("data mapping %+v not advised random", m)
+		}
+	}
+	for _, m := range code {
+		if randomRead(t, m) {
+			t.Errorf("code mapping %+v advised random: a start reads it in long stretches", m)
+		}
+	}
+	if after > before/2 {
+		t.Errorf("%d of %d cached pages of the read-only data still cached after the release for the rest", after, before)
+	}
+	if !strings.HasSuffix(rep.Advice, "+random") || rep.Random == 0 {
+		t.Errorf("report %+v does not tell the advice for the rest", rep)
+	}
+}
+
+// randomRead tells whether /proc/self/smaps shows m advised for random
+// access (VmFlags "rr").
+func randomRead(t *testing.T, m Mapping) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := false
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 5 {
+			if start, end, ok := hexPair(f[0], "-"); ok {
+				in = start == m.Start && end == m.End
+				continue
+			}
+		}
+		if in && len(f) > 0 && f[0] == "VmFlags:" {
+			return slices.Contains(f[1:], "rr")
+		}
+	}
+	t.Fatalf("mapping %x-%x not in /proc/self/smaps", m.Start, m.End)
+	return false
+}
+
+// cached counts the pages of maps whose file page is in the page cache
+// (mincore, which reports it for a file root may write).
+func cached(t *testing.T, maps []Mapping) uint64 {
+	t.Helper()
+	page := uint64(os.Getpagesize())
+	var n uint64
+	for _, m := range maps {
+		vec := make([]byte, (m.End-m.Start)/page)
+		if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(m.Start), uintptr(m.End-m.Start), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+			t.Fatalf("mincore %x-%x: %v", m.Start, m.End, e)
+		}
+		for _, v := range vec {
+			n += uint64(v & 1)
 		}
 	}
 	return n
