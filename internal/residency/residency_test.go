@@ -3,8 +3,10 @@ package residency
 import (
 	"bufio"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -28,6 +30,12 @@ func TestMain(m *testing.M) {
 		}
 		os.Stdout.WriteString("holding\n")
 		bufio.NewReader(os.Stdin).ReadString('\n')
+		os.Exit(0)
+	}
+	if os.Getenv("RESIDENCY_REST") != "" {
+		for _, line := range restCheck() {
+			os.Stdout.WriteString(line + "\n")
+		}
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -220,10 +228,46 @@ func resident(t *testing.T, maps []Mapping) uint64 {
 // TestReleaseForRest: at rest the executable's read-only data (not its
 // code) is advised for random access, and its file pages no process
 // maps leave the page cache; a release before the rest does neither.
+//
+// It runs in a copy of the test binary: the advice and the dropped page
+// cache would change what the other tests see of this one (pages read
+// back from the file come in larger folios, which a fault maps whole).
 func TestReleaseForRest(t *testing.T) {
-	maps, err := executableMappings()
+	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
+	}
+	b, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := filepath.Join(t.TempDir(), "residency.test")
+	if err := os.WriteFile(cp, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(cp)
+	cmd.Env = append(os.Environ(), "RESIDENCY_REST=1")
+	out, err := cmd.CombinedOutput()
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if msg, ok := strings.CutPrefix(line, "FAIL: "); ok {
+			t.Error(msg)
+		} else {
+			t.Log(line)
+		}
+	}
+	if err != nil {
+		t.Fatalf("the copy ran with %v", err)
+	}
+}
+
+// restCheck is TestReleaseForRest's check, run in the copy: each line
+// it returns is a finding, "FAIL: " before a failed one.
+func restCheck() []string {
+	var out []string
+	fail := func(format string, args ...any) { out = append(out, "FAIL: "+fmt.Sprintf(format, args...)) }
+	maps, err := executableMappings()
+	if err != nil {
+		return []string{"FAIL: " + err.Error()}
 	}
 	var data, code []Mapping
 	for _, m := range maps {
@@ -234,64 +278,71 @@ func TestReleaseForRest(t *testing.T) {
 		}
 	}
 	if len(data) == 0 || len(code) == 0 {
-		t.Fatalf("mappings %+v: want code and read-only data", maps)
+		return []string{fmt.Sprintf("FAIL: mappings %+v: want code and read-only data", maps)}
 	}
 	if err := touch(maps); err != nil {
-		t.Fatal(err)
+		return []string{"FAIL: " + err.Error()}
 	}
 	if _, err := Release(false); err != nil {
-		t.Fatal(err)
+		return []string{"FAIL: " + err.Error()}
 	}
 	for _, m := range maps {
-		if randomRead(t, m) {
-			t.Errorf("%+v advised random by a release before the rest", m)
+		if r, err := randomRead(m); err != nil || r {
+			fail("%+v advised random by a release before the rest (%v)", m, err)
 		}
 	}
 	if err := touch(maps); err != nil {
-		t.Fatal(err)
+		return append(out, "FAIL: "+err.Error())
 	}
-	// The test binary was just written: its dirty pages cannot leave the
-	// page cache until they are written back.
-	exe, err := os.Open("/proc/self/exe")
+	// The copy was just written: its dirty pages cannot leave the page
+	// cache until they are written back.
+	f, err := os.Open("/proc/self/exe")
 	if err != nil {
-		t.Fatal(err)
+		return append(out, "FAIL: "+err.Error())
 	}
-	if err := unix.Fdatasync(int(exe.Fd())); err != nil {
-		t.Fatal(err)
+	err = unix.Fdatasync(int(f.Fd()))
+	f.Close()
+	if err != nil {
+		return append(out, "FAIL: fdatasync: "+err.Error())
 	}
-	exe.Close()
-	before := cached(t, data)
+	before, err := cached(data)
+	if err != nil {
+		return append(out, "FAIL: "+err.Error())
+	}
 	rep, err := Release(true)
 	if err != nil {
-		t.Fatal(err)
+		return append(out, "FAIL: "+err.Error())
 	}
-	after := cached(t, data)
-	t.Logf("read-only data: %d pages in the page cache before, %d after (%s, %d KiB advised random)", before, after, rep.Advice, rep.Random>>10)
+	after, err := cached(data)
+	if err != nil {
+		return append(out, "FAIL: "+err.Error())
+	}
+	out = append(out, fmt.Sprintf("read-only data: %d pages in the page cache before, %d after (%s, %d KiB advised random)", before, after, rep.Advice, rep.Random>>10))
 	for _, m := range data {
-		if !randomRead(t, m) {
-			t.Errorf("data mapping %+v not advised random", m)
+		if r, err := randomRead(m); err != nil || !r {
+			fail("data mapping %+v not advised random (%v)", m, err)
 		}
 	}
 	for _, m := range code {
-		if randomRead(t, m) {
-			t.Errorf("code mapping %+v advised random: a start reads it in long stretches", m)
+		if r, err := randomRead(m); err != nil || r {
+			fail("code mapping %+v advised random: a start reads it in long stretches (%v)", m, err)
 		}
 	}
 	if after > before/2 {
-		t.Errorf("%d of %d cached pages of the read-only data still cached after the release for the rest", after, before)
+		fail("%d of %d cached pages of the read-only data still cached after the release for the rest", after, before)
 	}
 	if !strings.HasSuffix(rep.Advice, "+random") || rep.Random == 0 {
-		t.Errorf("report %+v does not tell the advice for the rest", rep)
+		fail("report %+v does not tell the advice for the rest", rep)
 	}
+	return out
 }
 
 // randomRead tells whether /proc/self/smaps shows m advised for random
 // access (VmFlags "rr").
-func randomRead(t *testing.T, m Mapping) bool {
-	t.Helper()
+func randomRead(m Mapping) (bool, error) {
 	b, err := os.ReadFile("/proc/self/smaps")
 	if err != nil {
-		t.Fatal(err)
+		return false, err
 	}
 	in := false
 	for _, line := range strings.Split(string(b), "\n") {
@@ -303,27 +354,25 @@ func randomRead(t *testing.T, m Mapping) bool {
 			}
 		}
 		if in && len(f) > 0 && f[0] == "VmFlags:" {
-			return slices.Contains(f[1:], "rr")
+			return slices.Contains(f[1:], "rr"), nil
 		}
 	}
-	t.Fatalf("mapping %x-%x not in /proc/self/smaps", m.Start, m.End)
-	return false
+	return false, fmt.Errorf("mapping %x-%x not in /proc/self/smaps", m.Start, m.End)
 }
 
 // cached counts the pages of maps whose file page is in the page cache
 // (mincore, which reports it for a file root may write).
-func cached(t *testing.T, maps []Mapping) uint64 {
-	t.Helper()
+func cached(maps []Mapping) (uint64, error) {
 	page := uint64(os.Getpagesize())
 	var n uint64
 	for _, m := range maps {
 		vec := make([]byte, (m.End-m.Start)/page)
 		if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(m.Start), uintptr(m.End-m.Start), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
-			t.Fatalf("mincore %x-%x: %v", m.Start, m.End, e)
+			return n, fmt.Errorf("mincore %x-%x: %v", m.Start, m.End, e)
 		}
 		for _, v := range vec {
 			n += uint64(v & 1)
 		}
 	}
-	return n
+	return n, nil
 }
