@@ -27,7 +27,7 @@ const (
 // settled or settleWait has passed (the first pods' starts touch the
 // image, network and containerd code). Then it returns: at rest it does
 // nothing.
-func releaseStartupMemory(ctx context.Context, clk clock.WithTicker, synced func() bool, pods func() []v1.Pod, release func(rest bool) (residency.Report, error), log *slog.Logger) {
+func releaseStartupMemory(ctx context.Context, clk clock.WithTicker, synced func() bool, pods func() []v1.Pod, release func() (residency.Report, error), log *slog.Logger) {
 	tick := clk.NewTicker(settlePoll)
 	defer tick.Stop()
 	var deadline time.Time // none until synced
@@ -41,8 +41,8 @@ func releaseStartupMemory(ctx context.Context, clk clock.WithTicker, synced func
 		}
 		return true
 	}
-	do := func(when string, rest bool) {
-		rep, err := release(rest)
+	do := func(when string) {
+		rep, err := release()
 		if err != nil {
 			log.Warn("start-up memory not given back: the resident set stays larger than it needs", "when", when, "err", err)
 			return
@@ -53,11 +53,11 @@ func releaseStartupMemory(ctx context.Context, clk clock.WithTicker, synced func
 		return
 	}
 	deadline = clk.Now().Add(settleWait)
-	do("synced", false)
+	do("synced")
 	if !wait(func() bool { return podsSettled(pods()) }) {
 		return
 	}
-	do("pods settled", true)
+	do("pods settled")
 }
 
 // podsSettled tells whether every pod is Ready or has ended.

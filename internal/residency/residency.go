@@ -17,7 +17,6 @@ import (
 type Mapping struct {
 	Start, End uint64
 	Perms      string // as /proc/self/maps: r-xp, r--p, rw-p
-	Offset     uint64 // of Start in the file
 }
 
 // Report says what Release did.
@@ -28,22 +27,14 @@ type Report struct {
 	// were advised away (their length, not their resident part).
 	Released uint64
 	// Advice is the advice the kernel took: "pageout+dontneed", or
-	// "dontneed" where it lacks MADV_PAGEOUT; "+random" when the data
-	// mappings were advised for the rest too.
+	// "dontneed" where it lacks MADV_PAGEOUT.
 	Advice string
-	// Random is how many bytes of the executable's read-only data (type
-	// data and function tables) were advised for random access, with
-	// their file pages no process maps dropped from the page cache.
-	Random uint64
 }
 
 // Release gives back what start-up used and the rest does not need (see
-// the package doc). With rest, nothing large is expected to run any more
-// (the pods have settled): the executable's read-only data is advised
-// for random access too, and its file pages no process maps are dropped
-// from the page cache. An error says why the executable's pages were not
+// the package doc). An error says why the executable's pages were not
 // advised away; the heap is returned anyway.
-func Release(rest bool) (Report, error) {
+func Release() (Report, error) {
 	var rep Report
 	rep.RSSBefore = rss()
 	debug.FreeOSMemory()
@@ -51,49 +42,8 @@ func Release(rest bool) (Report, error) {
 	if err == nil {
 		rep.Released, rep.Advice, err = advise(maps)
 	}
-	if err == nil && rest {
-		rep.Random, err = adviseRandom(maps)
-		if rep.Random > 0 {
-			rep.Advice += "+random"
-		}
-	}
 	rep.RSSAfter = rss()
 	return rep, err
-}
-
-// adviseRandom advises the data mappings among maps (read-only, not
-// executable: type data, function tables) for random access and drops
-// their file pages no process maps from the page cache.
-//
-// Why: what the rest reads there is scattered (the collector's and the
-// stack's look-ups of one function's tables, one type's descriptor), but
-// the kernel maps a faulting page's cached neighbours with it (fault-
-// around, 64 KiB) and reads ahead around one that is not cached: each
-// look-up made 16 pages resident. Measured at rest with 30 pods, 8.4 MiB
-// of the binary's 13 MiB resident was this data. Random access stops the
-// read-ahead; with the neighbours out of the page cache, a look-up makes
-// one page resident. The code's mapping keeps its read-ahead: a pod's
-// start runs through it in long stretches.
-func adviseRandom(maps []Mapping) (uint64, error) {
-	f, err := os.Open("/proc/self/exe")
-	if err != nil {
-		return 0, fmt.Errorf("executable: %w", err)
-	}
-	defer f.Close()
-	var n uint64
-	for _, m := range maps {
-		if strings.ContainsAny(m.Perms, "wx") {
-			continue
-		}
-		if err := madvise(m, unix.MADV_RANDOM); err != nil {
-			return n, fmt.Errorf("madvise random %x-%x (%s): %w", m.Start, m.End, m.Perms, err)
-		}
-		if err := unix.Fadvise(int(f.Fd()), int64(m.Offset), int64(m.End-m.Start), unix.FADV_DONTNEED); err != nil {
-			return n, fmt.Errorf("fadvise dontneed %x-%x (%s): %w", m.Start, m.End, m.Perms, err)
-		}
-		n += m.End - m.Start
-	}
-	return n, nil
 }
 
 // executableMappings returns the read-only mappings of the running
@@ -148,11 +98,7 @@ func parseMaps(r io.Reader, major, minor uint32, ino uint64) ([]Mapping, error) 
 		if !ok || end <= start {
 			return nil, fmt.Errorf("/proc/self/maps: bad range %q", f[0])
 		}
-		off, err := strconv.ParseUint(f[2], 16, 64)
-		if err != nil {
-			return nil, fmt.Errorf("/proc/self/maps: bad offset %q", f[2])
-		}
-		out = append(out, Mapping{Start: start, End: end, Perms: f[1], Offset: off})
+		out = append(out, Mapping{Start: start, End: end, Perms: f[1]})
 	}
 	return out, sc.Err()
 }

@@ -3,17 +3,11 @@ package residency
 import (
 	"bufio"
 	"encoding/binary"
-	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // TestMain: with RESIDENCY_HOLD set, the test binary is the other
@@ -30,12 +24,6 @@ func TestMain(m *testing.M) {
 		}
 		os.Stdout.WriteString("holding\n")
 		bufio.NewReader(os.Stdin).ReadString('\n')
-		os.Exit(0)
-	}
-	if os.Getenv("RESIDENCY_REST") != "" {
-		for _, line := range restCheck() {
-			os.Stdout.WriteString(line + "\n")
-		}
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -77,8 +65,8 @@ c000000000-c004000000 rw-p 00000000 00:00 0
 	}
 	want := []Mapping{
 		{Start: 0x400000, End: 0x2103000, Perms: "r-xp"},
-		{Start: 0x2103000, End: 0x4188000, Perms: "r--p", Offset: 0x1d03000},
-		{Start: 0x4188000, End: 0x4238000, Perms: "rw-p", Offset: 0x3d88000},
+		{Start: 0x2103000, End: 0x4188000, Perms: "r--p"},
+		{Start: 0x4188000, End: 0x4238000, Perms: "rw-p"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("parseMaps = %+v, want %+v", got, want)
@@ -135,7 +123,7 @@ func TestReleaseDropsTouchedPages(t *testing.T) {
 	if before < total*9/10 {
 		t.Fatalf("touching %d pages left only %d resident: the test cannot tell", total, before)
 	}
-	rep, err := Release(false)
+	rep, err := Release()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +173,7 @@ func TestReleaseSharedPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := resident(t, maps)
-	if _, err := Release(false); err != nil {
+	if _, err := Release(); err != nil {
 		t.Fatal(err)
 	}
 	after := resident(t, maps)
@@ -223,156 +211,4 @@ func resident(t *testing.T, maps []Mapping) uint64 {
 		}
 	}
 	return n
-}
-
-// TestReleaseForRest: at rest the executable's read-only data (not its
-// code) is advised for random access, and its file pages no process
-// maps leave the page cache; a release before the rest does neither.
-//
-// It runs in a copy of the test binary: the advice and the dropped page
-// cache would change what the other tests see of this one (pages read
-// back from the file come in larger folios, which a fault maps whole).
-func TestReleaseForRest(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp := filepath.Join(t.TempDir(), "residency.test")
-	if err := os.WriteFile(cp, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(cp)
-	cmd.Env = append(os.Environ(), "RESIDENCY_REST=1")
-	out, err := cmd.CombinedOutput()
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if msg, ok := strings.CutPrefix(line, "FAIL: "); ok {
-			t.Error(msg)
-		} else {
-			t.Log(line)
-		}
-	}
-	if err != nil {
-		t.Fatalf("the copy ran with %v", err)
-	}
-}
-
-// restCheck is TestReleaseForRest's check, run in the copy: each line
-// it returns is a finding, "FAIL: " before a failed one.
-func restCheck() []string {
-	var out []string
-	fail := func(format string, args ...any) { out = append(out, "FAIL: "+fmt.Sprintf(format, args...)) }
-	maps, err := executableMappings()
-	if err != nil {
-		return []string{"FAIL: " + err.Error()}
-	}
-	var data, code []Mapping
-	for _, m := range maps {
-		if strings.Contains(m.Perms, "x") {
-			code = append(code, m)
-		} else {
-			data = append(data, m)
-		}
-	}
-	if len(data) == 0 || len(code) == 0 {
-		return []string{fmt.Sprintf("FAIL: mappings %+v: want code and read-only data", maps)}
-	}
-	if err := touch(maps); err != nil {
-		return []string{"FAIL: " + err.Error()}
-	}
-	if _, err := Release(false); err != nil {
-		return []string{"FAIL: " + err.Error()}
-	}
-	for _, m := range maps {
-		if r, err := randomRead(m); err != nil || r {
-			fail("%+v advised random by a release before the rest (%v)", m, err)
-		}
-	}
-	if err := touch(maps); err != nil {
-		return append(out, "FAIL: "+err.Error())
-	}
-	// The copy was just written: its dirty pages cannot leave the page
-	// cache until they are written back.
-	f, err := os.Open("/proc/self/exe")
-	if err != nil {
-		return append(out, "FAIL: "+err.Error())
-	}
-	err = unix.Fdatasync(int(f.Fd()))
-	f.Close()
-	if err != nil {
-		return append(out, "FAIL: fdatasync: "+err.Error())
-	}
-	before, err := cached(data)
-	if err != nil {
-		return append(out, "FAIL: "+err.Error())
-	}
-	rep, err := Release(true)
-	if err != nil {
-		return append(out, "FAIL: "+err.Error())
-	}
-	after, err := cached(data)
-	if err != nil {
-		return append(out, "FAIL: "+err.Error())
-	}
-	out = append(out, fmt.Sprintf("read-only data: %d pages in the page cache before, %d after (%s, %d KiB advised random)", before, after, rep.Advice, rep.Random>>10))
-	for _, m := range data {
-		if r, err := randomRead(m); err != nil || !r {
-			fail("data mapping %+v not advised random (%v)", m, err)
-		}
-	}
-	for _, m := range code {
-		if r, err := randomRead(m); err != nil || r {
-			fail("code mapping %+v advised random: a start reads it in long stretches (%v)", m, err)
-		}
-	}
-	if after > before/2 {
-		fail("%d of %d cached pages of the read-only data still cached after the release for the rest", after, before)
-	}
-	if !strings.HasSuffix(rep.Advice, "+random") || rep.Random == 0 {
-		fail("report %+v does not tell the advice for the rest", rep)
-	}
-	return out
-}
-
-// randomRead tells whether /proc/self/smaps shows m advised for random
-// access (VmFlags "rr").
-func randomRead(m Mapping) (bool, error) {
-	b, err := os.ReadFile("/proc/self/smaps")
-	if err != nil {
-		return false, err
-	}
-	in := false
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) >= 5 {
-			if start, end, ok := hexPair(f[0], "-"); ok {
-				in = start == m.Start && end == m.End
-				continue
-			}
-		}
-		if in && len(f) > 0 && f[0] == "VmFlags:" {
-			return slices.Contains(f[1:], "rr"), nil
-		}
-	}
-	return false, fmt.Errorf("mapping %x-%x not in /proc/self/smaps", m.Start, m.End)
-}
-
-// cached counts the pages of maps whose file page is in the page cache
-// (mincore, which reports it for a file root may write).
-func cached(maps []Mapping) (uint64, error) {
-	page := uint64(os.Getpagesize())
-	var n uint64
-	for _, m := range maps {
-		vec := make([]byte, (m.End-m.Start)/page)
-		if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(m.Start), uintptr(m.End-m.Start), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
-			return n, fmt.Errorf("mincore %x-%x: %v", m.Start, m.End, e)
-		}
-		for _, v := range vec {
-			n += uint64(v & 1)
-		}
-	}
-	return n, nil
 }
