@@ -122,6 +122,7 @@ func (b *baseCase) measure(ctx context.Context, tag string, n int, hook func(con
 		startErr error
 		wg       sync.WaitGroup
 	)
+	cpu0 := sampleCPU(self, containerdOf(b.env), shimOf(b.env.Address, b.namespace()))
 	t0 := time.Now()
 	for _, p := range pods {
 		wg.Add(1)
@@ -140,6 +141,7 @@ func (b *baseCase) measure(ctx context.Context, tag string, n int, hook func(con
 		defer mu.Unlock()
 		return startErr
 	})
+	cpu1 := sampleCPU(self, containerdOf(b.env), shimOf(b.env.Address, b.namespace()))
 	wg.Wait()
 	if err != nil {
 		return nil, err
@@ -153,6 +155,7 @@ func (b *baseCase) measure(ctx context.Context, tag string, n int, hook func(con
 		}
 	}
 	rr := newRunResult(b.name(), tag, n, t0, lat)
+	rr.CPU = cpuBetween(cpu0, cpu1)
 	if !b.floor {
 		for _, p := range pods {
 			rr.NetMS = append(rr.NetMS, float64(p.net)/float64(time.Millisecond))

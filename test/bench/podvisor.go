@@ -209,7 +209,7 @@ func (p *pvCase) measure(ctx context.Context, tag string, n int, hook func(conte
 		}
 	}()
 
-	cpu0, _ := readProc(p.cmd.Process.Pid)
+	cpu0 := sampleCPU(p.cmd.Process.Pid, containerdOf(p.env), shimOf(p.env.Address, p.namespace()))
 	t0 := time.Now()
 	for _, name := range names {
 		if err := os.Rename(filepath.Join(p.staging, name+".yaml"), filepath.Join(p.manifests, name+".yaml")); err != nil {
@@ -220,9 +220,10 @@ func (p *pvCase) measure(ctx context.Context, tag string, n int, hook func(conte
 	if err != nil {
 		return nil, fmt.Errorf("%w\n%s", err, p.describe(ctx))
 	}
-	cpu1, _ := readProc(p.cmd.Process.Pid)
+	cpu1 := sampleCPU(p.cmd.Process.Pid, containerdOf(p.env), shimOf(p.env.Address, p.namespace()))
 	rr := newRunResult(p.name(), tag, n, t0, lat)
-	rr.DaemonCPUMS = float64(cpu1.ticks-cpu0.ticks) * 1000 / clockTicks
+	rr.CPU = cpuBetween(cpu0, cpu1)
+	rr.DaemonCPUMS = rr.CPU.Manager
 	if hook != nil {
 		if err := hook(ctx); err != nil {
 			return nil, err

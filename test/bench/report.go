@@ -39,6 +39,9 @@ type runResult struct {
 	// NetMS is, per pod, how long its network namespace and CNI ADD took
 	// (baseline runs only), sorted.
 	NetMS []float64 `json:"net_ms,omitempty"`
+	// CPU is what each part of the start used from t0 until the last
+	// first instruction.
+	CPU cpuSplit `json:"cpu"`
 }
 
 func newRunResult(name, tag string, n int, t0 time.Time, lat []time.Duration) *runResult {
@@ -71,6 +74,8 @@ type summary struct {
 	// NetMS is the median over runs of the run's median network namespace
 	// + CNI ADD (baseline rows only).
 	NetMS float64 `json:"net_ms,omitempty"`
+	// CPU is each part's median over runs.
+	CPU cpuSplit `json:"cpu"`
 	// Ratios to the baseline at the same N (podvisor rows only).
 	RatioFirst float64 `json:"ratio_first,omitempty"`
 	RatioLast  float64 `json:"ratio_last,omitempty"`
@@ -188,6 +193,7 @@ func (r *report) summarize(sizes []int) {
 		for _, name := range []string{"floor", "baseline", "podvisor"} {
 			s := summary{Case: name, N: n, Phases: map[string]phaseStat{}}
 			var first, last, med, cpu, net []float64
+			var split [4][]float64
 			phaseMed, phaseMax := map[string][]float64{}, map[string][]float64{}
 			for _, rr := range r.Runs {
 				if rr.Case != name || rr.N != n {
@@ -196,6 +202,9 @@ func (r *report) summarize(sizes []int) {
 				s.Runs++
 				first, last, med = append(first, rr.First), append(last, rr.Last), append(med, rr.Median)
 				cpu = append(cpu, rr.DaemonCPUMS)
+				for i, v := range []float64{rr.CPU.Manager, rr.CPU.ManagerChildren, rr.CPU.Containerd, rr.CPU.Shims} {
+					split[i] = append(split[i], v)
+				}
 				if len(rr.NetMS) > 0 {
 					net = append(net, median(rr.NetMS))
 				}
@@ -216,6 +225,7 @@ func (r *report) summarize(sizes []int) {
 			}
 			s.FirstMS, s.LastMS, s.MedianMS = median(first), median(last), median(med)
 			s.DaemonCPUMS, s.NetMS = median(cpu), median(net)
+			s.CPU = cpuSplit{Manager: median(split[0]), ManagerChildren: median(split[1]), Containerd: median(split[2]), Shims: median(split[3])}
 			for k := range phaseMed {
 				s.Phases[k] = phaseStat{Median: median(phaseMed[k]), Max: median(phaseMax[k])}
 			}
@@ -311,6 +321,16 @@ func (r *report) printStart(w io.Writer) {
 			}
 		}
 		fmt.Fprintf(w, "| %s | %d | %s |\n", s.Case, s.N, strings.Join(cells, " | "))
+	}
+
+	fmt.Fprintf(w, "\n### CPU by process, t0 → the last first instruction (ms, medians over runs)\n\n")
+	fmt.Fprintln(w, "manager: podvisor, or this benchmark for the baseline and the floor (its polling included); its children: the processes it reaped, the CNI plugins; containerd with the processes it reaped; the case's shims with theirs (runc).")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| case | N | manager | its children | containerd | shims + runc | total |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|")
+	for _, s := range r.Summaries {
+		c := s.CPU
+		fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %.0f | %.0f | %.0f |\n", s.Case, s.N, c.Manager, c.ManagerChildren, c.Containerd, c.Shims, c.Total())
 	}
 
 	if fp := r.Footprint; fp != nil {
