@@ -36,7 +36,11 @@
 // Cases alternate run by run, each with a warm-up pod first (image import,
 // page cache) that is not measured, and everything is removed between runs.
 // containerd's own events (snapshot prepared, container created, task
-// created, task started) break each start down into phases. Then
+// created, task started) break each start down into phases, and /proc,
+// read at t0 and at the last first instruction, its CPU into the manager
+// (podvisor, or the benchmark for the baseline and the floor), the
+// processes the manager reaped (the CNI plugins), containerd and the
+// case's shims with their runc. Then
 // -restarts times (5), a fresh podvisor pod running and ready has its
 // container's process killed with SIGKILL: kill → the new container's
 // first instruction (the file removed before the kill, written again),
