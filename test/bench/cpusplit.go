@@ -26,23 +26,42 @@ func (c cpuSplit) Total() float64 {
 	return c.Manager + c.ManagerChildren + c.Containerd + c.Shims
 }
 
+// medianCPU is each part's median over the splits.
+func medianCPU(cs []cpuSplit) cpuSplit {
+	part := func(f func(cpuSplit) float64) float64 {
+		v := make([]float64, len(cs))
+		for i, c := range cs {
+			v[i] = f(c)
+		}
+		return median(v)
+	}
+	return cpuSplit{
+		Manager:         part(func(c cpuSplit) float64 { return c.Manager }),
+		ManagerChildren: part(func(c cpuSplit) float64 { return c.ManagerChildren }),
+		Containerd:      part(func(c cpuSplit) float64 { return c.Containerd }),
+		Shims:           part(func(c cpuSplit) float64 { return c.Shims }),
+	}
+}
+
 // cpuSample is one reading of the parts a cpuSplit measures.
 type cpuSample struct {
 	manager, containerd procStat
 	shims               map[int]procStat
 }
 
-// sampleCPU reads the manager (pid), the containerd daemon and the shims
-// that match. A part that cannot be read is zero.
+// sampleCPU reads the CPU times of the manager (pid), the containerd
+// daemon and the shims that match; nothing else of them, so that the
+// sample costs the benchmark (the baseline's manager) little. A part that
+// cannot be read is zero.
 func sampleCPU(manager int, containerd, shims func(proc) bool) cpuSample {
 	s := cpuSample{shims: map[int]procStat{}}
-	s.manager, _ = readProc(manager)
+	s.manager, _ = readTicks(manager)
 	for _, p := range listProcs() {
 		switch {
 		case containerd(p):
-			s.containerd, _ = readProc(p.pid)
+			s.containerd, _ = readTicks(p.pid)
 		case shims(p):
-			if st, err := readProc(p.pid); err == nil {
+			if st, err := readTicks(p.pid); err == nil {
 				s.shims[p.pid] = st
 			}
 		}

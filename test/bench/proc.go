@@ -100,15 +100,11 @@ type procStat struct {
 
 // readProc samples a process; it fails once the process is gone.
 func readProc(pid int) (procStat, error) {
-	var s procStat
-	dir := filepath.Join("/proc", strconv.Itoa(pid))
-	stat, err := os.ReadFile(filepath.Join(dir, "stat"))
+	s, err := readTicks(pid)
 	if err != nil {
 		return s, err
 	}
-	if s.ticks, s.childTicks, err = parseStatTicks(stat); err != nil {
-		return s, fmt.Errorf("pid %d: %w", pid, err)
-	}
+	dir := filepath.Join("/proc", strconv.Itoa(pid))
 	st, err := os.ReadFile(filepath.Join(dir, "status"))
 	if err != nil {
 		return s, err
@@ -116,6 +112,19 @@ func readProc(pid int) (procStat, error) {
 	s.rssKiB = kibField(st, "VmRSS:")
 	if roll, err := os.ReadFile(filepath.Join(dir, "smaps_rollup")); err == nil {
 		s.pssKiB = kibField(roll, "Pss:")
+	}
+	return s, nil
+}
+
+// readTicks reads pid's CPU times (ticks and childTicks) only.
+func readTicks(pid int) (procStat, error) {
+	var s procStat
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return s, err
+	}
+	if s.ticks, s.childTicks, err = parseStatTicks(stat); err != nil {
+		return s, fmt.Errorf("pid %d: %w", pid, err)
 	}
 	return s, nil
 }

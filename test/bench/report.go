@@ -33,9 +33,6 @@ type runResult struct {
 	// of the run, sorted.
 	Phases map[string][]float64 `json:"phases_ms,omitempty"`
 	T0     time.Time            `json:"t0"`
-	// DaemonCPUMS is the CPU time podvisor used from t0 until the last
-	// first instruction (podvisor runs only).
-	DaemonCPUMS float64 `json:"daemon_cpu_ms,omitempty"`
 	// NetMS is, per pod, how long its network namespace and CNI ADD took
 	// (baseline runs only), sorted.
 	NetMS []float64 `json:"net_ms,omitempty"`
@@ -69,8 +66,6 @@ type summary struct {
 	LastMS   float64              `json:"last_ms"`
 	MedianMS float64              `json:"median_ms"`
 	Phases   map[string]phaseStat `json:"phases,omitempty"`
-	// DaemonCPUMS is the median CPU time podvisor used per run.
-	DaemonCPUMS float64 `json:"daemon_cpu_ms,omitempty"`
 	// NetMS is the median over runs of the run's median network namespace
 	// + CNI ADD (baseline rows only).
 	NetMS float64 `json:"net_ms,omitempty"`
@@ -192,8 +187,8 @@ func (r *report) summarize(sizes []int) {
 		var base *summary
 		for _, name := range []string{"floor", "baseline", "podvisor"} {
 			s := summary{Case: name, N: n, Phases: map[string]phaseStat{}}
-			var first, last, med, cpu, net []float64
-			var split [4][]float64
+			var first, last, med, net []float64
+			var cpu []cpuSplit
 			phaseMed, phaseMax := map[string][]float64{}, map[string][]float64{}
 			for _, rr := range r.Runs {
 				if rr.Case != name || rr.N != n {
@@ -201,10 +196,7 @@ func (r *report) summarize(sizes []int) {
 				}
 				s.Runs++
 				first, last, med = append(first, rr.First), append(last, rr.Last), append(med, rr.Median)
-				cpu = append(cpu, rr.DaemonCPUMS)
-				for i, v := range []float64{rr.CPU.Manager, rr.CPU.ManagerChildren, rr.CPU.Containerd, rr.CPU.Shims} {
-					split[i] = append(split[i], v)
-				}
+				cpu = append(cpu, rr.CPU)
 				if len(rr.NetMS) > 0 {
 					net = append(net, median(rr.NetMS))
 				}
@@ -224,8 +216,7 @@ func (r *report) summarize(sizes []int) {
 				continue
 			}
 			s.FirstMS, s.LastMS, s.MedianMS = median(first), median(last), median(med)
-			s.DaemonCPUMS, s.NetMS = median(cpu), median(net)
-			s.CPU = cpuSplit{Manager: median(split[0]), ManagerChildren: median(split[1]), Containerd: median(split[2]), Shims: median(split[3])}
+			s.NetMS, s.CPU = median(net), medianCPU(cpu)
 			for k := range phaseMed {
 				s.Phases[k] = phaseStat{Median: median(phaseMed[k]), Max: median(phaseMax[k])}
 			}
@@ -283,7 +274,7 @@ func (r *report) printStart(w io.Writer) {
 		}
 		if s.Case == "podvisor" && s.RatioFirst > 0 {
 			rf, rl = fmt.Sprintf("%.2f×", s.RatioFirst), fmt.Sprintf("%.2f×", s.RatioLast)
-			cpu = fmt.Sprintf("%.0f", s.DaemonCPUMS)
+			cpu = fmt.Sprintf("%.0f", s.CPU.Manager)
 		}
 		fmt.Fprintf(w, "| %s | %d | %d | %.1f | %.1f | %.1f | %s | %s | %s | %s |\n", s.Case, s.N, s.Runs, s.FirstMS, s.LastMS, s.MedianMS, net, rf, rl, cpu)
 	}
