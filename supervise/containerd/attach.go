@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 
 	client "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/podvisor/podvisor/internal/crilog"
 )
 
@@ -44,14 +46,19 @@ func (r *Runtime) stdinPath(id string) string { return filepath.Join(r.opts.Stdi
 // the validator accepts stdin only with tty.
 func (r *Runtime) taskIO(ctx context.Context, ctr client.Container, id, logPath string) (cio.Creator, error) {
 	bin := cio.BinaryIO(r.opts.LogDriver, map[string]string{"log-driver": crilog.DriverArg(logPath, crilog.Policy{MaxSize: r.opts.LogMaxSize, MaxFiles: r.opts.LogMaxFiles})})
-	spec, err := ctr.Spec(ctx)
+	// The record LoadContainer has just read, not a request each for the
+	// spec and the labels.
+	info, err := ctr.Info(ctx, client.WithoutRefreshedMetadata)
 	if err != nil {
-		return nil, fmt.Errorf("container spec %s: %w", id, err)
+		return nil, fmt.Errorf("container %s: %w", id, err)
 	}
-	labels, err := ctr.Labels(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("container labels %s: %w", id, err)
+	var spec specs.Spec
+	if info.Spec != nil {
+		if err := json.Unmarshal(info.Spec.GetValue(), &spec); err != nil {
+			return nil, fmt.Errorf("container spec %s: %w", id, err)
+		}
 	}
+	labels := info.Labels
 	terminal := spec.Process != nil && spec.Process.Terminal
 	stdin := ""
 	if labels[labelStdin] == "true" && terminal {

@@ -65,16 +65,6 @@ func decideIdentity(runAsUser, runAsGroup *int64, imageUser string, supplemental
 	return id
 }
 
-// opts applies the identity on the container's rootfs (the snapshot, or
-// the spec's root path when there is none).
-func (id runAs) opts() []oci.SpecOpts {
-	return []oci.SpecOpts{
-		oci.WithUser(id.user),
-		oci.WithAdditionalGIDs(id.groupsOf),
-		withSupplementalGroups(id.supplemental),
-	}
-}
-
 func withSupplementalGroups(groups []int64) oci.SpecOpts {
 	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
 		for _, g := range groups {
@@ -133,7 +123,7 @@ func knownUser(user string) imageUserFunc {
 
 // withIdentity sets the container's user and groups once the image's USER
 // is known, and refuses it first when runAsNonRoot cannot hold.
-func withIdentity(pod *v1.Pod, c *v1.Container, imageID string, lookup imageUserFunc) oci.SpecOpts {
+func withIdentity(pod *v1.Pod, c *v1.Container, imageID string, lookup imageUserFunc, ids *identities) oci.SpecOpts {
 	psc := pod.Spec.SecurityContext
 	if psc == nil {
 		psc = &v1.PodSecurityContext{}
@@ -150,12 +140,11 @@ func withIdentity(pod *v1.Pod, c *v1.Container, imageID string, lookup imageUser
 				return configError{err}
 			}
 		}
-		for _, o := range decideIdentity(runAsUser, runAsGroup, user, supplementalGroups(psc)).opts() {
-			if err := o(ctx, cl, ctr, s); err != nil {
-				return err
-			}
+		id := decideIdentity(runAsUser, runAsGroup, user, supplementalGroups(psc))
+		if err := ids.apply(ctx, cl, ctr, s, imageID, id); err != nil {
+			return err
 		}
-		return nil
+		return withSupplementalGroups(id.supplemental)(ctx, cl, ctr, s)
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/podvisor/podvisor/internal/images"
 	"github.com/podvisor/podvisor/supervise"
+	"golang.org/x/sync/singleflight"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -75,6 +76,17 @@ type Runtime struct {
 	images   map[string]client.Image  // by image ID (repo digest), as ensured
 	configs  map[string]ocispec.Image // image configs by image target digest
 	execs    map[string]execTarget    // by container ID, from its first exec
+	// created holds the containers Create made until Start (or Remove)
+	// takes them.
+	created map[string]client.Container
+	// configRead makes one read of an image's config at a time per
+	// digest: the containers created meanwhile take its answer.
+	configRead singleflight.Group
+	// unpackCheck makes one check (and unpack) of an image per digest at
+	// a time.
+	unpackCheck singleflight.Group
+	// identities remembers the users found in images' /etc/passwd.
+	identities identities
 	// instance labels the leases this Runtime takes, so that Collect
 	// tells them from a killed podvisor's without a window between a
 	// lease's creation and its being known.
@@ -97,7 +109,7 @@ func New(c *client.Client, opts Options) *Runtime {
 	if opts.PullReportInterval <= 0 {
 		opts.PullReportInterval = 10 * time.Second
 	}
-	return &Runtime{client: c, opts: opts, unpacked: map[string]bool{}, images: map[string]client.Image{}, configs: map[string]ocispec.Image{}, execs: map[string]execTarget{}, instance: randomID()}
+	return &Runtime{client: c, opts: opts, unpacked: map[string]bool{}, images: map[string]client.Image{}, configs: map[string]ocispec.Image{}, execs: map[string]execTarget{}, created: map[string]client.Container{}, instance: randomID()}
 }
 
 // EnsureImage finds (or pulls) and unpacks the container's image according
@@ -145,22 +157,42 @@ func (r *Runtime) EnsureImage(ctx context.Context, c *v1.Container) (_ supervise
 	// removed behind podvisor's back makes container creation fail, which
 	// forgets the digest, so the next attempt unpacks again.
 	digest := img.Target().Digest.String()
-	if !r.isUnpacked(digest) {
-		ok, err := img.IsUnpacked(ctx, r.opts.Snapshotter)
-		if err != nil {
-			return res, fmt.Errorf("check image %s: %w", ref, err)
-		}
-		if !ok {
-			if err := r.withLease(ctx, "unpack", func(ctx context.Context) error { return img.Unpack(ctx, r.opts.Snapshotter) }); err != nil {
-				return res, fmt.Errorf("unpack image %s: %w", ref, err)
-			}
-		}
-		r.markUnpacked(digest, true)
-	}
 	res.ID = repoDigest(ref, digest)
+	// The image object already kept for this name and digest is the same
+	// image, and it has read the layers' IDs (RootFS) that the check
+	// below and Create's snapshot need: keep it rather than read them
+	// again for each container.
 	r.mu.Lock()
-	r.images[res.ID] = img
+	if known := r.images[res.ID]; known != nil {
+		img = known
+	} else {
+		r.images[res.ID] = img
+	}
 	r.mu.Unlock()
+	if !r.isUnpacked(digest) {
+		check := func(ctx context.Context) error {
+			ok, err := img.IsUnpacked(ctx, r.opts.Snapshotter)
+			if err != nil {
+				return fmt.Errorf("check image %s: %w", ref, err)
+			}
+			if !ok {
+				if err := r.withLease(ctx, "unpack", func(ctx context.Context) error { return img.Unpack(ctx, r.opts.Snapshotter) }); err != nil {
+					return fmt.Errorf("unpack image %s: %w", ref, err)
+				}
+			}
+			r.markUnpacked(digest, true)
+			return nil
+		}
+		// One check (and unpack) of a digest at a time: the pods started
+		// meanwhile take its answer.
+		_, err, shared := r.unpackCheck.Do(digest, func() (any, error) { return nil, check(ctx) })
+		if err != nil && shared && ctx.Err() == nil {
+			err = check(ctx)
+		}
+		if err != nil {
+			return res, err
+		}
+	}
 	return res, nil
 }
 
@@ -212,14 +244,22 @@ func (r *Runtime) imageConfig(ctx context.Context, img client.Image) (ocispec.Im
 	if ok {
 		return ic, nil
 	}
-	ic, err := img.Spec(ctx)
-	if err != nil {
-		return ic, err
+	v, err, shared := r.configRead.Do(d, func() (any, error) {
+		ic, err := img.Spec(ctx)
+		if err != nil {
+			return ic, err
+		}
+		r.mu.Lock()
+		r.configs[d] = ic
+		r.mu.Unlock()
+		return ic, nil
+	})
+	if err != nil && shared && ctx.Err() == nil {
+		// The read this call joined failed, maybe for its own caller's
+		// context: read it for this one.
+		return img.Spec(ctx)
 	}
-	r.mu.Lock()
-	r.configs[d] = ic
-	r.mu.Unlock()
-	return ic, nil
+	return v.(ocispec.Image), err
 }
 
 func repoDigest(ref, digest string) string {
@@ -242,7 +282,7 @@ func (r *Runtime) Create(ctx context.Context, cfg supervise.ContainerConfig) (er
 	if err != nil {
 		return fmt.Errorf("read image config: %w", err)
 	}
-	opts, err := specOpts(cfg, ic.Config.Entrypoint, ic.Config.Cmd, ic.Config.User)
+	opts, err := specOpts(cfg, ic.Config.Entrypoint, ic.Config.Cmd, ic.Config.User, &r.identities)
 	if err != nil {
 		return err
 	}
@@ -254,16 +294,20 @@ func (r *Runtime) Create(ctx context.Context, cfg supervise.ContainerConfig) (er
 	if cfg.Container.Stdin {
 		labels[labelStdin] = "true"
 	}
-	all := append([]oci.SpecOpts{oci.WithImageConfig(img)}, opts...)
+	all := append([]oci.SpecOpts{withImageConfig(ic.Config)}, opts...)
 	err = r.withLease(ctx, "create", func(ctx context.Context) error {
-		_, err := r.client.NewContainer(ctx, cfg.ID,
+		ctr, err := r.client.NewContainer(ctx, cfg.ID,
 			client.WithImage(img),
-			client.WithSnapshotter(r.opts.Snapshotter),
-			client.WithNewSnapshot(cfg.ID, img),
+			withNewSnapshot(cfg.ID, img, r.opts.Snapshotter),
 			client.WithRuntime(runtimeName, nil),
 			client.WithContainerLabels(labels),
 			client.WithNewSpec(all...),
 		)
+		if err == nil {
+			r.mu.Lock()
+			r.created[cfg.ID] = ctr
+			r.mu.Unlock()
+		}
 		return err
 	})
 	if errors.Is(err, supervise.ErrContainerConfig) {
@@ -280,9 +324,16 @@ func (r *Runtime) Create(ctx context.Context, cfg supervise.ContainerConfig) (er
 // logPath through podvisor's log driver.
 func (r *Runtime) Start(ctx context.Context, id, logPath string) (err error) {
 	defer markUnavailable(&err)
-	ctr, err := r.client.LoadContainer(ctx, id)
-	if err != nil {
-		return fmt.Errorf("load container %s: %w", id, err)
+	// The container Create made holds the record containerd returned: a
+	// start just after it (a new pod's, a restart's) needs no read of it.
+	r.mu.Lock()
+	ctr := r.created[id]
+	delete(r.created, id)
+	r.mu.Unlock()
+	if ctr == nil {
+		if ctr, err = r.client.LoadContainer(ctx, id); err != nil {
+			return fmt.Errorf("load container %s: %w", id, err)
+		}
 	}
 	io, err := r.taskIO(ctx, ctr, id, logPath)
 	if err != nil {
@@ -504,6 +555,9 @@ func (r *Runtime) stopSignal(ctx context.Context, ctr client.Container) syscall.
 func (r *Runtime) Remove(ctx context.Context, id string) (err error) {
 	defer markUnavailable(&err)
 	r.forgetExec(id)
+	r.mu.Lock()
+	delete(r.created, id)
+	r.mu.Unlock()
 	defer func() {
 		if err == nil {
 			r.removeStdin(id)

@@ -100,6 +100,8 @@ type host struct {
 	// imageUser gives the USER of the container's image (specOpts sets
 	// it per container).
 	imageUser imageUserFunc
+	// identities remembers the users found in images (nil: none are).
+	identities *identities
 }
 
 // thisHost is the machine podvisor runs on.
@@ -118,9 +120,9 @@ var thisHost = sync.OnceValue(func() host {
 // specOpts returns the OCI spec options for one container, applied after
 // containerd's default spec and the image config, whose ENTRYPOINT, CMD
 // and USER are given.
-func specOpts(in supervise.ContainerConfig, imageEntrypoint, imageCmd []string, imageUser string) ([]oci.SpecOpts, error) {
+func specOpts(in supervise.ContainerConfig, imageEntrypoint, imageCmd []string, imageUser string, ids *identities) ([]oci.SpecOpts, error) {
 	h := thisHost()
-	h.imageUser = knownUser(imageUser)
+	h.imageUser, h.identities = knownUser(imageUser), ids
 	return h.specOpts(in, imageEntrypoint, imageCmd)
 }
 
@@ -225,7 +227,7 @@ func (h host) specOpts(in supervise.ContainerConfig, imageEntrypoint, imageCmd [
 		}
 	}
 
-	opts = append(opts, withIdentity(pod, c, in.Image.ID, h.imageUser))
+	opts = append(opts, withIdentity(pod, c, in.Image.ID, h.imageUser, h.identities))
 	sec, err := h.securityOpts(sc)
 	if err != nil {
 		return nil, err
