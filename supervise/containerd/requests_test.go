@@ -3,7 +3,6 @@ package containerd
 import (
 	"context"
 	"fmt"
-	"maps"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -12,6 +11,7 @@ import (
 
 	client "github.com/containerd/containerd/v2/client"
 	"github.com/podvisor/podvisor/supervise"
+	"github.com/podvisor/podvisor/test/testenv"
 	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,6 +51,33 @@ func (rc *requestCounter) dialOpts() []grpc.DialOption {
 	}
 }
 
+// countedRuntime starts a private containerd with the test image imported
+// and returns it, the counter of a client's requests, a new Runtime on
+// that client (it knows nothing of the image yet) and a host-network pod
+// for its containers.
+func countedRuntime(t *testing.T) (*testenv.Env, *requestCounter, *Runtime, *v1.Pod) {
+	t.Helper()
+	dir, env, _, _ := startRuntime(t)
+	rc := &requestCounter{}
+	rc.take()
+	c, err := client.New(env.Address, client.WithDefaultNamespace(env.Namespace), client.WithExtraDialOpts(rc.dialOpts()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	newRuntime := func() *Runtime {
+		return New(c, Options{Namespace: env.Namespace, LogDriver: filepath.Join(dir, "podvisor-log-driver"), LogMaxSize: 1 << 20})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := newRuntime().Import(ctx, env.ImageArchive); err != nil {
+		t.Fatal(err)
+	}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "u1"},
+		Spec: v1.PodSpec{HostNetwork: true, HostIPC: true}}
+	return env, rc, newRuntime(), pod
+}
+
 // count sums the counts of the methods whose name has one of prefixes.
 func count(n map[string]int, prefixes ...string) int {
 	sum := 0
@@ -73,22 +100,9 @@ func count(n map[string]int, prefixes ...string) int {
 // only where containerd's task creation does (three times), not to load
 // it or for its spec and labels.
 func TestRequestsPerContainer(t *testing.T) {
-	dir, env, _, _ := startRuntime(t)
-	var rc requestCounter
-	rc.take()
-	c, err := client.New(env.Address, client.WithDefaultNamespace(env.Namespace), client.WithExtraDialOpts(rc.dialOpts()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	rt := New(c, Options{Namespace: env.Namespace, LogDriver: filepath.Join(dir, "podvisor-log-driver"), LogMaxSize: 1 << 20})
+	env, rc, rt, pod := countedRuntime(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := rt.Import(ctx, env.ImageArchive); err != nil {
-		t.Fatal(err)
-	}
-	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "u1"},
-		Spec: v1.PodSpec{HostNetwork: true, HostIPC: true}}
 	var ids []string
 	t.Cleanup(func() {
 		for _, id := range ids {
@@ -124,11 +138,11 @@ func TestRequestsPerContainer(t *testing.T) {
 			t.Fatal(err)
 		}
 		created := rc.take()
-		if err := rt.Start(ctx, id, filepath.Join(dir, id+".log")); err != nil {
+		if err := rt.Start(ctx, id, filepath.Join(t.TempDir(), id+".log")); err != nil {
 			t.Fatal(err)
 		}
 		started := rc.take()
-		t.Logf("container %d: create %v, start %v", i, maps.Collect(maps.All(created)), started)
+		t.Logf("container %d: create %v, start %v", i, created, started)
 		if i > 0 {
 			if n := count(created, content, mounts); n != 0 {
 				t.Errorf("container %d of the image: its creation made %d content or mounts requests, want none: %v", i, n, created)
@@ -147,24 +161,9 @@ func TestRequestsPerContainer(t *testing.T) {
 // of its layers, one read of its config, one look-up of its user, where
 // each container made its own.
 func TestRequestsConcurrentContainers(t *testing.T) {
-	dir, env, _, _ := startRuntime(t)
-	var rc requestCounter
-	rc.take()
-	c, err := client.New(env.Address, client.WithDefaultNamespace(env.Namespace), client.WithExtraDialOpts(rc.dialOpts()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	rt := New(c, Options{Namespace: env.Namespace, LogDriver: filepath.Join(dir, "podvisor-log-driver"), LogMaxSize: 1 << 20})
+	env, rc, rt, pod := countedRuntime(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := rt.Import(ctx, env.ImageArchive); err != nil {
-		t.Fatal(err)
-	}
-	// A fresh Runtime knows nothing of the image the import unpacked.
-	rt = New(c, Options{Namespace: env.Namespace, LogDriver: filepath.Join(dir, "podvisor-log-driver"), LogMaxSize: 1 << 20})
-	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "u1"},
-		Spec: v1.PodSpec{HostNetwork: true, HostIPC: true}}
 	const n = 6
 	t.Cleanup(func() {
 		for i := range n {
