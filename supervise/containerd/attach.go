@@ -46,8 +46,8 @@ func (r *Runtime) stdinPath(id string) string { return filepath.Join(r.opts.Stdi
 // the validator accepts stdin only with tty.
 func (r *Runtime) taskIO(ctx context.Context, ctr client.Container, id, logPath string) (cio.Creator, error) {
 	bin := cio.BinaryIO(r.opts.LogDriver, map[string]string{"log-driver": crilog.DriverArg(logPath, crilog.Policy{MaxSize: r.opts.LogMaxSize, MaxFiles: r.opts.LogMaxFiles})})
-	// The record LoadContainer has just read, not a request each for the
-	// spec and the labels.
+	// The record the container was created or loaded with, not a request
+	// each for the spec and the labels.
 	info, err := ctr.Info(ctx, client.WithoutRefreshedMetadata)
 	if err != nil {
 		return nil, fmt.Errorf("container %s: %w", id, err)

@@ -185,11 +185,7 @@ func (r *Runtime) EnsureImage(ctx context.Context, c *v1.Container) (_ supervise
 		}
 		// One check (and unpack) of a digest at a time: the pods started
 		// meanwhile take its answer.
-		_, err, shared := r.unpackCheck.Do(digest, func() (any, error) { return nil, check(ctx) })
-		if err != nil && shared && ctx.Err() == nil {
-			err = check(ctx)
-		}
-		if err != nil {
+		if _, err := doShared(ctx, &r.unpackCheck, digest, func() (struct{}, error) { return struct{}{}, check(ctx) }); err != nil {
 			return res, err
 		}
 	}
@@ -244,7 +240,7 @@ func (r *Runtime) imageConfig(ctx context.Context, img client.Image) (ocispec.Im
 	if ok {
 		return ic, nil
 	}
-	v, err, shared := r.configRead.Do(d, func() (any, error) {
+	return doShared(ctx, &r.configRead, d, func() (ocispec.Image, error) {
 		ic, err := img.Spec(ctx)
 		if err != nil {
 			return ic, err
@@ -254,12 +250,17 @@ func (r *Runtime) imageConfig(ctx context.Context, img client.Image) (ocispec.Im
 		r.mu.Unlock()
 		return ic, nil
 	})
+}
+
+// doShared runs f for key one call at a time in g: calls made meanwhile
+// take its answer. A call whose shared answer failed while its own ctx is
+// live runs its own f (the failure may be the first caller's context).
+func doShared[T any](ctx context.Context, g *singleflight.Group, key string, f func() (T, error)) (T, error) {
+	v, err, shared := g.Do(key, func() (any, error) { return f() })
 	if err != nil && shared && ctx.Err() == nil {
-		// The read this call joined failed, maybe for its own caller's
-		// context: read it for this one.
-		return img.Spec(ctx)
+		return f()
 	}
-	return v.(ocispec.Image), err
+	return v.(T), err
 }
 
 func repoDigest(ref, digest string) string {
