@@ -322,13 +322,17 @@ func (w *podWorker) sandboxStep(ctx context.Context, pod *v1.Pod, err error) err
 	return errReported
 }
 
+// createSandbox makes the pod's sandbox and keeps it in the record, which
+// is written with the next step's change (the network attached, or the
+// ID of the container about to be created): a podvisor that dies before
+// that finds a sandbox, and any CNI attachment of it, that no record
+// names, and removes them at its start (adopt).
 func (w *podWorker) createSandbox(pod *v1.Pod) error {
 	sb, err := w.d.sandboxes.Create(pod)
 	if sb != nil {
 		sb.Created = w.d.clock.Now().Round(0)
 		sb.Ports = podPorts(pod)
 		w.rec.Sandbox = sb
-		w.save()
 	}
 	return err
 }

@@ -2,6 +2,7 @@ package supervise
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podvisor/podvisor/internal/inotify"
 	"github.com/podvisor/podvisor/internal/layout"
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -99,5 +102,61 @@ func TestLogLinksUntouchedAtRest(t *testing.T) {
 	}
 	if after := statID(t, links); after != dirBefore {
 		t.Errorf("links directory changed at rest: %+v → %+v", dirBefore, after)
+	}
+}
+
+// A pod's start writes its record four times: with the sandbox and the ID
+// of the container about to be created, with the network attached, once
+// the container runs, and at the step's end (started, ready). The sandbox
+// alone is not written: a podvisor that dies before the next write
+// removes a sandbox no record names, and its CNI attachment.
+func TestRecordWritesOfAStart(t *testing.T) {
+	e := newEnv(t)
+	p := testPod("writes", v1.RestartPolicyAlways, nil, "a")
+	dir := e.s.layout.PodDir(string(p.UID))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	// With IN_CREATE (of each write's temporary file) between them, the
+	// kernel cannot merge the renames' identical events into one.
+	if _, err := unix.InotifyAddWatch(fd, dir, unix.IN_CREATE|unix.IN_MOVED_TO); err != nil {
+		t.Fatal(err)
+	}
+	w := e.worker(p)
+	e.step(w)
+	if e.rt.running()["a"] == "" {
+		t.Fatal("container a not running after one step")
+	}
+	writes := 0
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := unix.Read(fd, buf)
+		if errors.Is(err, unix.EAGAIN) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		inotify.Each(buf, n, func(_ int, mask uint32, name string) {
+			if mask&unix.IN_MOVED_TO != 0 && name == filepath.Base(e.s.layout.RecordFile(string(p.UID))) {
+				writes++
+			}
+		})
+	}
+	if writes != 4 {
+		t.Errorf("the start wrote the pod record %d times, want 4", writes)
+	}
+	rec, errs := loadRecords(e.s.layout)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	r := rec[p.UID]
+	if r == nil || r.Sandbox == nil || !r.Sandbox.Network || r.container(ctrRef{Type: containerTypeApp, Name: "a"}).ID == "" {
+		t.Errorf("record after the start = %+v, want the sandbox, its network and container a", r)
 	}
 }
