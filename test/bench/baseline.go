@@ -156,6 +156,7 @@ func (b *baseCase) measure(ctx context.Context, tag string, n int, hook func(con
 	}
 	rr := newRunResult(b.name(), tag, n, t0, lat)
 	rr.CPU = cpuBetween(cpu0, cpu1)
+	rr.CPU.Containers = containersCPU(ctx, b.client)
 	if !b.floor {
 		for _, p := range pods {
 			rr.NetMS = append(rr.NetMS, float64(p.net)/float64(time.Millisecond))

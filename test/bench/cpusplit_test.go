@@ -62,20 +62,51 @@ var sink uint64
 
 func TestSummarizeCPU(t *testing.T) {
 	r := &report{}
-	for _, c := range []cpuSplit{{Manager: 100, ManagerChildren: 10, Containerd: 50, Shims: 300}, {Manager: 300, ManagerChildren: 30, Containerd: 70, Shims: 500}, {Manager: 200, ManagerChildren: 20, Containerd: 60, Shims: 400}} {
+	for _, c := range []cpuSplit{{Manager: 100, ManagerChildren: 10, Containerd: 50, Shims: 300, Containers: 900}, {Manager: 300, ManagerChildren: 30, Containerd: 70, Shims: 500, Containers: 700}, {Manager: 200, ManagerChildren: 20, Containerd: 60, Shims: 400, Containers: 800}} {
 		r.Runs = append(r.Runs, &runResult{Case: "podvisor", N: 30, StartsMS: []float64{1}, First: 1, Last: 1, Median: 1, CPU: c})
 	}
 	r.summarize([]int{30})
 	if len(r.Summaries) != 1 {
 		t.Fatalf("summaries %+v", r.Summaries)
 	}
-	want := cpuSplit{Manager: 200, ManagerChildren: 20, Containerd: 60, Shims: 400}
+	want := cpuSplit{Manager: 200, ManagerChildren: 20, Containerd: 60, Shims: 400, Containers: 800}
 	if got := r.Summaries[0].CPU; got != want {
 		t.Fatalf("median split %+v, want %+v", got, want)
 	}
 	var out bytes.Buffer
 	r.printStart(&out)
-	if !strings.Contains(out.String(), "| podvisor | 30 | 200 | 20 | 60 | 400 | 680 |") {
+	if !strings.Contains(out.String(), "| podvisor | 30 | 200 | 20 | 60 | 400 | 800 | 1480 |") {
 		t.Errorf("the CPU table lacks podvisor's row:\n%s", out.String())
+	}
+}
+
+// A task's CPU is its cgroup's usage: v1's cpuacct where that controller
+// is mounted (on a hybrid host too), else v2's cpu.stat.
+func TestCgroupPaths(t *testing.T) {
+	for _, tc := range []struct{ name, in, v1, v2 string }{
+		{"hybrid", "9:name=systemd:/x\n2:cpu,cpuacct:/podvisor/pod1/c1\n1:memory:/podvisor/pod1/c1\n0::/\n", "/podvisor/pod1/c1", "/"},
+		{"v2", "0::/podvisor/pod1/c1\n", "", "/podvisor/pod1/c1"},
+		{"cpuacct alone", "3:cpuacct:/a\n2:cpu:/b\n", "/a", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v1, v2, err := cgroupPaths([]byte(tc.in))
+			if err != nil || v1 != tc.v1 || v2 != tc.v2 {
+				t.Errorf("cgroupPaths = %q, %q, %v; want %q, %q", v1, v2, err, tc.v1, tc.v2)
+			}
+		})
+	}
+	if _, _, err := cgroupPaths([]byte("garbage")); err == nil {
+		t.Error("a malformed line gave no error")
+	}
+}
+
+// This process's cgroup usage is read and is not zero.
+func TestCgroupUsageSelf(t *testing.T) {
+	n, err := cgroupUsageNS("/sys/fs/cgroup", os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Error("this process's cgroup used no CPU")
 	}
 }

@@ -223,6 +223,7 @@ func (p *pvCase) measure(ctx context.Context, tag string, n int, hook func(conte
 	cpu1 := sampleCPU(p.cmd.Process.Pid, containerdOf(p.env), shimOf(p.env.Address, p.namespace()))
 	rr := newRunResult(p.name(), tag, n, t0, lat)
 	rr.CPU = cpuBetween(cpu0, cpu1)
+	rr.CPU.Containers = containersCPU(ctx, p.client)
 	if hook != nil {
 		if err := hook(ctx); err != nil {
 			return nil, err

@@ -315,13 +315,13 @@ func (r *report) printStart(w io.Writer) {
 	}
 
 	fmt.Fprintf(w, "\n### CPU by process, t0 → the last first instruction (ms, medians over runs)\n\n")
-	fmt.Fprintln(w, "manager: podvisor, or this benchmark for the baseline and the floor (its polling included); its children: the processes it reaped, the CNI plugins; containerd with the processes it reaped; the case's shims with theirs (runc).")
+	fmt.Fprintln(w, "manager: podvisor, or this benchmark for the baseline and the floor (its polling included); its children: the processes it reaped, the CNI plugins; containerd with the processes it reaped; the case's shims with theirs (runc create and start); the containers' own processes (runc's init, until it execs the command).")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| case | N | manager | its children | containerd | shims + runc | total |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| case | N | manager | its children | containerd | shims + runc | containers | total |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, s := range r.Summaries {
 		c := s.CPU
-		fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %.0f | %.0f | %.0f |\n", s.Case, s.N, c.Manager, c.ManagerChildren, c.Containerd, c.Shims, c.Total())
+		fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", s.Case, s.N, c.Manager, c.ManagerChildren, c.Containerd, c.Shims, c.Containers, c.Total())
 	}
 
 	if fp := r.Footprint; fp != nil {
