@@ -39,8 +39,10 @@
 // created, task started) break each start down into phases, and /proc,
 // read at t0 and at the last first instruction, its CPU into the manager
 // (podvisor, or the benchmark for the baseline and the floor), the
-// processes the manager reaped (the CNI plugins), containerd and the
-// case's shims with their runc. Then
+// processes the manager reaped (the CNI plugins), containerd, the case's
+// shims with their runc, and the containers' own processes (each task's
+// cgroup usage: runc's init, which mounts the container's filesystems,
+// until it execs the command). Then
 // -restarts times (5), a fresh podvisor pod running and ready has its
 // container's process killed with SIGKILL: kill → the new container's
 // first instruction (the file removed before the kill, written again),
