@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 
 	tasks "github.com/containerd/containerd/api/services/tasks/v1"
 	"github.com/containerd/containerd/v2/client"
+	"github.com/podvisor/podvisor/internal/cgroupfs"
+	"github.com/podvisor/podvisor/internal/stats"
 )
 
 // cpuSplit is the CPU time (ms) each part of a start used between two
@@ -134,9 +135,9 @@ func containersCPU(ctx context.Context, c *client.Client) float64 {
 	return float64(ns) / 1e6
 }
 
-// cgroupUsageNS reads the CPU usage of pid's cgroup under root: v1's
-// cpuacct.usage where the cpuacct controller is mounted, else v2's
-// cpu.stat usage_usec.
+// cgroupUsageNS reads the CPU usage of pid's cgroup under root with
+// stats.Reader (podvisor's own reader of its containers' cgroups): the
+// path of the hierarchy holding cpuacct on v1, the unified one on v2.
 func cgroupUsageNS(root string, pid int) (uint64, error) {
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cgroup"))
 	if err != nil {
@@ -146,23 +147,12 @@ func cgroupUsageNS(root string, pid int) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if v1 != "" {
-		u, err := os.ReadFile(filepath.Join(root, "cpuacct", v1, "cpuacct.usage"))
-		if err == nil {
-			return strconv.ParseUint(strings.TrimSpace(string(u)), 10, 64)
-		}
+	rel := v1
+	if cgroupfs.IsV2(root) {
+		rel = v2
 	}
-	st, err := os.ReadFile(filepath.Join(root, v2, "cpu.stat"))
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.SplitSeq(string(st), "\n") {
-		if v, ok := strings.CutPrefix(line, "usage_usec "); ok {
-			us, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-			return us * 1000, err
-		}
-	}
-	return 0, errors.New("cpu.stat has no usage_usec")
+	u, err := stats.NewReader(root).Read(rel)
+	return u.CPUNanos, err
 }
 
 // cgroupPaths returns, from the contents of /proc/<pid>/cgroup, the path

@@ -80,8 +80,8 @@ func TestSummarizeCPU(t *testing.T) {
 	}
 }
 
-// A task's CPU is its cgroup's usage: v1's cpuacct where that controller
-// is mounted (on a hybrid host too), else v2's cpu.stat.
+// A task's cgroup is found in /proc/<pid>/cgroup: the hierarchy holding
+// cpuacct on v1 (a hybrid host's too), the unified one on v2.
 func TestCgroupPaths(t *testing.T) {
 	for _, tc := range []struct{ name, in, v1, v2 string }{
 		{"hybrid", "9:name=systemd:/x\n2:cpu,cpuacct:/podvisor/pod1/c1\n1:memory:/podvisor/pod1/c1\n0::/\n", "/podvisor/pod1/c1", "/"},
