@@ -90,6 +90,10 @@ type host struct {
 	// cgroup2 mount is the host's superblock, and would drop them.
 	cgroupV2         bool
 	cgroupSharedOpts []string
+	// cgroupV1Mounts are the mount points of the v1 hierarchies, one for
+	// each, when runc moves a container into every one of them (nil on
+	// v2, or when a hierarchy is one runc may leave it out of).
+	cgroupV1Mounts []string
 	// appArmor says AppArmor is enabled (containerd's HostSupports: the
 	// module enabled, securityfs mounted, apparmor_parser present).
 	appArmor bool
@@ -111,6 +115,7 @@ var thisHost = sync.OnceValue(func() host {
 		cgroupRoot:       "/sys/fs/cgroup",
 		cgroupV2:         v2,
 		cgroupSharedOpts: cgroupSharedOpts(v2, "/sys/fs/cgroup"),
+		cgroupV1Mounts:   cgroupV1Mounts(v2),
 		appArmor:         apparmorhost.HostSupports(),
 		appArmorLoaded:   appArmorLoaded,
 		hostname:         os.Hostname,
@@ -201,17 +206,23 @@ func (h host) specOpts(in supervise.ContainerConfig, imageEntrypoint, imageCmd [
 	// when privileged), as the CRI plugin mounts them: what a JVM or Go's
 	// GOMAXPROCS reads to size itself to its limits. On cgroup v2 a
 	// container that is not privileged has its own cgroup namespace, so the
-	// mount shows its cgroup as the root; on v1 runc binds the container's
-	// cgroup of each hierarchy.
+	// mount shows its cgroup as the root. On v1 the spec holds what runc
+	// would make of a cgroup mount (cgroupV1Binds).
 	sc := effectiveSecurityContext(pod, c)
 	privileged := isPrivileged(sc)
-	cg := specs.Mount{Destination: "/sys/fs/cgroup", Type: "cgroup", Source: "cgroup", Options: []string{"nosuid", "noexec", "nodev", "relatime", "ro"}}
-	if h.cgroupV2 && !privileged {
+	cg := []specs.Mount{{Destination: "/sys/fs/cgroup", Type: "cgroup", Source: "cgroup", Options: []string{"nosuid", "noexec", "nodev", "relatime", "ro"}}}
+	switch {
+	case h.cgroupV2 && !privileged:
 		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.CgroupNamespace}))
-	} else if h.cgroupV2 {
-		cg.Options = append(cg.Options, h.cgroupSharedOpts...)
+	case h.cgroupV2:
+		cg[0].Options = append(cg[0].Options, h.cgroupSharedOpts...)
+	case h.cgroupV1Mounts != nil && filepath.IsAbs(in.CgroupsPath):
+		cg = cgroupV1Binds(h.cgroupV1Mounts, in.CgroupsPath, privileged)
 	}
-	mounts := withoutShadowed([]specs.Mount{shm, cg}, in.Mounts)
+	if slices.ContainsFunc(in.Mounts, func(m specs.Mount) bool { return filepath.Clean(m.Destination) == "/sys/fs/cgroup" }) {
+		cg = nil // a volume there hides all of them
+	}
+	mounts := withoutShadowed(append([]specs.Mount{shm}, cg...), in.Mounts)
 	opts = append(opts, withReplacedMounts(append(mounts, in.Mounts...)))
 
 	// Resources.
@@ -350,6 +361,99 @@ func cgroupSharedOpts(v2 bool, root string) []string {
 	for _, o := range strings.Split(ms[len(ms)-1].VFSOptions, ",") {
 		if o == "nsdelegate" || o == "memory_recursiveprot" {
 			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// runcJoins are the v1 controllers (and the one named hierarchy) whose
+// cgroup runc creates for a container and moves it into, with an absolute
+// cgroupsPath: at the hierarchy's mount point joined with that path. A
+// host with a v1 hierarchy of none of them (misc, or a named one) keeps
+// runc's own cgroup mount.
+var runcJoins = map[string]bool{
+	"cpuset": true, "cpu": true, "cpuacct": true, "memory": true, "devices": true,
+	"freezer": true, "blkio": true, "pids": true, "hugetlb": true, "net_cls": true,
+	"net_prio": true, "perf_event": true, "rdma": true, "name=systemd": true,
+}
+
+// cgroupV1Mounts returns the mount points of this host's v1 hierarchies,
+// or nil (v2, no hierarchy, one runc does not join, or mountinfo cannot
+// be read).
+func cgroupV1Mounts(v2 bool) []string {
+	if v2 {
+		return nil
+	}
+	ms, err := mountinfo.GetMounts(mountinfo.FSTypeFilter("cgroup"))
+	if err != nil {
+		return nil
+	}
+	return joinedHierarchies(ms)
+}
+
+// joinedHierarchies returns the mount point of each v1 hierarchy in ms,
+// the first where one is mounted twice (runc's choice), or nil when a
+// hierarchy has none of runcJoins' controllers.
+func joinedHierarchies(ms []*mountinfo.Info) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, m := range ms {
+		if m.FSType != "cgroup" {
+			continue
+		}
+		var ctrls []string
+		for _, o := range strings.Split(m.VFSOptions, ",") {
+			if runcJoins[o] {
+				ctrls = append(ctrls, o)
+			}
+		}
+		if len(ctrls) == 0 {
+			return nil
+		}
+		if seen[ctrls[0]] {
+			continue
+		}
+		for _, c := range ctrls {
+			seen[c] = true
+		}
+		out = append(out, m.Mountpoint)
+	}
+	return out
+}
+
+// cgroupV1Binds are the mounts runc makes of a cgroup mount at
+// /sys/fs/cgroup on v1, written out so that runc's init need not find them
+// in /proc/self/mountinfo, whose reading costs more with every mount on
+// the host (on a busy node most of a container's setup): a tmpfs (mode
+// 755), and on it, per hierarchy mounted at m, a bind of m's cgroup at
+// cgroupsPath to /sys/fs/cgroup/<base of m>, read-only unless privileged.
+// Where runc links the controllers of a merged hierarchy (cpu and cpuacct
+// to cpu,cpuacct), each is a second bind of the same cgroup.
+func cgroupV1Binds(hierarchies []string, cgroupsPath string, privileged bool) []specs.Mount {
+	mode := "ro"
+	if privileged {
+		mode = "rw"
+	}
+	out := []specs.Mount{{Destination: "/sys/fs/cgroup", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "noexec", "nodev", "relatime", "mode=755"}}}
+	bind := func(src, name string) {
+		out = append(out, specs.Mount{Destination: "/sys/fs/cgroup/" + name, Type: "bind", Source: src,
+			Options: []string{"rbind", mode, "nosuid", "noexec", "nodev", "relatime"}})
+	}
+	names := map[string]bool{}
+	for _, m := range hierarchies {
+		names[filepath.Base(m)] = true
+	}
+	for _, m := range hierarchies {
+		src, name := filepath.Join(m, cgroupsPath), filepath.Base(m)
+		bind(src, name)
+		if !strings.Contains(name, ",") {
+			continue
+		}
+		for _, alias := range strings.Split(name, ",") {
+			if !names[alias] {
+				names[alias] = true
+				bind(src, alias)
+			}
 		}
 	}
 	return out

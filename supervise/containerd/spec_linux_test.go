@@ -12,6 +12,7 @@ import (
 	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/moby/sys/mountinfo"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -281,6 +282,109 @@ func TestSpecCgroupMount(t *testing.T) {
 				t.Errorf("cgroup namespace %v, want %v", hasNS, tc.wantNS)
 			}
 		})
+	}
+}
+
+// On cgroup v1 the spec holds what runc makes of a cgroup mount, so that
+// runc's init does not read /proc/self/mountinfo: a tmpfs at /sys/fs/cgroup
+// and on it a bind of the container's cgroup of each hierarchy (read-only
+// unless privileged), the controllers of a merged one bound again under
+// their own names; a volume at /sys/fs/cgroup hides them all, one below it
+// replaces ours at its place; without a known cgroup it is runc's mount.
+func TestSpecCgroupV1Binds(t *testing.T) {
+	tr := true
+	hier := []string{"/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/memory", "/sys/fs/cgroup/systemd"}
+	const cg = "/pv/podU/abc"
+	for _, tc := range []struct {
+		name       string
+		privileged bool
+		cgroupPath string
+		volume     string
+		want       []string // "dest type source mode"
+	}{
+		{name: "binds", cgroupPath: cg, want: []string{
+			"/sys/fs/cgroup tmpfs tmpfs mode=755",
+			"/sys/fs/cgroup/cpu,cpuacct bind /sys/fs/cgroup/cpu,cpuacct/pv/podU/abc ro",
+			"/sys/fs/cgroup/cpu bind /sys/fs/cgroup/cpu,cpuacct/pv/podU/abc ro",
+			"/sys/fs/cgroup/cpuacct bind /sys/fs/cgroup/cpu,cpuacct/pv/podU/abc ro",
+			"/sys/fs/cgroup/memory bind /sys/fs/cgroup/memory/pv/podU/abc ro",
+			"/sys/fs/cgroup/systemd bind /sys/fs/cgroup/systemd/pv/podU/abc ro",
+		}},
+		{name: "privileged", privileged: true, cgroupPath: cg, want: []string{
+			"/sys/fs/cgroup tmpfs tmpfs mode=755",
+			"/sys/fs/cgroup/cpu,cpuacct bind /sys/fs/cgroup/cpu,cpuacct/pv/podU/abc rw",
+			"/sys/fs/cgroup/cpu bind /sys/fs/cgroup/cpu,cpuacct/pv/podU/abc rw",
+			"/sys/fs/cgroup/cpuacct bind /sys/fs/cgroup/cpu,cpuacct/pv/podU/abc rw",
+			"/sys/fs/cgroup/memory bind /sys/fs/cgroup/memory/pv/podU/abc rw",
+			"/sys/fs/cgroup/systemd bind /sys/fs/cgroup/systemd/pv/podU/abc rw",
+		}},
+		{name: "volume at the root", cgroupPath: cg, volume: "/sys/fs/cgroup/"},
+		{name: "volume below", cgroupPath: cg, volume: "/sys/fs/cgroup/memory", want: []string{
+			"/sys/fs/cgroup tmpfs tmpfs mode=755",
+			"/sys/fs/cgroup/cpu,cpuacct bind /sys/fs/cgroup/cpu,cpuacct/pv/podU/abc ro",
+			"/sys/fs/cgroup/cpu bind /sys/fs/cgroup/cpu,cpuacct/pv/podU/abc ro",
+			"/sys/fs/cgroup/cpuacct bind /sys/fs/cgroup/cpu,cpuacct/pv/podU/abc ro",
+			"/sys/fs/cgroup/systemd bind /sys/fs/cgroup/systemd/pv/podU/abc ro",
+		}},
+		{name: "no cgroup path", want: []string{"/sys/fs/cgroup cgroup cgroup ro"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := testHost(t)
+			h.cgroupV1Mounts = hier
+			c := &v1.Container{Name: "c", Command: []string{"true"}}
+			if tc.privileged {
+				c.SecurityContext = &v1.SecurityContext{Privileged: &tr}
+			}
+			in := supervise.ContainerConfig{Pod: &v1.Pod{}, Container: c, SandboxID: "sb", Shm: "/run/x/shm", CgroupsPath: tc.cgroupPath}
+			if tc.volume != "" {
+				in.Mounts = []specs.Mount{{Destination: tc.volume, Source: "/host", Type: "bind", Options: []string{"rbind"}}}
+			}
+			opts, err := h.specOpts(in, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, m := range applyOpts(t, opts).Mounts {
+				if !strings.HasPrefix(m.Destination, "/sys/fs/cgroup") || m.Source == "/host" {
+					continue
+				}
+				mode := "?"
+				for _, o := range m.Options {
+					if o == "ro" || o == "rw" || strings.HasPrefix(o, "mode=") {
+						mode = o
+					}
+				}
+				got = append(got, strings.Join([]string{m.Destination, m.Type, m.Source, mode}, " "))
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("mounts at /sys/fs/cgroup:\n got %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// The hierarchies whose cgroups the spec binds: each mounted once (the
+// first mount of a hierarchy mounted twice), and none at all when one is a
+// hierarchy runc may not move a container into.
+func TestJoinedHierarchies(t *testing.T) {
+	mi := func(point, opts string) *mountinfo.Info {
+		return &mountinfo.Info{Mountpoint: point, FSType: "cgroup", VFSOptions: opts}
+	}
+	host := []*mountinfo.Info{
+		mi("/sys/fs/cgroup/cpu,cpuacct", "rw,cpu,cpuacct"),
+		mi("/sys/fs/cgroup/memory", "rw,memory"),
+		mi("/sys/fs/cgroup/systemd", "rw,xattr,name=systemd"),
+		{Mountpoint: "/sys/fs/cgroup/unified", FSType: "cgroup2", VFSOptions: "rw"},
+		mi("/run/other/memory", "rw,memory"),
+	}
+	want := []string{"/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/memory", "/sys/fs/cgroup/systemd"}
+	if got := joinedHierarchies(host); !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	for _, extra := range []*mountinfo.Info{mi("/sys/fs/cgroup/misc", "rw,misc"), mi("/sys/fs/cgroup/elogind", "rw,name=elogind")} {
+		if got := joinedHierarchies(append(slices.Clone(host), extra)); got != nil {
+			t.Errorf("with %s: got %q, want none (runc's own mount)", extra.Mountpoint, got)
+		}
 	}
 }
 

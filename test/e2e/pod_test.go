@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/sys/mountinfo"
+	"github.com/podvisor/podvisor/internal/cgroupfs"
 	"github.com/podvisor/podvisor/internal/crilog"
 	v1 "k8s.io/api/core/v1"
 )
@@ -119,6 +121,10 @@ mkdir $d/podvisor-e2e 2>&1 || true`
 	inside, errOut, code := d.runCLI("", "exec", "web", "-c", "httpd", "--", "sh", "-c", script)
 	if code != 0 || !strings.HasPrefix(inside, "67108864\n") || !strings.Contains(inside, "Read-only file system") {
 		t.Errorf("the container's view of /sys/fs/cgroup: exit %d, stdout %q, stderr %q; want its 64Mi limit, read-only", code, inside, errOut)
+	}
+
+	if !cgroupfs.IsV2("/sys/fs/cgroup") {
+		checkCgroupV1View(t, d, filepath.Join("/", d.ns, "pod"+string(p.UID), httpdID))
 	}
 
 	// Both containers share the pod's network and IPC namespaces and
@@ -232,4 +238,40 @@ mkdir $d/podvisor-e2e 2>&1 || true`
 		cs := containerStatus(p, "httpd")
 		return cs.RestartCount == 3 && cs.State.Running != nil
 	})
+}
+
+// checkCgroupV1View checks, from inside web's httpd, what runc makes of a
+// cgroup mount on v1 (podvisor writes it into the spec): a tmpfs at
+// /sys/fs/cgroup and on it, for each of the host's hierarchies, the
+// container's own cgroup (cgroup, below the hierarchy's root) read-only,
+// its CPU limit read where a program looks for it.
+func checkCgroupV1View(t *testing.T, d *daemon, cgroup string) {
+	t.Helper()
+	out, errOut, code := d.runCLI("", "exec", "web", "-c", "httpd", "--", "sh", "-c",
+		"stat -f -c %T /sys/fs/cgroup; cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us; grep ' /sys/fs/cgroup' /proc/self/mountinfo")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) < 3 || lines[0] != "tmpfs" || lines[1] != "25000" {
+		t.Fatalf("inside: exit %d, stdout %q, stderr %q; want a tmpfs at /sys/fs/cgroup, cpu.cfs_quota_us 25000", code, out, errOut)
+	}
+	inside := map[string][]string{} // mount point: its mountinfo fields
+	for _, l := range lines[2:] {
+		f := strings.Fields(l)
+		if len(f) > 5 {
+			inside[f[4]] = f
+		}
+	}
+	host, err := mountinfo.GetMounts(mountinfo.FSTypeFilter("cgroup"))
+	if err != nil || len(host) == 0 {
+		t.Fatalf("the host's cgroup v1 mounts: %v (%d)", err, len(host))
+	}
+	for _, m := range host {
+		at := "/sys/fs/cgroup/" + filepath.Base(m.Mountpoint)
+		f, ok := inside[at]
+		switch {
+		case !ok:
+			t.Errorf("no mount at %s inside for the host's hierarchy at %s; inside: %q", at, m.Mountpoint, lines[2:])
+		case f[3] != cgroup || !strings.HasPrefix(f[5], "ro,") || f[len(f)-3] != "cgroup":
+			t.Errorf("%s inside is %q, want the container's cgroup %s, read-only", at, strings.Join(f, " "), cgroup)
+		}
+	}
 }
