@@ -57,6 +57,8 @@ echo "etc-hostname=$(cat /etc/hostname)"
 echo "kernel-hostname=$(cat /proc/sys/kernel/hostname)"
 echo "oom_score_adj=$(cat /proc/1/oom_score_adj)"
 echo "apparmor=$(cat /proc/1/attr/current 2>/dev/null)"
+d=/sys/fs/cgroup/memory; [ -d $d ] || d=/sys/fs/cgroup
+if mkdir $d/pv-w 2>/dev/null; then rmdir $d/pv-w; echo cgroup-rw=yes; else echo cgroup-rw=no; fi
 echo END
 exec sleep 3600`
 
@@ -198,7 +200,7 @@ func TestSecurity(t *testing.T) {
 		{
 			// Privileged: every capability this host has (podvisor's own
 			// set, as containerd's WithPrivileged takes it), the host's
-			// devices, no seccomp filter.
+			// devices, no seccomp filter, its cgroup writable.
 			name: "privileged",
 			spec: `  containers:
   - name: probe
@@ -208,7 +210,7 @@ func TestSecurity(t *testing.T) {
     securityContext: {privileged: true}
 `,
 			want: func(t *testing.T, got map[string]string, p *v1.Pod) {
-				secValues(map[string]string{"CapEff": host.capBnd, "CapBnd": host.capBnd, "NoNewPrivs": "0", "Seccomp": "0"})(t, got, p)
+				secValues(map[string]string{"CapEff": host.capBnd, "CapBnd": host.capBnd, "NoNewPrivs": "0", "Seccomp": "0", "cgroup-rw": "yes"})(t, got, p)
 				if missing := secMissing(host.devices, got["dev"]); len(missing) > 0 {
 					t.Errorf("host devices %v missing from the container's /dev: %s", missing, got["dev"])
 				}
@@ -220,13 +222,14 @@ func TestSecurity(t *testing.T) {
 			// SETFCAP, SETPCAP, NET_BIND_SERVICE, SYS_CHROOT, KILL,
 			// AUDIT_WRITE), no filter (kubelet's seccomp default is
 			// Unconfined), privilege escalation allowed, the runtime's
-			// minimal /dev, a PID namespace of its own.
+			// minimal /dev, a PID namespace of its own, its cgroup
+			// read-only.
 			name: "unprivileged-default",
 			spec: `  containers:
   - {name: probe, image: busybox, imagePullPolicy: IfNotPresent, command: %s}
 `,
 			want: func(t *testing.T, got map[string]string, p *v1.Pod) {
-				secValues(map[string]string{"CapEff": "00000000a80425fb", "CapBnd": "00000000a80425fb", "NoNewPrivs": "0", "Seccomp": "0"})(t, got, p)
+				secValues(map[string]string{"CapEff": "00000000a80425fb", "CapBnd": "00000000a80425fb", "NoNewPrivs": "0", "Seccomp": "0", "cgroup-rw": "no"})(t, got, p)
 				var extra []string
 				for _, d := range host.devices {
 					if !slices.Contains(secRuntimeDevices, d) && slices.Contains(strings.Fields(got["dev"]), d) {
