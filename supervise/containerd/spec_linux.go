@@ -219,9 +219,6 @@ func (h host) specOpts(in supervise.ContainerConfig, imageEntrypoint, imageCmd [
 	case h.cgroupV1Mounts != nil && filepath.IsAbs(in.CgroupsPath):
 		cg = cgroupV1Binds(h.cgroupV1Mounts, in.CgroupsPath, privileged)
 	}
-	if slices.ContainsFunc(in.Mounts, func(m specs.Mount) bool { return filepath.Clean(m.Destination) == "/sys/fs/cgroup" }) {
-		cg = nil // a volume there hides all of them
-	}
 	mounts := withoutShadowed(append([]specs.Mount{shm}, cg...), in.Mounts)
 	opts = append(opts, withReplacedMounts(append(mounts, in.Mounts...)))
 
@@ -340,10 +337,14 @@ func withOOMScoreAdj(adj int) oci.SpecOpts {
 }
 
 // withoutShadowed returns defaults but those a mount of the container's own
-// replaces (the same destination).
+// replaces or hides: at the same destination or below it (a volume at
+// /sys/fs/cgroup hides the binds on cgroup v1's tmpfs there).
 func withoutShadowed(defaults, own []specs.Mount) []specs.Mount {
 	return slices.DeleteFunc(defaults, func(d specs.Mount) bool {
-		return slices.ContainsFunc(own, func(m specs.Mount) bool { return filepath.Clean(m.Destination) == d.Destination })
+		return slices.ContainsFunc(own, func(m specs.Mount) bool {
+			dst := filepath.Clean(m.Destination)
+			return d.Destination == dst || strings.HasPrefix(d.Destination, dst+"/")
+		})
 	})
 }
 
