@@ -47,7 +47,7 @@ func releaseStartupMemory(ctx context.Context, clk clock.WithTicker, synced func
 			log.Warn("start-up memory not given back: the resident set stays larger than it needs", "when", when, "err", err)
 			return
 		}
-		log.Info("gave back start-up memory", "when", when, "rssBefore", rep.RSSBefore, "rssAfter", rep.RSSAfter, "advice", rep.Advice)
+		log.Info("gave back start-up memory", "when", when, "rssBefore", rep.RSSBefore, "rssAfter", rep.RSSAfter, "advice", rep.Advice, "faultAround", rep.FaultAround)
 	}
 	if !wait(synced) {
 		return

@@ -24,6 +24,14 @@
 //     back from the page cache or the file, as any file page the kernel
 //     reclaims under pressure: nothing is lost, only what stays untouched
 //     stays out.
+//   - Release, the first time, also turns off fault-around for those
+//     mappings (Linux 6.7 and later; see noFaultAround): a page touched
+//     again comes back alone, not with the up to 15 neighbours the page
+//     cache holds. Without it, what podvisor touches at rest (the
+//     runtime's stack scans and type data, a relist's code) is only a
+//     few MiB, scattered, and fault-around maps three times as much
+//     back within a minute. Where the kernel cannot, it stays on and
+//     the report says why.
 //   - Release returns the heap's free memory to the system
 //     (debug.FreeOSMemory).
 //   - It reports the resident set before and after; it never fails the

@@ -29,6 +29,10 @@ type Report struct {
 	// Advice is the advice the kernel took: "pageout+dontneed", or
 	// "dontneed" where it lacks MADV_PAGEOUT.
 	Advice string
+	// FaultAround is "off" once the kernel maps only the touched page
+	// of those mappings on a later fault, or why it still maps its
+	// neighbours with it.
+	FaultAround string
 }
 
 // Release gives back what start-up used and the rest does not need (see
@@ -40,6 +44,10 @@ func Release() (Report, error) {
 	debug.FreeOSMemory()
 	maps, err := executableMappings()
 	if err == nil {
+		rep.FaultAround = "off"
+		if ferr := noFaultAround(maps); ferr != nil {
+			rep.FaultAround = "on: " + ferr.Error()
+		}
 		rep.Released, rep.Advice, err = advise(maps)
 	}
 	rep.RSSAfter = rss()

@@ -3,17 +3,26 @@ package residency
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestMain: with RESIDENCY_HOLD set, the test binary is the other
 // process of TestReleaseSharedPages: it touches every page of its
 // read-only mappings, says so, and holds them until its stdin closes.
+// With RESIDENCY_FAULTAROUND set, it is TestNoFaultAround's process,
+// whose fault-around no other test turned off before.
 func TestMain(m *testing.M) {
+	if os.Getenv("RESIDENCY_FAULTAROUND") != "" {
+		faultAroundMain()
+	}
 	if os.Getenv("RESIDENCY_HOLD") != "" {
 		maps, err := executableMappings()
 		if err != nil {
@@ -179,13 +188,150 @@ func TestReleaseSharedPages(t *testing.T) {
 	after := resident(t, maps)
 	t.Logf("pages mapped by two processes: %d resident here before, %d after", before, after)
 	// The whole binary stays in the page cache for the other process,
-	// so each page this one touches again comes back with its
-	// neighbours (the kernel's fault-around, 64 KiB): a small test
-	// binary gets back a good part of itself in a few calls. Without
-	// the drop, every page would stay.
+	// so each page this one touches again comes back, with its
+	// neighbours where fault-around is still on: a small test binary
+	// gets back a good part of itself in a few calls. Without the
+	// drop, every page would stay.
 	if after > before*3/4 {
 		t.Errorf("%d of %d shared pages still resident here after Release", after, before)
 	}
+}
+
+// TestNoFaultAround: in a fresh process (the test binary run again), a
+// page touched in a read-only mapping of the executable comes back with
+// its neighbours while fault-around is on, and alone once noFaultAround
+// turned it off.
+func TestNoFaultAround(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), "RESIDENCY_FAULTAROUND=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var before, after, windows int
+	line := strings.TrimSpace(string(out))
+	if strings.HasPrefix(line, "skip: ") {
+		t.Skip(line)
+	}
+	if _, err := fmt.Sscanf(line, "windows %d: neighbours mapped in %d before, %d after", &windows, &before, &after); err != nil {
+		t.Fatalf("the process said %q: %v", out, err)
+	}
+	t.Log(line)
+	if before < windows*3/4 {
+		t.Fatalf("fault-around mapped neighbours in only %d of %d windows before it was turned off: the test cannot tell", before, windows)
+	}
+	if after > 0 {
+		t.Errorf("neighbours still mapped in %d of %d windows after noFaultAround", after, windows)
+	}
+}
+
+// faultAroundMain is TestNoFaultAround's process: it counts the windows
+// where a touched page's neighbours came back with it, before and after
+// noFaultAround, prints both and exits.
+func faultAroundMain() {
+	exe, err := os.Executable()
+	if err == nil {
+		// The whole binary in the page cache: fault-around maps only
+		// what is there.
+		_, err = os.ReadFile(exe)
+	}
+	maps, err2 := executableMappings()
+	if err = errors.Join(err, err2); err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	var m Mapping // the largest read-only mapping: most room for windows
+	for _, c := range maps {
+		if c.End-c.Start > m.End-m.Start {
+			m = c
+		}
+	}
+	const windows = 8
+	before, err := neighboursMapped(m, windows, 0)
+	if err == nil {
+		err = noFaultAround(maps)
+		if errors.Is(err, unix.EINVAL) && strings.Contains(err.Error(), "WP_ASYNC") {
+			fmt.Println("skip: this kernel cannot turn fault-around off:", err)
+			os.Exit(0)
+		}
+	}
+	var after int
+	if err == nil {
+		after, err = neighboursMapped(m, windows, 1)
+	}
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("windows %d: neighbours mapped in %d before, %d after\n", windows, before, after)
+	os.Exit(0)
+}
+
+// neighboursMapped drops n windows of m from this process's page tables,
+// each the 64 KiB (fault-around's span) aligned block a page touched in
+// it would bring back, then touches one page of each window and counts
+// the windows where most of the other pages came back with it. shift picks other
+// windows than shift 0 does, so no window was touched before.
+func neighboursMapped(m Mapping, n, shift int) (int, error) {
+	const span = 64 << 10
+	page := uint64(os.Getpagesize())
+	mem, err := os.Open("/proc/self/mem")
+	if err != nil {
+		return 0, err
+	}
+	defer mem.Close()
+	blocks := (m.End - m.Start) / span
+	if blocks/uint64(n+1) < 2 {
+		return 0, fmt.Errorf("mapping %+v too small for %d windows", m, n)
+	}
+	mapped := 0
+	for i := 0; i < n; i++ {
+		start := (m.Start+span-1)/span*span + (blocks/uint64(n+1)*uint64(i)+uint64(shift))*span
+		w := Mapping{Start: start, End: start + span}
+		if err := madvise(w, unix.MADV_DONTNEED); err != nil {
+			return 0, err
+		}
+		if _, err := mem.ReadAt(make([]byte, 1), int64(start+span/2)); err != nil {
+			return 0, err
+		}
+		present, err := presentPages(w)
+		if err != nil {
+			return 0, err
+		}
+		// Fault-around maps the whole window (the page cache holds
+		// it); without it, the touched page and what the runtime
+		// itself touched meanwhile (its type data, say) come back.
+		if present > span/page/2 {
+			mapped++
+		}
+	}
+	return mapped, nil
+}
+
+// presentPages counts the pages of m present in this process's page
+// tables (/proc/self/pagemap's bit 63).
+func presentPages(m Mapping) (uint64, error) {
+	pm, err := os.Open("/proc/self/pagemap")
+	if err != nil {
+		return 0, err
+	}
+	defer pm.Close()
+	page := uint64(os.Getpagesize())
+	buf := make([]byte, 8*(m.End-m.Start)/page)
+	if _, err := pm.ReadAt(buf, int64(m.Start/page*8)); err != nil {
+		return 0, err
+	}
+	var n uint64
+	for i := 0; i < len(buf); i += 8 {
+		if binary.LittleEndian.Uint64(buf[i:])>>63 == 1 {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // resident counts the pages of maps present in this process's page
