@@ -29,7 +29,7 @@
 //     again comes back alone, not with the up to 15 neighbours the page
 //     cache holds. Without it, what podvisor touches at rest (the
 //     runtime's stack scans and type data, a relist's code) is only a
-//     few MiB, scattered, and fault-around maps three times as much
+//     few MiB, scattered, and fault-around maps about three times as much
 //     back within a minute. Where the kernel cannot, it stays on and
 //     the report says why.
 //   - Release returns the heap's free memory to the system

@@ -158,14 +158,16 @@ func TestFlashIdle(t *testing.T) {
 
 	// At rest, of podvisor's own binary only what it uses stays
 	// resident: start-up's pages (package initialisation touches most
-	// of the binary) were given back once the pods settled, and ten
-	// relists since brought back only a part (a quarter to a third of
-	// the read-only mappings here, three quarters without the release).
-	d.waitLogLine("gave back start-up memory", `when="pods settled"`)
+	// of the binary) were given back once the pods settled, and with
+	// fault-around off (this host's kernel can) ten relists since
+	// brought back only the pages they touched: about 14% of the
+	// read-only mappings here, 31% with fault-around on, three quarters
+	// without the release.
+	d.waitLogLine("gave back start-up memory", `when="pods settled"`, "faultAround=off")
 	res, size := exeResidency(t, pid)
 	t.Logf("podvisor's binary at rest: %d KiB of %d KiB mapped read-only resident", res>>10, size>>10)
-	if res > size/2 {
-		t.Errorf("%d KiB of podvisor's %d KiB read-only binary mappings resident at rest: start-up's pages were not given back", res>>10, size>>10)
+	if res > size/5 {
+		t.Errorf("%d KiB of podvisor's %d KiB read-only binary mappings resident at rest: start-up's pages were not given back, or came back with their neighbours", res>>10, size>>10)
 	}
 }
 
