@@ -381,7 +381,7 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 	}
 	g.Go(func() error { return d.sd.run(ctx, s.Synced, store.Pods) })
 	g.Go(func() error {
-		releaseStartupMemory(ctx, clk, s.Synced, store.Pods, residency.Release, log)
+		releaseStartupMemory(ctx, clk, s.Synced, store.Pods, podsAdded(store, log), residency.Release, log)
 		return nil
 	})
 	if c.ExitWhenEmpty {

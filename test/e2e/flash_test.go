@@ -169,6 +169,26 @@ func TestFlashIdle(t *testing.T) {
 	if res > size/5 {
 		t.Errorf("%d KiB of podvisor's %d KiB read-only binary mappings resident at rest: start-up's pages were not given back, or came back with their neighbours", res>>10, size>>10)
 	}
+
+	// A pod added later: once it is Ready, what its start touched is
+	// given back too.
+	releases := func() int {
+		b, _ := os.ReadFile(d.logFile)
+		n := 0
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, "gave back start-up memory") && strings.Contains(line, `when="pods added and settled"`) {
+				n++
+			}
+		}
+		return n
+	}
+	n0 := releases()
+	d.writeManifest("flash-late.yaml", flashPod("flashlate", pods))
+	d.waitPod("flashlate-"+node, 60*time.Second, "Ready", podReady)
+	d.poll("start-up memory given back after a pod was added", 20*time.Second, func() (bool, string) {
+		n := releases()
+		return n > n0, fmt.Sprintf("%d releases after pods were added, %d before the last one", n, n0)
+	})
 }
 
 // exeResidency sums the resident and mapped bytes of the read-only
