@@ -338,23 +338,13 @@ func presentPages(m Mapping) (uint64, error) {
 // tables (/proc/self/pagemap's bit 63).
 func resident(t *testing.T, maps []Mapping) uint64 {
 	t.Helper()
-	pm, err := os.Open("/proc/self/pagemap")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pm.Close()
-	page := uint64(os.Getpagesize())
 	var n uint64
 	for _, m := range maps {
-		ents := make([]byte, (m.End-m.Start)/page*8)
-		if _, err := pm.ReadAt(ents, int64(m.Start/page*8)); err != nil {
+		p, err := presentPages(m)
+		if err != nil {
 			t.Fatal(err)
 		}
-		for i := 0; i < len(ents); i += 8 {
-			if binary.LittleEndian.Uint64(ents[i:])&(1<<63) != 0 {
-				n++
-			}
-		}
+		n += p
 	}
 	return n
 }
