@@ -341,8 +341,8 @@ bench: export PODVISOR_TEST_PROBETARGET := $(CURDIR)/bin/probetarget
 bench: export PODVISOR_TEST_CONTROLPLANE := $(CONTROLPLANE_DIR)
 bench: deps build controlplane
 	@mkdir -p $(dir $(BENCH_T0)); date +%s >$(BENCH_T0)
-	$(GO) run ./test/bench -podvisor bin/podvisor -baseline-log-driver -sizes 1,30,110 -idle 30s
-	$(GO) run ./test/bench -podvisor bin/podvisor -idle 0
+	$(GO) run ./test/bench -podvisor bin/podvisor -baseline-log-driver -ctr ctr -sizes 1,30,110 -idle 30s
+	$(GO) run ./test/bench -podvisor bin/podvisor -ctr ctr -idle 0
 	$(GO) run ./test/bench -podvisor bin/podvisor -start=false -probes 30s
 	$(GO) run ./test/bench -podvisor bin/podvisor -start=false -mirror
 	$(GO) run ./test/bench -podvisor bin/podvisor -start=false -flash 2m

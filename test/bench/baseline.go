@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -35,6 +37,11 @@ type baseCase struct {
 	// before t0 and gets no CNI ADD, so a start is a new container alone
 	// (what a restart in an existing pod's namespace has to do).
 	floor bool
+	// ctrBin, when set, makes the container and task a `ctr run -d`
+	// process per pod (after the netns and CNI ADD, as the baseline's;
+	// with floor, in the netns alone): the floor issue 19's table was
+	// measured against.
+	ctrBin string
 }
 
 // basePod is what one baseline pod owns.
@@ -48,26 +55,37 @@ type basePod struct {
 }
 
 func (b *baseCase) name() string {
-	if b.floor {
+	switch {
+	case b.ctrBin != "" && b.floor:
+		return "ctr-floor"
+	case b.ctrBin != "":
+		return "ctr"
+	case b.floor:
 		return "floor"
 	}
 	return "baseline"
 }
 
 func (b *baseCase) namespace() string {
-	if b.floor {
+	switch {
+	case b.ctrBin != "" && b.floor:
+		return ctrFloorNamespace
+	case b.ctrBin != "":
+		return ctrNamespace
+	case b.floor:
 		return floorNamespace
 	}
 	return baseNamespace
 }
 
 // newBaseCase connects to containerd, imports the image into the baseline
-// namespace and prepares a CNI manager with its own cache.
-func newBaseCase(ctx context.Context, env *testenv.Env, dir, logDriver string, floor bool) (*baseCase, error) {
+// namespace and prepares a CNI manager with its own cache. ctrBin, if
+// set, makes it start containers with `ctr run -d`.
+func newBaseCase(ctx context.Context, env *testenv.Env, dir, logDriver string, floor bool, ctrBin string) (*baseCase, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("baseline dir: %w", err)
 	}
-	b := &baseCase{env: env, dir: dir, logDriver: logDriver, floor: floor}
+	b := &baseCase{env: env, dir: dir, logDriver: logDriver, floor: floor, ctrBin: ctrBin}
 	c, err := client.New(env.Address, client.WithDefaultNamespace(b.namespace()))
 	if err != nil {
 		return nil, fmt.Errorf("containerd client: %w", err)
@@ -187,6 +205,9 @@ func (b *baseCase) start(ctx context.Context, p *basePod) error {
 		p.net = time.Since(began)
 		p.netAttached = true
 	}
+	if b.ctrBin != "" {
+		return b.ctrRun(ctx, p)
+	}
 	ctr, err := b.client.NewContainer(ctx, p.id,
 		client.WithImage(img),
 		client.WithSnapshotter("overlayfs"),
@@ -219,6 +240,31 @@ func (b *baseCase) start(ctx context.Context, p *basePod) error {
 	p.task = task
 	if err := task.Start(ctx); err != nil {
 		return fmt.Errorf("%s: start task: %w", p.id, err)
+	}
+	return nil
+}
+
+// ctrRun creates and starts p's container and task as `ctr run -d` does,
+// with the same image, command, hostPath mount, network namespace and IO
+// as the baseline's; removePod finds what it made by the pod's ID.
+func (b *baseCase) ctrRun(ctx context.Context, p *basePod) error {
+	args := []string{"--address", b.env.Address, "--namespace", b.namespace(),
+		"run", "-d", "--snapshotter", "overlayfs", "--runtime", "io.containerd.runc.v2",
+		"--with-ns", "network:" + p.netns,
+		"--mount", "type=bind,src=" + p.hostDir + ",dst=/out,options=rbind:rprivate:rw"}
+	if b.logDriver != "" {
+		// The URI cio.BinaryIO makes for the baseline.
+		u := url.URL{Scheme: "binary", Path: b.logDriver,
+			RawQuery: url.Values{"log-driver": {crilog.DriverArg(b.logPath(p), crilog.Policy{})}}.Encode()}
+		args = append(args, "--log-uri", u.String())
+	} else {
+		args = append(args, "--null-io")
+	}
+	args = append(args, testenv.ImageRef, p.id, "sh", "-c", podCommand)
+	ctx, cancel := context.WithTimeout(ctx, startTimeout(1))
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, b.ctrBin, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("%s: ctr run: %w: %s", p.id, err, out)
 	}
 	return nil
 }
@@ -259,6 +305,17 @@ func (b *baseCase) remove(ctx context.Context, pods []*basePod) error {
 
 func (b *baseCase) removePod(ctx context.Context, p *basePod) error {
 	var errs []error
+	if b.ctrBin != "" {
+		// What ctr made, if it got that far.
+		if ctr, err := b.client.LoadContainer(ctx, p.id); err == nil {
+			p.ctr = ctr
+			if task, err := ctr.Task(ctx, nil); err == nil {
+				p.task = task
+			}
+		} else if !errdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("load container %s: %w", p.id, err))
+		}
+	}
 	if p.task != nil {
 		if _, err := p.task.Delete(ctx, client.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("delete task %s: %w", p.id, err))

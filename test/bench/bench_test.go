@@ -147,6 +147,50 @@ func TestSummarizeRatios(t *testing.T) {
 	}
 }
 
+func TestFloorRowsAgainstCtr(t *testing.T) {
+	// With -ctr the same goals are also held to ctr-floor and ctr; the
+	// in-process rows come first and are unchanged by them.
+	sums := []summary{
+		{Case: "floor", N: 1, FirstMS: 90},
+		{Case: "baseline", N: 1, FirstMS: 120, NetMS: 40},
+		{Case: "ctr-floor", N: 1, FirstMS: 130},
+		{Case: "ctr", N: 1, FirstMS: 180, NetMS: 50},
+		{Case: "podvisor", N: 1, FirstMS: 160},
+		{Case: "baseline", N: 30, LastMS: 1000},
+		{Case: "ctr", N: 30, LastMS: 1300},
+		{Case: "podvisor", N: 30, LastMS: 1200},
+		{Case: "baseline", N: 110, LastMS: 5000},
+		{Case: "ctr", N: 110, LastMS: 4000},
+		{Case: "podvisor", N: 110, LastMS: 5500},
+	}
+	want := []struct {
+		floor  string // a word the row's floor names
+		pv, fl float64
+		target float64
+		pass   bool
+	}{
+		{"floor", 160, 130, targetOneFloor, false},
+		{"baseline", 1200, 1000, targetMany, false},
+		{"baseline", 5500, 5000, targetLarge, true},
+		{"floor", 100, 90, targetRestart, false},
+		// 160 against ctr-floor's 130 + ctr's CNI ADD 50.
+		{"ctr run -d", 160, 180, targetOneFloor, true},
+		{"ctr:", 1200, 1300, targetMany, true},
+		{"ctr:", 5500, 4000, targetLarge, false},
+		{"ctr run -d", 100, 130, targetRestart, true},
+	}
+	rows := floorRows(sums, []float64{100})
+	if len(rows) != len(want) {
+		t.Fatalf("floorRows = %+v, want %d rows", rows, len(want))
+	}
+	for i, w := range want {
+		g := rows[i]
+		if !strings.Contains(g.Floor, w.floor) || g.PodvisorMS != w.pv || g.FloorMS != w.fl || g.Target != w.target || g.Pass != w.pass || math.Abs(g.Ratio-w.pv/w.fl) > 1e-9 {
+			t.Errorf("row %d = %+v, want %+v", i, g, w)
+		}
+	}
+}
+
 func TestFloorRowsWithoutFloor(t *testing.T) {
 	// -restarts without a floor run (sizes without 1) and no baseline: no
 	// row can be computed, and none is made up.

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -23,6 +24,10 @@ const (
 	baseNamespace = "bench-base"
 	// floorNamespace is the floor's: new containers alone (baseCase.floor).
 	floorNamespace = "bench-floor"
+	// ctrNamespace and ctrFloorNamespace are the baseline's and the
+	// floor's with `ctr run -d` per pod (-ctr).
+	ctrNamespace      = "bench-ctr"
+	ctrFloorNamespace = "bench-ctr-floor"
 	// podCommand is what every measured container runs: its first
 	// instruction stamps the start, then it idles.
 	podCommand  = "touch /out/started; exec sleep 3600"
@@ -40,6 +45,8 @@ type options struct {
 	podvisorLog string
 	// baseLogDriver makes the baseline log through podvisor's log driver.
 	baseLogDriver bool
+	// ctr is the ctr binary of the ctr case ("": no ctr case).
+	ctr string
 	// start runs the start-latency phase (and the footprint); restarts is
 	// its number of first restarts after kill -9 (0: none).
 	start    bool
@@ -72,6 +79,7 @@ func main() {
 	flag.StringVar(&o.logLevel, "log-level", "info", "podvisor's --log-level")
 	flag.StringVar(&o.podvisorLog, "podvisor-log", "", "keep podvisor's log in this file (default: a temp file, removed)")
 	flag.BoolVar(&o.baseLogDriver, "baseline-log-driver", false, "baseline tasks log through podvisor's log driver instead of no IO (isolates that cost)")
+	flag.StringVar(&o.ctr, "ctr", "", "start phase: also start the pods with this `ctr` binary's run -d, one process per pod after the baseline's netns + CNI ADD (the floor issue 19's table names; empty: not measured)")
 	flag.BoolVar(&o.start, "start", true, "run the start-latency phase against the baseline and the floor (and the footprint)")
 	flag.IntVar(&o.restarts, "restarts", 5, "start phase: first restarts after kill -9 of a pod's container to measure, each in a fresh pod (0: none)")
 	flag.DurationVar(&o.probes, "probes", 0, "window of the probe-cost phase: podvisor's CPU with pods probed every second (0: skip the phase)")
@@ -147,7 +155,7 @@ func run(ctx context.Context, o options) (err error) {
 		if serr := env.Stop(); serr != nil {
 			err = errors.Join(err, fmt.Errorf("stop test environment: %w", serr))
 		}
-		removeNamespaceDirs(pvNamespace, baseNamespace, floorNamespace, flashNamespace)
+		removeNamespaceDirs(pvNamespace, baseNamespace, floorNamespace, ctrNamespace, ctrFloorNamespace, flashNamespace)
 	}()
 	// Everything lives below env.Dir: on any failure env.Stop unmounts
 	// what is left there (netns, /dev/shm) and kills what names it.
@@ -255,7 +263,7 @@ func runStart(ctx context.Context, o options, env *testenv.Env, dir, bin string,
 			}
 		}
 	}
-	base, err := newBaseCase(ctx, env, filepath.Join(dir, "base"), baseLog, false)
+	base, err := newBaseCase(ctx, env, filepath.Join(dir, "base"), baseLog, false, "")
 	if err != nil {
 		return err
 	}
@@ -264,7 +272,7 @@ func runStart(ctx context.Context, o options, env *testenv.Env, dir, bin string,
 			err = errors.Join(err, serr)
 		}
 	}()
-	floor, err := newBaseCase(ctx, env, filepath.Join(dir, "floor"), baseLog, true)
+	floor, err := newBaseCase(ctx, env, filepath.Join(dir, "floor"), baseLog, true, "")
 	if err != nil {
 		return err
 	}
@@ -273,6 +281,30 @@ func runStart(ctx context.Context, o options, env *testenv.Env, dir, bin string,
 			err = errors.Join(err, serr)
 		}
 	}()
+	// With -ctr, the same two with a `ctr run -d` process per pod.
+	var ctrCase, ctrFloor *baseCase
+	if o.ctr != "" {
+		bin, err := exec.LookPath(o.ctr)
+		if err != nil {
+			return fmt.Errorf("-ctr: %w", err)
+		}
+		for _, c := range []struct {
+			to    **baseCase
+			dir   string
+			floor bool
+		}{{&ctrCase, "ctr", false}, {&ctrFloor, "ctr-floor", true}} {
+			b, err := newBaseCase(ctx, env, filepath.Join(dir, c.dir), baseLog, c.floor, bin)
+			if err != nil {
+				return err
+			}
+			*c.to = b
+			defer func() {
+				if serr := b.close(); serr != nil {
+					err = errors.Join(err, serr)
+				}
+			}()
+		}
+	}
 
 	logf("warm-up: podvisor (image import), baseline and floor, not measured")
 	if _, err := pv.measure(ctx, "warmup", 1, nil); err != nil {
@@ -283,6 +315,13 @@ func runStart(ctx context.Context, o options, env *testenv.Env, dir, bin string,
 	}
 	if _, err := floor.measure(ctx, "warmup", 1, nil); err != nil {
 		return fmt.Errorf("floor warm-up: %w", err)
+	}
+	if ctrCase != nil {
+		for _, c := range []*baseCase{ctrCase, ctrFloor} {
+			if _, err := c.measure(ctx, "warmup", 1, nil); err != nil {
+				return fmt.Errorf("%s warm-up: %w", c.name(), err)
+			}
+		}
 	}
 
 	res.LoadStart, res.Started = loadAverage(), time.Now()
@@ -296,9 +335,15 @@ func runStart(ctx context.Context, o options, env *testenv.Env, dir, bin string,
 				// right after the other's cleanup.
 				cases = []benchCase{base, pv}
 			}
+			if ctrCase != nil {
+				cases = append(cases, ctrCase)
+			}
 			if n == 1 {
 				// The floor is what 1 pod and a restart are held to.
 				cases = append(cases, floor)
+				if ctrFloor != nil {
+					cases = append(cases, ctrFloor)
+				}
 			}
 			for _, c := range cases {
 				tag := fmt.Sprintf("%s-n%d-r%d", c.name(), n, r)
@@ -325,7 +370,7 @@ func runStart(ctx context.Context, o options, env *testenv.Env, dir, bin string,
 				}
 				rr.Phases = rec.phases(c.namespace(), rr.T0, n)
 				res.Runs = append(res.Runs, rr)
-				logf("%-8s N=%-3d run %d: first %7.1f ms  last %7.1f ms  median %7.1f ms", c.name(), n, r+1, rr.First, rr.Last, rr.Median)
+				logf("%-9s N=%-3d run %d: first %7.1f ms  last %7.1f ms  median %7.1f ms", c.name(), n, r+1, rr.First, rr.Last, rr.Median)
 			}
 		}
 	}

@@ -91,7 +91,8 @@ type floorRow struct {
 // floorRows compares podvisor's summaries and restarts (ms, one per run)
 // with the floor's and the baseline's: 1 pod against the floor plus the
 // baseline's CNI ADD, N pods against the baseline, the first restart
-// after kill -9 against the floor's new container.
+// after kill -9 against the floor's new container; then, if they were
+// measured (-ctr), the same against ctr-floor and ctr.
 func floorRows(sums []summary, restarts []float64) []floorRow {
 	find := func(name string, n int) *summary {
 		for i := range sums {
@@ -109,29 +110,39 @@ func floorRows(sums []summary, restarts []float64) []floorRow {
 		}
 		return r
 	}
-	var out []floorRow
 	var sizes []int
 	for _, s := range sums {
 		if s.Case == "podvisor" {
 			sizes = append(sizes, s.N)
 		}
 	}
-	for _, n := range sizes {
-		pv, base, fl := find("podvisor", n), find("baseline", n), find("floor", n)
-		switch {
-		case n == 1 && fl != nil && base != nil:
-			out = append(out, row("1 pod, its start", pv.FirstMS, fl.FirstMS+base.NetMS,
-				fmt.Sprintf("floor %.1f + CNI ADD %.1f", fl.FirstMS, base.NetMS), targetOneFloor))
-		case n > 1 && base != nil:
-			target := targetMany
-			if n >= largePods {
-				target = targetLarge
+	var out []floorRow
+	// Against the Go client in this process, then (-ctr) against a `ctr
+	// run -d` process per pod, the floor issue 19's own table names.
+	for _, c := range []struct {
+		floor, base                       string // the cases
+		oneFloor, manyFloor, restartFloor string // what the rows' floor is
+	}{
+		{"floor", "baseline", "floor %.1f + CNI ADD %.1f", "baseline: netns + CNI ADD + container", "floor: a new container"},
+		{"ctr-floor", "ctr", "`ctr run -d` %.1f + CNI ADD %.1f", "ctr: netns + CNI ADD + `ctr run -d`", "`ctr run -d`: a new container"},
+	} {
+		for _, n := range sizes {
+			pv, base, fl := find("podvisor", n), find(c.base, n), find(c.floor, n)
+			switch {
+			case n == 1 && fl != nil && base != nil:
+				out = append(out, row("1 pod, its start", pv.FirstMS, fl.FirstMS+base.NetMS,
+					fmt.Sprintf(c.oneFloor, fl.FirstMS, base.NetMS), targetOneFloor))
+			case n > 1 && base != nil:
+				target := targetMany
+				if n >= largePods {
+					target = targetLarge
+				}
+				out = append(out, row(fmt.Sprintf("%d pods at once, the last start", n), pv.LastMS, base.LastMS, c.manyFloor, target))
 			}
-			out = append(out, row(fmt.Sprintf("%d pods at once, the last start", n), pv.LastMS, base.LastMS, "baseline: netns + CNI ADD + container", target))
 		}
-	}
-	if fl := find("floor", 1); fl != nil && len(restarts) > 0 {
-		out = append(out, row(fmt.Sprintf("first restart after kill -9 (median of %d)", len(restarts)), median(restarts), fl.FirstMS, "floor: a new container", targetRestart))
+		if fl := find(c.floor, 1); fl != nil && len(restarts) > 0 {
+			out = append(out, row(fmt.Sprintf("first restart after kill -9 (median of %d)", len(restarts)), median(restarts), fl.FirstMS, c.restartFloor, targetRestart))
+		}
 	}
 	return out
 }
@@ -185,7 +196,7 @@ type report struct {
 func (r *report) summarize(sizes []int) {
 	for _, n := range sizes {
 		var base *summary
-		for _, name := range []string{"floor", "baseline", "podvisor"} {
+		for _, name := range []string{"floor", "baseline", "ctr-floor", "ctr", "podvisor"} {
 			s := summary{Case: name, N: n, Phases: map[string]phaseStat{}}
 			var first, last, med, net []float64
 			var cpu []cpuSplit
@@ -263,7 +274,7 @@ func (r *report) printStart(w io.Writer) {
 		fmt.Fprintf(w, "Baseline tasks log through podvisor's log driver (-baseline-log-driver).\n")
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "floor: a new container in an existing network namespace, no CNI; baseline: netns + CNI ADD + container, per pod, straight through containerd.")
+	fmt.Fprintln(w, "floor: a new container in an existing network namespace, no CNI; baseline: netns + CNI ADD + container, per pod, straight through containerd (the Go client, in the benchmark's process); ctr (with -ctr): the baseline's netns + CNI ADD, then a `ctr run -d` process per pod.")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| case | N | runs | first start ms | last start ms | median pod ms | netns + CNI ADD ms | ratio first | ratio last | podvisor CPU ms |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
