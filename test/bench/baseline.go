@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -190,10 +189,6 @@ func (b *baseCase) start(ctx context.Context, p *basePod) error {
 	if err := os.MkdirAll(p.hostDir, 0o755); err != nil {
 		return fmt.Errorf("%s: host dir: %w", p.id, err)
 	}
-	img, err := b.client.GetImage(ctx, testenv.ImageRef)
-	if err != nil {
-		return fmt.Errorf("%s: image: %w", p.id, err)
-	}
 	if !b.floor {
 		began := time.Now()
 		if err := cni.NewNetNS(p.netns); err != nil {
@@ -207,6 +202,10 @@ func (b *baseCase) start(ctx context.Context, p *basePod) error {
 	}
 	if b.ctrBin != "" {
 		return b.ctrRun(ctx, p)
+	}
+	img, err := b.client.GetImage(ctx, testenv.ImageRef)
+	if err != nil {
+		return fmt.Errorf("%s: image: %w", p.id, err)
 	}
 	ctr, err := b.client.NewContainer(ctx, p.id,
 		client.WithImage(img),
@@ -254,8 +253,10 @@ func (b *baseCase) ctrRun(ctx context.Context, p *basePod) error {
 		"--mount", "type=bind,src=" + p.hostDir + ",dst=/out,options=rbind:rprivate:rw"}
 	if b.logDriver != "" {
 		// The URI cio.BinaryIO makes for the baseline.
-		u := url.URL{Scheme: "binary", Path: b.logDriver,
-			RawQuery: url.Values{"log-driver": {crilog.DriverArg(b.logPath(p), crilog.Policy{})}}.Encode()}
+		u, err := cio.LogURIGenerator("binary", b.logDriver, map[string]string{"log-driver": crilog.DriverArg(b.logPath(p), crilog.Policy{})})
+		if err != nil {
+			return fmt.Errorf("%s: log URI: %w", p.id, err)
+		}
 		args = append(args, "--log-uri", u.String())
 	} else {
 		args = append(args, "--null-io")
