@@ -69,13 +69,15 @@ func (r *Runtime) leaseLabels(what string) map[string]string {
 }
 
 // Collect removes what an interrupted podvisor (or one killed with -9)
-// left in its namespace with no owner: leases (and with them the
+// left in its namespace with no owner: its leases (and with them the
 // snapshots and content only they held: half-made containers' layers,
 // interrupted imports' extract-* snapshots), containers without
 // podvisor's labels, and runc shims that serve no task. It must run
-// before any pod is worked on: every lease then is a leftover, but those
-// this Runtime takes (an image import runs beside the start-up), known by
-// their owner label from the moment they exist.
+// before any pod is worked on: every podvisor lease then is a leftover,
+// but those this Runtime takes (an image import runs beside the
+// start-up), known by their owner label from the moment they exist. A
+// lease without podvisor's label is another client's (`ctr -n` importing
+// an image, a test reading one) and is left to it and to its expiry.
 func (r *Runtime) Collect(ctx context.Context) (_ []string, err error) {
 	defer markUnavailable(&err)
 	var done []string
@@ -85,7 +87,10 @@ func (r *Runtime) Collect(ctx context.Context) (_ []string, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("list leases: %w", err)
 	}
-	all = slices.DeleteFunc(all, func(l leases.Lease) bool { return l.Labels[leaseOwnerLabel] == r.instance })
+	all = slices.DeleteFunc(all, func(l leases.Lease) bool {
+		_, ours := l.Labels[leaseLabel]
+		return !ours || l.Labels[leaseOwnerLabel] == r.instance
+	})
 	for i, l := range all {
 		opts := []leases.DeleteOpt{}
 		if i == len(all)-1 {

@@ -143,10 +143,10 @@ func TestCollect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// What a podvisor killed in the middle of a create leaves: a lease
+	// What a podvisor killed in the middle of a create leaves: its lease
 	// holding an active snapshot.
 	ls := c.LeasesService()
-	l, err := ls.Create(ctx, leases.WithRandomID(), leases.WithExpiration(24*time.Hour))
+	l, err := ls.Create(ctx, leases.WithRandomID(), leases.WithLabels(earlierLease("create")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,32 +274,46 @@ func chainID(t *testing.T, diffs []digest.Digest) string {
 	return identity.ChainID(diffs).String()
 }
 
+// earlierLease labels a lease as an earlier podvisor's, taken for what.
+func earlierLease(what string) map[string]string {
+	return map[string]string{leaseLabel: what, leaseOwnerLabel: "an earlier podvisor"}
+}
+
 // A lease this Runtime holds (an image import beside podvisor's start-up)
-// is not a leftover: Collect leaves it, and only it.
+// is not a leftover, nor is another client's lease in the namespace (ctr
+// importing an image, a test reading one while podvisor starts): Collect
+// leaves them and takes only the earlier podvisor's.
 func TestCollectKeepsOwnLeases(t *testing.T) {
 	_, _, c, rt := startRuntime(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ls := c.LeasesService()
-	stale, err := ls.Create(ctx, leases.WithRandomID())
+	stale, err := ls.Create(ctx, leases.WithRandomID(), leases.WithLabels(earlierLease("import")))
 	if err != nil {
 		t.Fatal(err)
 	}
+	foreign, err := ls.Create(ctx, leases.WithRandomID(), leases.WithExpiration(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ls.Delete(ctx, foreign)
 	err = rt.withLease(ctx, "import", func(lctx context.Context) error {
 		own, _ := leases.FromContext(lctx)
 		removed, err := rt.Collect(ctx)
 		if err != nil {
 			return err
 		}
-		if !slices.Contains(removed, "lease "+stale.ID) || slices.Contains(removed, "lease "+own) {
-			t.Errorf("collected %v: want the stale lease %s, not the held one %s", removed, stale.ID, own)
+		if !slices.Equal(removed, []string{"lease " + stale.ID}) {
+			t.Errorf("collected %v: want only the stale lease %s, not the held one %s nor another client's %s", removed, stale.ID, own, foreign.ID)
 		}
 		all, err := ls.List(ctx)
 		if err != nil {
 			return err
 		}
-		if !slices.ContainsFunc(all, func(l leases.Lease) bool { return l.ID == own }) {
-			t.Error("the held lease is gone")
+		for _, id := range []string{own, foreign.ID} {
+			if !slices.ContainsFunc(all, func(l leases.Lease) bool { return l.ID == id }) {
+				t.Errorf("lease %s is gone", id)
+			}
 		}
 		return nil
 	})
