@@ -36,6 +36,7 @@ const node = "e2e"
 var (
 	env         *testenv.Env
 	podvisorBin string
+	binDir      string // where the run builds its binaries; removed at its end
 	missingEnv  string // what the machine lacks for the tests, when it does
 )
 
@@ -57,6 +58,7 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	binDir = dir
 	// PODVISOR_E2E_BINARY runs a given build, e.g. one made with -race.
 	podvisorBin = os.Getenv("PODVISOR_E2E_BINARY")
 	if podvisorBin == "" {

@@ -29,7 +29,8 @@ var (
 func (d *daemon) idleShim(group string) <-chan struct{} {
 	d.t.Helper()
 	fakeShimOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "pv-e2e-fakeshim-")
+		// In the binaries' directory, which the run removes at its end.
+		dir, err := os.MkdirTemp(binDir, "fakeshim-")
 		if err != nil {
 			fakeShimErr = err
 			return
