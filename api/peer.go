@@ -1,11 +1,42 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 )
+
+// Peer is the process at the other end of a local API connection, as the
+// kernel recorded it when it connected (SO_PEERCRED): what the audit of a
+// write on the socket names.
+type Peer struct {
+	UID, PID int
+}
+
+type peerKey struct{}
+
+// withPeer is the socket server's ConnContext: it records who connected,
+// once per connection.
+func withPeer(ctx context.Context, c net.Conn) context.Context {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return ctx
+	}
+	p, err := peerCred(uc)
+	if err != nil {
+		return ctx
+	}
+	return context.WithValue(ctx, peerKey{}, p)
+}
+
+// LocalPeer returns who sent a request that came through the unix socket;
+// false for a request that did not (the TLS port).
+func LocalPeer(ctx context.Context) (Peer, bool) {
+	p, ok := ctx.Value(peerKey{}).(Peer)
+	return p, ok
+}
 
 // ErrUntrustedSocket means the process serving the socket a Client dialed
 // is neither root nor the client's own user: the client sends it nothing.

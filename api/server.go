@@ -90,6 +90,10 @@ type Options struct {
 	PodDialer PodDialer
 
 	streams *streams // the exec and attach sessions in flight
+	// remote is true in the handler ListenTLS serves: a request there
+	// comes from another machine, through the Filter, never from root's
+	// socket.
+	remote bool
 }
 
 func (o Options) withDefaults() Options {
@@ -170,6 +174,7 @@ func Serve(ctx context.Context, o Options) error {
 	defer remoteDone()
 	srv := &http.Server{
 		Handler:           newHandler(o),
+		ConnContext:       withPeer,
 		ReadHeaderTimeout: 10 * time.Second,
 		// An idle keep-alive connection is not kept forever. No read or
 		// write timeout: sessions, follows and watches are long.

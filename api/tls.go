@@ -75,6 +75,7 @@ func ListenTLS(ctx context.Context, o Options, t TLSConfig) (*TLSServer, error) 
 		return nil, fmt.Errorf("--tls-bind-address %s: no authorization filter", t.Address)
 	}
 	o = o.withDefaults()
+	o.remote = true
 	files := &tlsFiles{cfg: t}
 	if _, err := files.config(); err != nil {
 		return nil, err
