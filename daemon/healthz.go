@@ -21,6 +21,11 @@ type healthz struct {
 }
 
 // listenHealthz listens on addr, so a taken address fails the start.
+// health is podvisor's liveness, not the node's Ready: kubelet's port
+// checks only ping, log and its sync loop (pkg/kubelet/server), so a node
+// that is shutting down, NotReady on the Node, still answers ok there,
+// and a service manager or kubeadm polling it does not take the shutdown
+// for a hung kubelet.
 func listenHealthz(addr string, health func() error, log *slog.Logger) (*healthz, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

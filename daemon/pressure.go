@@ -18,6 +18,7 @@ import (
 	"github.com/podvisor/podvisor/internal/version"
 	"github.com/podvisor/podvisor/metrics"
 	"github.com/podvisor/podvisor/pressure"
+	"github.com/podvisor/podvisor/status"
 	"github.com/podvisor/podvisor/supervise"
 	ctrd "github.com/podvisor/podvisor/supervise/containerd"
 	"go.yaml.in/yaml/v3"
@@ -199,7 +200,9 @@ func supervisorEvicter(sup *supervisorRef, evicted func(signal string)) pressure
 	}
 }
 
-// nodeView is GET /node: the pressure manager's status with Ready.
+// nodeView is GET /node: the pressure manager's status with Ready. health
+// is the mirror's (the node's shutdown included), so that GET /node and
+// the mirrored Node say the same.
 type nodeView struct {
 	name    string
 	started time.Time
@@ -211,11 +214,8 @@ func (n nodeView) Node() api.Node {
 	st := n.pm.Status()
 	out := api.Node{Name: n.name, Version: version.Version, StartTime: n.started, Time: st.Time}
 	out.Conditions = append(out.Conditions, st.Conditions...)
-	ready := v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady", Message: "podvisor is posting ready status",
-		LastHeartbeatTime: metav1.NewTime(st.Time), LastTransitionTime: metav1.NewTime(n.started)}
-	if err := n.health(); err != nil {
-		ready.Status, ready.Reason, ready.Message = v1.ConditionFalse, "KubeletNotReady", err.Error()
-	}
+	ready := status.NodeReady(n.health())
+	ready.LastHeartbeatTime, ready.LastTransitionTime = metav1.NewTime(st.Time), metav1.NewTime(n.started)
 	out.Conditions = append(out.Conditions, ready)
 	for _, sig := range pressure.Signals {
 		s := api.NodeSignal{Signal: string(sig)}

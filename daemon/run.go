@@ -344,7 +344,7 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 			PodDialer: podDialer{rt: rt},
 			Images:    rt,
 			Objects:   objects,
-			Node:      nodeView{name: d.node, started: clk.Now(), health: store.Health, pm: pm},
+			Node:      nodeView{name: d.node, started: clk.Now(), health: health, pm: pm},
 			ContainerdVersion: func(ctx context.Context) (string, error) {
 				v, err := client.Version(ctx)
 				return v.Version, err

@@ -142,18 +142,16 @@ func (a shutdownStopper) ResumeShutdownStops() {
 	}
 }
 
-// withShutdown is health with the node's shutdown first: kubelet's Ready
-// message "node is shutting down" while it shuts down.
+// withShutdown is the node's health for its Ready condition (the
+// mirrored Node and GET /node alike) and the local API's /healthz: health
+// and the node's shutdown, joined as kubelet's Ready setter joins its
+// runtime's and its shutdown manager's errors ("node is shutting down"
+// alone while podvisor is otherwise healthy).
 func withShutdown(m *shutdown.Manager, health func() error) func() error {
 	if m == nil {
 		return health
 	}
-	return func() error {
-		if err := m.Status(); err != nil {
-			return err
-		}
-		return health()
-	}
+	return func() error { return status.NodeHealth(health(), m.Status()) }
 }
 
 // shutdownHealthStore is the status store whose Health says the node is

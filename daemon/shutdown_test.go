@@ -2,11 +2,16 @@ package daemon
 
 import (
 	"bytes"
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/podvisor/podvisor/pressure"
 	"github.com/podvisor/podvisor/shutdown"
+	"github.com/podvisor/podvisor/status"
+	v1 "k8s.io/api/core/v1"
 )
 
 // The file holds shutdownGracePeriodByPodPriority as kubelet's list, and
@@ -61,5 +66,31 @@ func TestShutdownDefaults(t *testing.T) {
 	c.ShutdownGracePeriod, c.ShutdownGracePeriodCriticalPods = 0, 0
 	if got := c.shutdownPeriods(); got != nil {
 		t.Errorf("periods with --shutdown-grace-period 0 = %s, want none", got)
+	}
+}
+
+// GET /node's Ready is the mirrored Node's (status.NodeReady) from the
+// same health: kubelet's reasons, and while the node shuts down its
+// message, alone or joined with another error as kubelet joins them.
+func TestNodeViewReady(t *testing.T) {
+	pm := pressure.NewManager(pressure.Options{})
+	for _, health := range []error{
+		nil,
+		status.NodeHealth(nil, shutdown.ErrShuttingDown),
+		status.NodeHealth(errors.New("containerd is not reachable"), shutdown.ErrShuttingDown),
+	} {
+		n := nodeView{name: "n", started: time.Unix(1000, 0), health: func() error { return health }, pm: pm}.Node()
+		want := status.NodeReady(health)
+		i := slices.IndexFunc(n.Conditions, func(c v1.NodeCondition) bool { return c.Type == v1.NodeReady })
+		if i != len(n.Conditions)-1 {
+			t.Fatalf("%v: Ready at %d of %d conditions, want last (as kubelet keeps it)", health, i, len(n.Conditions))
+		}
+		got := n.Conditions[i]
+		if got.Status != want.Status || got.Reason != want.Reason || got.Message != want.Message {
+			t.Errorf("%v: Ready %s/%s %q, want %s/%s %q", health, got.Status, got.Reason, got.Message, want.Status, want.Reason, want.Message)
+		}
+	}
+	if got := status.NodeHealth(nil, shutdown.ErrShuttingDown).Error(); got != shutdown.NodeMessage {
+		t.Errorf("shutting down alone: %q, want kubelet's %q", got, shutdown.NodeMessage)
 	}
 }

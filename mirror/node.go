@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/podvisor/podvisor/status"
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,13 +22,6 @@ import (
 const (
 	labelBetaOS   = "beta.kubernetes.io/os"
 	labelBetaArch = "beta.kubernetes.io/arch"
-)
-
-// Kubelet's condition reasons, which tools and controllers read; the
-// messages say podvisor.
-const (
-	ReasonReady    = "KubeletReady"
-	ReasonNotReady = "KubeletNotReady"
 )
 
 func (m *Mirror) labels() map[string]string {
@@ -73,12 +67,12 @@ func (m *Mirror) setStatus(node *v1.Node) {
 	st.Phase = ""
 	st.DaemonEndpoints.KubeletEndpoint.Port = m.opts.KubeletPort
 
-	ready := v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: ReasonReady, Message: "podvisor is posting ready status"}
+	// Ready as GET /node builds it, from the same health.
+	var health error
 	if m.opts.Health != nil {
-		if err := m.opts.Health(); err != nil {
-			ready.Status, ready.Reason, ready.Message = v1.ConditionFalse, ReasonNotReady, err.Error()
-		}
+		health = m.opts.Health()
 	}
+	ready := status.NodeReady(health)
 	conds := []v1.NodeCondition{
 		{Type: v1.NodeMemoryPressure, Status: v1.ConditionFalse, Reason: "KubeletHasSufficientMemory", Message: "podvisor has sufficient memory available"},
 		{Type: v1.NodeDiskPressure, Status: v1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", Message: "podvisor has no disk pressure"},

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podvisor/podvisor/status"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -124,7 +125,7 @@ func TestNodeStatusPatchedOnChangeAndEveryFiveMinutes(t *testing.T) {
 		t.Fatalf("%d status patches after Ready changed, want 1", n)
 	}
 	r := condition(f.node(), v1.NodeReady)
-	if r.Status != v1.ConditionFalse || r.Reason != ReasonNotReady || r.Message != "containerd is not reachable" || !r.LastTransitionTime.Time.Equal(changedAt) {
+	if r.Status != v1.ConditionFalse || r.Reason != status.NodeReasonNotReady || r.Message != "containerd is not reachable" || !r.LastTransitionTime.Time.Equal(changedAt) {
 		t.Errorf("Ready after the runtime failed: %+v", r)
 	}
 	if m := condition(f.node(), v1.NodeMemoryPressure); !m.LastTransitionTime.Time.Equal(epoch) || !m.LastHeartbeatTime.Time.Equal(changedAt) {
@@ -185,7 +186,7 @@ func TestExistingNodeReconciled(t *testing.T) {
 	if _, ok := n.Labels["node-role.kubernetes.io/control-plane"]; !ok || len(n.Spec.Taints) != 1 {
 		t.Errorf("the admin's label or taint was lost: %v %v", n.Labels, n.Spec.Taints)
 	}
-	if r := condition(n, v1.NodeReady); r == nil || r.Status != v1.ConditionTrue || r.Reason != ReasonReady {
+	if r := condition(n, v1.NodeReady); r == nil || r.Status != v1.ConditionTrue || r.Reason != status.NodeReasonReady {
 		t.Errorf("Ready %+v", r)
 	}
 	if c := condition(n, "NetworkUnavailable"); c == nil || c.Reason != "RouteCreated" {

@@ -30,6 +30,8 @@
 //     status read podvisor's the same way.
 //   - FindPods is the one rule for what a user's pod name means: full name
 //     first, then manifest name, optionally within one namespace.
+//   - NodeReady is the one builder of the node's Ready condition, for the
+//     mirrored Node and GET /node alike, so the two never disagree.
 //
 // The package imports nothing from podvisor except internal/atomicfile.
 package status
