@@ -17,6 +17,16 @@
 //     logind's InhibitDelayMaxUSec by shrinking every group alike). The
 //     lock is released when the pods are stopped or the bound has passed,
 //     whichever comes first: podvisor never holds a shutdown up.
+//   - Only logind can start or cancel a stopping, and only the bus can
+//     say that logind changed: PrepareForShutdown counts only from the
+//     unique name that owns org.freedesktop.login1 (asked of the bus at
+//     connect, followed through the NameOwnerChanged the bus itself
+//     sends), and PrepareForShutdown(true) only once logind's
+//     PreparingForShutdown property, read from that name within a bound,
+//     confirms it. The sender is the one the bus writes in each message,
+//     checked on every signal: match rules filter broadcasts, not signals
+//     another connection addresses to podvisor. Any other such signal is
+//     forged: warned of once per sender and ignored, the lock kept.
 //   - PrepareForShutdown(false) (a cancelled shutdown) ends the stopping
 //     in progress, starts the pods stopped for it again and takes the lock
 //     again. A logind that restarts (NameOwnerChanged) or a bus that goes

@@ -10,14 +10,18 @@ import (
 	"github.com/godbus/dbus/v5"
 )
 
-// logind's names on the system bus.
+// logind's names on the system bus, the bus's own, and the bounds of
+// talking to them.
 const (
 	logindName    = "org.freedesktop.login1"
 	logindPath    = dbus.ObjectPath("/org/freedesktop/login1")
 	logindManager = "org.freedesktop.login1.Manager"
 
+	busName = "org.freedesktop.DBus"
+	busPath = dbus.ObjectPath("/org/freedesktop/DBus")
+
 	signalPrepare   = logindManager + ".PrepareForShutdown"
-	signalOwner     = "org.freedesktop.DBus.NameOwnerChanged"
+	signalOwner     = busName + ".NameOwnerChanged"
 	inhibitWho      = "podvisor"
 	inhibitWhy      = "podvisor stops its pods before the node shuts down"
 	connectTimeout  = 10 * time.Second
@@ -35,16 +39,21 @@ func BusAddress() string {
 }
 
 // bus is one connection to the system bus and the signals it delivers:
-// logind's PrepareForShutdown and the changes of logind's owner.
+// logind's PrepareForShutdown and the changes of logind's owner. Whoever
+// sent them is for the Manager to check (classify): a match rule filters
+// what the bus broadcasts to us, not what another connection addresses to
+// us directly.
 type bus struct {
 	conn    *dbus.Conn
 	signals chan *dbus.Signal
 }
 
+var _ logindConn = (*bus)(nil)
+
 // dial connects to the system bus within connectTimeout and subscribes to
 // the signals. An authentication that never answers is cut by closing
 // the connection, which ends it.
-func dial(ctx context.Context, address string) (*bus, error) {
+func dial(ctx context.Context, address string) (logindConn, error) {
 	conn, err := dbus.Dial(address)
 	if err != nil {
 		return nil, err
@@ -74,9 +83,12 @@ func dial(ctx context.Context, address string) (*bus, error) {
 	conn.Signal(b.signals)
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
+	// The bus delivers PrepareForShutdown only from the owner of logind's
+	// name (a well-known sender in a match rule is its current owner), and
+	// NameOwnerChanged only from itself.
 	for _, opts := range [][]dbus.MatchOption{
-		{dbus.WithMatchObjectPath(logindPath), dbus.WithMatchInterface(logindManager), dbus.WithMatchMember("PrepareForShutdown")},
-		{dbus.WithMatchSender("org.freedesktop.DBus"), dbus.WithMatchInterface("org.freedesktop.DBus"), dbus.WithMatchMember("NameOwnerChanged"), dbus.WithMatchArg(0, logindName)},
+		{dbus.WithMatchSender(logindName), dbus.WithMatchObjectPath(logindPath), dbus.WithMatchInterface(logindManager), dbus.WithMatchMember("PrepareForShutdown")},
+		{dbus.WithMatchSender(busName), dbus.WithMatchInterface(busName), dbus.WithMatchMember("NameOwnerChanged"), dbus.WithMatchArg(0, logindName)},
 	} {
 		if err := conn.AddMatchSignalContext(cctx, opts...); err != nil {
 			conn.Close()
@@ -86,11 +98,44 @@ func dial(ctx context.Context, address string) (*bus, error) {
 	return b, nil
 }
 
-func (b *bus) close() { b.conn.Close() }
+func (b *bus) Signals() <-chan *dbus.Signal { return b.signals }
 
-// inhibitDelay is logind's InhibitDelayMaxUSec: how long it waits for
+// LogindOwner is the unique name of logind's connection, from the bus
+// itself (GetNameOwner): the only sender whose PrepareForShutdown counts.
+func (b *bus) LogindOwner(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	var owner string
+	err := b.conn.BusObject().CallWithContext(ctx, busName+".GetNameOwner", 0, logindName).Store(&owner)
+	if err != nil {
+		return "", fmt.Errorf("find logind (%s) on the system bus: %w", logindName, err)
+	}
+	return owner, nil
+}
+
+// PreparingForShutdown is logind's PreparingForShutdown property, read
+// from the connection owner: true from its PrepareForShutdown(true) until
+// the shutdown is carried out or cancelled.
+func (b *bus) PreparingForShutdown(ctx context.Context, owner string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	var v dbus.Variant
+	err := b.conn.Object(owner, logindPath).CallWithContext(ctx, "org.freedesktop.DBus.Properties.Get", 0, logindManager, "PreparingForShutdown").Store(&v)
+	if err != nil {
+		return false, fmt.Errorf("read logind's PreparingForShutdown: %w", err)
+	}
+	preparing, ok := v.Value().(bool)
+	if !ok {
+		return false, fmt.Errorf("logind's PreparingForShutdown is a %s, not a boolean", v.Signature())
+	}
+	return preparing, nil
+}
+
+func (b *bus) Close() { b.conn.Close() }
+
+// InhibitDelay is logind's InhibitDelayMaxUSec: how long it waits for
 // delay locks before it goes on with a shutdown.
-func (b *bus) inhibitDelay(ctx context.Context) (time.Duration, error) {
+func (b *bus) InhibitDelay(ctx context.Context) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	var v dbus.Variant
@@ -105,10 +150,10 @@ func (b *bus) inhibitDelay(ctx context.Context) (time.Duration, error) {
 	return time.Duration(us) * time.Microsecond, nil
 }
 
-// inhibit takes a delay lock on "shutdown" (power-off, reboot, halt and
+// Inhibit takes a delay lock on "shutdown" (power-off, reboot, halt and
 // kexec alike): logind waits, up to InhibitDelayMaxUSec, until the
 // returned file is closed.
-func (b *bus) inhibit(ctx context.Context) (*os.File, error) {
+func (b *bus) Inhibit(ctx context.Context) (*os.File, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	var fd dbus.UnixFD

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/godbus/dbus/v5"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -51,7 +52,9 @@ type Options struct {
 
 // Manager holds the inhibitor lock and stops the pods at a shutdown.
 type Manager struct {
-	o            Options
+	o Options
+	// dial connects to the bus (a test's fake bus in unit tests).
+	dial         func(ctx context.Context, address string) (logindConn, error)
 	shuttingDown atomic.Bool
 	wg           sync.WaitGroup // the stopping in progress, if any
 }
@@ -68,7 +71,7 @@ func New(o Options) *Manager {
 	if o.Address == "" {
 		o.Address = BusAddress()
 	}
-	return &Manager{o: o}
+	return &Manager{o: o, dial: dial}
 }
 
 // Status is nil, or ErrShuttingDown while the node shuts down (from
@@ -117,11 +120,17 @@ func (m *Manager) Run(ctx context.Context) {
 // the signals until ctx ends or the bus goes away. armed says whether
 // the lock was taken.
 func (m *Manager) session(ctx context.Context) (armed bool, err error) {
-	b, err := dial(ctx, m.o.Address)
+	b, err := m.dial(ctx, m.o.Address)
 	if err != nil {
 		return false, err
 	}
-	defer b.close()
+	defer b.Close()
+	// Asked after the subscription, so that no change of owner is missed
+	// in between.
+	logind, err := b.LogindOwner(ctx)
+	if err != nil {
+		return false, err
+	}
 	var lock *os.File
 	release := func() {
 		if lock != nil {
@@ -135,8 +144,9 @@ func (m *Manager) session(ctx context.Context) (armed bool, err error) {
 		return false, err
 	}
 	var (
-		stopping context.CancelFunc // the stopping in progress
-		done     chan struct{}      // closed when it has ended
+		stopping context.CancelFunc  // the stopping in progress
+		done     chan struct{}       // closed when it has ended
+		warned   = map[string]bool{} // forged signals' senders, warned of
 	)
 	endStopping := func() {
 		if stopping != nil {
@@ -157,14 +167,19 @@ func (m *Manager) session(ctx context.Context) (armed bool, err error) {
 			m.o.Log.Info("graceful node shutdown: pods stopped, inhibitor lock released")
 			stopping()
 			stopping, done = nil, nil
-		case s, ok := <-b.signals:
+		case s, ok := <-b.Signals():
 			if !ok {
 				return true, errors.New("the system bus connection ended")
 			}
-			switch {
-			case s.Name == signalPrepare && len(s.Body) == 1:
-				active, _ := s.Body[0].(bool)
-				if active && stopping == nil {
+			ev := classify(s, logind)
+			switch ev.kind {
+			case forged:
+				m.forged(s, logind, warned)
+			case prepare:
+				if ev.active && stopping == nil {
+					if !m.confirmed(ctx, b, logind) {
+						continue
+					}
 					m.setShuttingDown(true)
 					m.o.Log.Warn("the node is shutting down: stopping the pods by priority", "period", m.o.Periods.Total(), "budget", budget)
 					sctx, cancel := context.WithCancel(ctx)
@@ -175,7 +190,7 @@ func (m *Manager) session(ctx context.Context) (armed bool, err error) {
 						defer close(done)
 						m.stopPods(sctx, budget)
 					}(done)
-				} else if !active && m.shuttingDown.Load() {
+				} else if !ev.active && m.shuttingDown.Load() {
 					m.o.Log.Warn("the node's shutdown was cancelled: starting the stopped pods again")
 					endStopping()
 					m.o.Stopper.ResumeShutdownStops()
@@ -185,9 +200,9 @@ func (m *Manager) session(ctx context.Context) (armed bool, err error) {
 						return true, err
 					}
 				}
-			case s.Name == signalOwner && len(s.Body) == 3:
-				owner, _ := s.Body[2].(string)
-				if owner == "" {
+			case ownerChanged:
+				logind = ev.owner
+				if logind == "" {
 					// logind left: its locks went with it.
 					m.o.Log.Warn("graceful node shutdown: logind left the system bus; waiting for it")
 					release()
@@ -205,11 +220,38 @@ func (m *Manager) session(ctx context.Context) (armed bool, err error) {
 	}
 }
 
+// confirmed reports whether logind, asked at its unique name, says it is
+// preparing for a shutdown: the PrepareForShutdown(true) its connection
+// sent is acted on only then. An answer that does not come within the
+// call's bound is no confirmation.
+func (m *Manager) confirmed(ctx context.Context, b logindConn, logind string) bool {
+	preparing, err := b.PreparingForShutdown(ctx, logind)
+	if err != nil || !preparing {
+		m.o.Log.Warn("graceful node shutdown: PrepareForShutdown ignored, logind does not confirm it is preparing for a shutdown",
+			"logind", logind, "preparingForShutdown", preparing, "err", err)
+		return false
+	}
+	return true
+}
+
+// forged logs a signal about logind that logind (or, for a change of
+// logind's owner, the bus) did not send: once per sender at Warn, as it
+// is someone on the node trying to stop the pods or drop the lock.
+func (m *Manager) forged(s *dbus.Signal, logind string, warned map[string]bool) {
+	attrs := []any{"signal", s.Name, "sender", s.Sender, "path", s.Path, "logind", logind}
+	if warned[s.Sender] || len(warned) >= maxWarnedSenders {
+		m.o.Log.Debug("graceful node shutdown: forged signal ignored", attrs...)
+		return
+	}
+	warned[s.Sender] = true
+	m.o.Log.Warn("graceful node shutdown: forged signal ignored: not sent by logind or the bus", attrs...)
+}
+
 // arm reads logind's delay bound, warns when it is below the period,
 // and takes the lock; budget is the time the stopping may take.
-func (m *Manager) arm(ctx context.Context, b *bus) (lock *os.File, budget time.Duration, err error) {
+func (m *Manager) arm(ctx context.Context, b logindConn) (lock *os.File, budget time.Duration, err error) {
 	total := m.o.Periods.Total()
-	delay, err := b.inhibitDelay(ctx)
+	delay, err := b.InhibitDelay(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -222,7 +264,7 @@ func (m *Manager) arm(ctx context.Context, b *bus) (lock *os.File, budget time.D
 			"to give the pods their full periods set InhibitDelayMaxSec in a logind drop-in, e.g. /etc/systemd/logind.conf.d/podvisor.conf with [Login] InhibitDelayMaxSec="+secondsCeil(total)+", then reload logind (systemctl kill -s HUP systemd-logind)",
 			"inhibitDelayMax", delay, "shutdownGracePeriod", total, "budget", budget)
 	}
-	if lock, err = b.inhibit(ctx); err != nil {
+	if lock, err = b.Inhibit(ctx); err != nil {
 		return nil, 0, err
 	}
 	m.o.Log.Info("graceful node shutdown armed: logind delay lock taken", "periods", m.o.Periods.String(), "inhibitDelayMax", delay)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +19,7 @@ import (
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/podvisor/podvisor/api"
+	"github.com/podvisor/podvisor/status"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -29,15 +31,28 @@ const (
 	shutdownNode    = "node is shutting down"
 )
 
-// busConfig is a private bus's configuration: root may own any name and
-// send anything (podvisor and the logind stand-in both run as root).
+// busConfig is a private bus's configuration: the system bus's default
+// policy (Debian's /usr/share/dbus-1/system.conf: every user may connect
+// and send signals, to everyone or to one connection, and call the bus
+// itself, but own no name and call no service) and root may own any name
+// and send anything (podvisor and the logind stand-in both run as root).
 const busConfig = `<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
  "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
 <busconfig>
   <listen>unix:path=%s</listen>
   <auth>EXTERNAL</auth>
   <policy context="default">
+    <allow user="*"/>
     <deny own="*"/>
+    <deny send_type="method_call"/>
+    <allow send_type="signal"/>
+    <allow send_requested_reply="true" send_type="method_return"/>
+    <allow send_requested_reply="true" send_type="error"/>
+    <allow receive_type="method_call"/>
+    <allow receive_type="method_return"/>
+    <allow receive_type="error"/>
+    <allow receive_type="signal"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
   </policy>
   <policy user="root">
     <allow own="*"/>
@@ -50,7 +65,16 @@ const busConfig = `<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Con
 // startBus starts a private dbus-daemon and returns its address.
 func startBus(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
+	// Its own directory, which every user may enter, as the system bus's
+	// socket is reachable by all.
+	dir, err := os.MkdirTemp("", "pv-bus-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	conf := filepath.Join(dir, "bus.conf")
 	if err := os.WriteFile(conf, []byte(fmt.Sprintf(busConfig, filepath.Join(dir, "bus.sock"))), 0o644); err != nil {
 		t.Fatal(err)
@@ -94,6 +118,8 @@ type logind struct {
 	t     *testing.T
 	in    io.WriteCloser
 	lines chan string
+	// name is its connection's unique name on the bus.
+	name string
 }
 
 func startLogind(t *testing.T, bus string, delay time.Duration) *logind {
@@ -130,8 +156,16 @@ func startLogind(t *testing.T, bus string, delay time.Duration) *logind {
 		}
 		close(l.lines)
 	}()
-	l.next("ready", 10*time.Second)
+	l.name = strings.TrimPrefix(l.next("ready name=", 10*time.Second), "ready name=")
 	return l
+}
+
+// locks is the service's report of the delay locks on shutdown it holds
+// now: "n=N who=A,B".
+func (l *logind) locks() string {
+	l.t.Helper()
+	l.send("locks")
+	return strings.TrimPrefix(l.next("locks ", 10*time.Second), "locks ")
 }
 
 // next waits for the service's next line that starts with prefix,
@@ -310,6 +344,7 @@ func TestGracefulNodeShutdown(t *testing.T) {
 	if err := client.Healthz(context.Background()); err == nil || !strings.Contains(err.Error(), shutdownNode) {
 		t.Errorf("healthz while shutting down: %v, want %q", err, shutdownNode)
 	}
+	checkNodeReady(t, client, errors.New(shutdownNode))
 	// Cancelled while the critical pod's stop is under way (its preStop
 	// hook has begun): that stop finishes, then both pods start again.
 	d.poll("the critical pod's preStop hook", 20*time.Second, func() (bool, string) {
@@ -329,6 +364,7 @@ func TestGracefulNodeShutdown(t *testing.T) {
 	if err := client.Healthz(context.Background()); err != nil {
 		t.Errorf("healthz after the cancel: %v", err)
 	}
+	checkNodeReady(t, client, nil)
 
 	// logind restarts: podvisor takes a lock from the new one.
 	ld.quit()
@@ -410,4 +446,27 @@ func TestGracefulNodeShutdown(t *testing.T) {
 			t.Errorf("%s: restartCount %d after a graceful reboot, want 0 (the stop was no crash)", name, containerStatus(p, "main").RestartCount)
 		}
 	}
+}
+
+// checkNodeReady checks that GET /node's Ready condition is the one the
+// mirrored Node gets from the same health (status.NodeReady, which the
+// mirror's tests hold to kubelet's reasons): NotReady, KubeletNotReady and
+// "node is shutting down" while the node shuts down.
+func checkNodeReady(t *testing.T, client *api.Client, health error) {
+	t.Helper()
+	n, err := client.Node(context.Background())
+	if err != nil {
+		t.Errorf("GET /node: %v", err)
+		return
+	}
+	want := status.NodeReady(health)
+	for _, c := range n.Conditions {
+		if c.Type == v1.NodeReady {
+			if c.Status != want.Status || c.Reason != want.Reason || c.Message != want.Message {
+				t.Errorf("GET /node: Ready %s/%s %q, want %s/%s %q (the mirrored Node's)", c.Status, c.Reason, c.Message, want.Status, want.Reason, want.Message)
+			}
+			return
+		}
+	}
+	t.Errorf("GET /node: no Ready condition in %+v", n.Conditions)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -25,13 +26,15 @@ type lock struct {
 }
 
 type manager struct {
-	conn *dbus.Conn
-	out  *output
+	conn  *dbus.Conn
+	out   *output
+	props *prop.Properties
 
 	mu      sync.Mutex
 	locks   map[int]lock // by id
 	next    int
 	changed chan struct{} // closed and replaced when locks change
+	gen     int           // the shutdown PreparingForShutdown is about
 }
 
 type output struct {
@@ -62,7 +65,7 @@ func (m *manager) Inhibit(sender dbus.Sender, what, who, why, mode string) (dbus
 	m.locks[id] = lock{what, who, why, mode}
 	m.notifyLocked()
 	m.mu.Unlock()
-	m.out.printf("inhibit what=%s who=%s why=%q mode=%s pid=%d", what, who, why, mode, pid)
+	m.out.printf("inhibit what=%s who=%s why=%q mode=%s pid=%d sender=%s", what, who, why, mode, pid, sender)
 	go func() {
 		// Our copy of the write end is closed once the caller holds its
 		// own (the reply is sent after this method returns), so the
@@ -120,9 +123,46 @@ func (m *manager) delayLocks() (int, <-chan struct{}) {
 	return n, m.changed
 }
 
+// delayLockReport is the delay locks on shutdown, by who.
+func (m *manager) delayLockReport() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var who []string
+	for _, l := range m.locks {
+		if l.mode == "delay" && strings.Contains(":"+l.what+":", ":shutdown:") {
+			who = append(who, l.who)
+		}
+	}
+	slices.Sort(who)
+	return fmt.Sprintf("locks n=%d who=%s", len(who), strings.Join(who, ","))
+}
+
+// setPreparing sets PreparingForShutdown, as logind holds it while a
+// shutdown waits on its delay locks, and returns the shutdown's
+// generation: a cancel or a later shutdown starts another.
+func (m *manager) setPreparing(v bool) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.gen++
+	m.props.SetMust(iface, "PreparingForShutdown", v)
+	return m.gen
+}
+
+// endPreparing clears PreparingForShutdown when logind goes on with the
+// shutdown of generation gen (not one cancelled or replaced since).
+func (m *manager) endPreparing(gen int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.gen == gen {
+		m.props.SetMust(iface, "PreparingForShutdown", false)
+	}
+}
+
 // prepare emits PrepareForShutdown(true) and waits, as logind, for the
-// delay locks to go or the delay to pass.
+// delay locks to go or the delay to pass. PreparingForShutdown is true
+// from before the signal until logind goes on.
 func (m *manager) prepare(kind string, delay time.Duration) {
+	defer m.endPreparing(m.setPreparing(true))
 	if kind == "reboot" {
 		m.conn.Emit(path, iface+".PrepareForShutdownWithMetadata", true, map[string]dbus.Variant{"type": dbus.MakeVariant("reboot")})
 	}
@@ -160,26 +200,32 @@ func main() {
 		fmt.Fprintln(os.Stderr, "export:", err)
 		os.Exit(1)
 	}
-	if _, err := prop.Export(conn, path, prop.Map{iface: {
-		"InhibitDelayMaxUSec": {Value: uint64(delay.Microseconds()), Emit: prop.EmitFalse},
-	}}); err != nil {
+	props, err := prop.Export(conn, path, prop.Map{iface: {
+		"InhibitDelayMaxUSec":  {Value: uint64(delay.Microseconds()), Emit: prop.EmitFalse},
+		"PreparingForShutdown": {Value: false, Emit: prop.EmitFalse},
+	}})
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "properties:", err)
 		os.Exit(1)
 	}
+	m.props = props
 	reply, err := conn.RequestName(name, dbus.NameFlagDoNotQueue)
 	if err != nil || reply != dbus.RequestNameReplyPrimaryOwner {
 		fmt.Fprintln(os.Stderr, "request name:", reply, err)
 		os.Exit(1)
 	}
-	m.out.printf("ready")
+	m.out.printf("ready name=%s", conn.Names()[0])
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		switch cmd := strings.TrimSpace(in.Text()); cmd {
 		case "shutdown", "reboot":
 			go m.prepare(cmd, *delay)
 		case "cancel":
+			m.setPreparing(false)
 			conn.Emit(path, iface+".PrepareForShutdown", false)
 			m.out.printf("cancelled")
+		case "locks":
+			m.out.printf("%s", m.delayLockReport())
 		case "quit":
 			return
 		default:
