@@ -4,7 +4,8 @@
 // Each pod sandbox has a directory owned by podvisor (Pod.Dir). Setup
 // renders the pod's /etc/hosts, /etc/hostname and /etc/resolv.conf there
 // (kubelet's and containerd's rules, see HostsFile and ResolvConf), creates
-// emptyDir volumes under Dir/volumes/empty-dir (a tmpfs for medium Memory),
+// emptyDir volumes under Dir/volumes/empty-dir (a tmpfs for medium Memory;
+// their ready markers under Dir/volumes/empty-dir-ready),
 // the roots of configMap, secret, downwardAPI and projected volumes under
 // Dir/volumes/<kind> (a tmpfs for secret and projected), and checks
 // hostPath volumes by type, as kubelet's volume plugins do. WriteVolume
@@ -27,6 +28,13 @@
 //     are mounted read-only into containers.
 //   - A pod's fsGroup gives its emptyDir and content volumes to that group
 //     (kubelet's SetVolumeOwnership); hostPath volumes are never changed.
+//     An emptyDir gets it on its root only, once, while it is new and
+//     empty; a ready marker beside it (Dir/volumes/empty-dir-ready, out of
+//     the containers' reach) keeps Setup run again from touching it. What a
+//     container can write is never walked: the only trees walked are the
+//     content volumes podvisor writes, and those by descriptor (openat2
+//     beneath the directory, no symlink followed, each inode changed
+//     through the descriptor that opened it).
 //   - subPath never leaves its volume: ".." and symlinks that lead outside are
 //     rejected, and what runc mounts is a bind mount of the target opened by
 //     file descriptor (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS, or an

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/moby/sys/mountinfo"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -49,6 +50,8 @@ const (
 	hostnameFile = "etc-hostname"
 	resolvFile   = "resolv.conf"
 	emptyDirs    = "volumes/empty-dir"
+	// emptyDirsReady holds the emptyDir volumes' ready markers.
+	emptyDirsReady = "volumes/empty-dir-ready"
 )
 
 // emptyDirPerm is kubelet's mode for emptyDir volumes: any container user
@@ -58,7 +61,8 @@ const emptyDirPerm fs.FileMode = 0o777
 // Setup prepares the pod's files and volumes under p.Dir: etc-hosts,
 // etc-hostname and resolv.conf; emptyDir volumes under
 // Dir/volumes/empty-dir/<name> (medium Memory: a tmpfs mounted there,
-// sizeLimit as its size); hostPath volumes checked by type as kubelet does
+// sizeLimit as its size), the pod's fsGroup given to their roots once,
+// when new (see setupEmptyDir); hostPath volumes checked by type as kubelet does
 // (DirectoryOrCreate creates the directory 0755 with its parents,
 // FileOrCreate creates the file 0644 and its parent directory,
 // Directory/File/Socket/CharDevice/BlockDevice must exist with that type, no
@@ -66,7 +70,8 @@ const emptyDirPerm fs.FileMode = 0o777
 //
 // Setup is idempotent: run again, after a podvisor restart or when PodIPs
 // become known, it rewrites the files that changed (in place, so running
-// containers see them) and leaves emptyDir contents and mounted tmpfs alone.
+// containers see them) and leaves emptyDir volumes alone: their contents,
+// their roots' modes and their mounted tmpfs.
 // Errors name the volume and the reason, like kubelet's FailedMount
 // ("volume \"data\": hostPath type check failed: /x is not a directory");
 // every failing volume is reported.
@@ -170,12 +175,8 @@ func writeInPlace(path string, content []byte) error {
 func setupVolume(dir string, v *v1.Volume, psc *v1.PodSecurityContext) error {
 	switch {
 	case v.EmptyDir != nil:
-		path := emptyDirPath(dir, v.Name)
-		if err := setupEmptyDir(path, v.EmptyDir); err != nil {
-			return err
-		}
-		fsGroup, policy := podFSGroup(psc)
-		return setOwnership(path, fsGroup, policy, false)
+		fsGroup, _ := podFSGroup(psc)
+		return setupEmptyDir(dir, v.Name, v.EmptyDir, fsGroup)
 	case v.HostPath != nil:
 		return checkHostPath(v.HostPath)
 	case isContentVolume(v):
@@ -197,7 +198,18 @@ func emptyDirPath(dir, name string) string {
 	return filepath.Join(dir, emptyDirs, name)
 }
 
-func setupEmptyDir(path string, ed *v1.EmptyDirVolumeSource) error {
+// setupEmptyDir makes the emptyDir volume name of the pod whose directory
+// is dir, as kubelet's emptyDir plugin: created 0777 (a tmpfs mounted there
+// for medium Memory, sizeLimit its size), then, while it is still empty,
+// its root given to the pod's fsGroup (its group, the group's read-write
+// and search bits and setgid); then a ready marker is written beside it.
+// With the marker there (and the directory, or for medium Memory the
+// tmpfs), Setup run again changes nothing: a volume its containers write
+// is never walked, nor its root changed again (kubelet's fsGroupChangePolicy
+// does not apply to emptyDir either). A directory without its marker (left
+// by an older podvisor, or a crash before the marker) only has its root
+// set again.
+func setupEmptyDir(dir, name string, ed *v1.EmptyDirVolumeSource, fsGroup *int64) error {
 	switch {
 	case ed.Medium == v1.StorageMediumDefault, ed.Medium == v1.StorageMediumMemory:
 	case strings.HasPrefix(string(ed.Medium), string(v1.StorageMediumHugePages)):
@@ -205,10 +217,20 @@ func setupEmptyDir(path string, ed *v1.EmptyDirVolumeSource) error {
 	default:
 		return fmt.Errorf("unknown emptyDir medium %q", ed.Medium)
 	}
+	path := emptyDirPath(dir, name)
+	marker := emptyDirReadyPath(dir, name)
+	memory := ed.Medium == v1.StorageMediumMemory
+	ready, err := emptyDirReady(path, marker, memory)
+	if err != nil {
+		return err
+	}
+	if ready {
+		return nil
+	}
 	if err := os.MkdirAll(path, emptyDirPerm); err != nil {
 		return fmt.Errorf("create emptyDir: %w", err)
 	}
-	if ed.Medium == v1.StorageMediumMemory {
+	if memory {
 		var size int64
 		if ed.SizeLimit != nil {
 			size = ed.SizeLimit.Value()
@@ -217,12 +239,55 @@ func setupEmptyDir(path string, ed *v1.EmptyDirVolumeSource) error {
 			return err
 		}
 	}
-	// After the mount: the mode that matters is the tmpfs root's. Chmod
-	// also undoes the umask.
-	if err := os.Chmod(path, emptyDirPerm); err != nil {
-		return fmt.Errorf("chmod emptyDir: %w", err)
+	// After the mount: the root that matters is the tmpfs's. This also
+	// undoes the umask.
+	if err := setRootOwnership(path, fsGroup); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(marker), 0o700); err != nil {
+		return fmt.Errorf("mark emptyDir ready: %w", err)
+	}
+	if err := os.WriteFile(marker, nil, 0o600); err != nil {
+		return fmt.Errorf("mark emptyDir ready: %w", err)
 	}
 	return nil
+}
+
+// emptyDirReadyPath is the ready marker of emptyDir volume name, kept
+// beside the volumes in the pod's directory (kubelet keeps its own in the
+// pod's plugins directory): inside the volume its containers could remove
+// or forge it. Volume names are DNS labels, safe as file names.
+func emptyDirReadyPath(dir, name string) string {
+	return filepath.Join(dir, emptyDirsReady, name)
+}
+
+// emptyDirReady reports whether the emptyDir at path was set up: its marker
+// is there and so is the directory, for medium Memory with its tmpfs
+// mounted (a reboot took the tmpfs, and its content, away).
+func emptyDirReady(path, marker string, memory bool) (bool, error) {
+	if _, err := os.Lstat(marker); errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	} else if err != nil {
+		return false, fmt.Errorf("emptyDir ready marker: %w", err)
+	}
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("emptyDir: %w", err)
+	}
+	if !fi.IsDir() {
+		return false, fmt.Errorf("emptyDir: %s is not a directory", path)
+	}
+	if !memory {
+		return true, nil
+	}
+	mounted, err := mountinfo.Mounted(path)
+	if err != nil {
+		return false, fmt.Errorf("emptyDir: %w", err)
+	}
+	return mounted, nil
 }
 
 // checkHostPath applies kubelet's hostPath type check.
