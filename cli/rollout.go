@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -197,7 +198,7 @@ func newRolloutUndoCommand(g *globalOptions) *cobra.Command {
 			defer cancel()
 			msg, err := client.RolloutUndo(ctx, name, to)
 			if err != nil {
-				return apiFailure(err)
+				return undoFailure(name, err)
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), msg)
 			return nil
@@ -206,6 +207,39 @@ func newRolloutUndoCommand(g *globalOptions) *cobra.Command {
 	sel.addNamespaceFlag(cmd.Flags())
 	cmd.Flags().IntVar(&to, "to-revision", 0, "the revision to go back to (0: the one before the running one)")
 	return cmd
+}
+
+// undoFailure says why an undo was not done. podvisor's refusals — 403
+// on the TLS port (undo is root's, on the node's socket) and 422 for a
+// revision that grants more than the manifest — read as a refusal, the
+// privileges one a line.
+func undoFailure(name string, err error) error {
+	var ae *api.APIError
+	if !errors.As(err, &ae) {
+		return err
+	}
+	switch ae.Code {
+	case http.StatusForbidden:
+		return exitf(1, "error: rollout undo of pod %q refused: %s", name, ae.Message)
+	case http.StatusUnprocessableEntity:
+		if head, privileges, hint, ok := splitPrivileges(ae.Message); ok {
+			return exitf(1, "error: rollout undo of pod %q refused: %s:\n  - %s\n%s", name, head, strings.Join(privileges, "\n  - "), hint)
+		}
+		return exitf(1, "error: %s", ae.Message)
+	}
+	return apiFailure(err)
+}
+
+// splitPrivileges splits the daemon's refusal of a revision with broader
+// privileges ("...does not grant: A; B; only root grants ...") into its
+// head, each privilege and the hint; ok is false for another message.
+func splitPrivileges(msg string) (head string, privileges []string, hint string, ok bool) {
+	const grant, root = " does not grant: ", "; only root grants "
+	i, j := strings.Index(msg, grant), strings.LastIndex(msg, root)
+	if i < 0 || j < i+len(grant) {
+		return "", nil, "", false
+	}
+	return msg[:i+len(grant)-2], strings.Split(msg[i+len(grant):j], "; "), msg[j+2:], true
 }
 
 // none is s, or "<none>" when empty, as kubectl prints an unset value.

@@ -42,9 +42,9 @@ func (r rollouts) Rollout(key string) (*status.Rollout, error) {
 	return ro, rolloutError(err)
 }
 
-func (r rollouts) Undo(ctx context.Context, key string, to int) (string, error) {
-	msg, err := r.c.Undo(ctx, key, to)
-	return msg, rolloutError(err)
+func (r rollouts) Undo(ctx context.Context, key string, to int) (api.Undone, error) {
+	done, err := r.c.Undo(ctx, key, to)
+	return api.Undone{Revision: done.Revision, Message: done.Message}, rolloutError(err)
 }
 
 func rolloutError(err error) error {
@@ -53,6 +53,8 @@ func rolloutError(err error) error {
 		return apiError{err: err, kind: api.ErrNotFound}
 	case errors.Is(err, rollout.ErrNoRevision):
 		return apiError{err: err, kind: api.ErrNoRevision}
+	case errors.Is(err, rollout.ErrBroaderPrivileges):
+		return apiError{err: err, kind: api.ErrUndoRefused}
 	}
 	return err
 }

@@ -271,21 +271,22 @@ func (c *Controller) Rollout(key string) (*status.Rollout, error) {
 }
 
 // Undo runs revision to (0: the one before the running one) of pod key
-// until its file changes.
-func (c *Controller) Undo(ctx context.Context, key string, to int) (string, error) {
+// until its file changes; a revision with broader privileges than the
+// file's is refused (Machine.Undo).
+func (c *Controller) Undo(ctx context.Context, key string, to int) (Undone, error) {
 	c.mu.Lock()
-	msg, evs, err := c.m.Undo(key, to)
+	done, evs, err := c.m.Undo(key, to)
 	if err == nil {
 		c.save()
 	}
 	c.mu.Unlock()
 	if err != nil {
-		return "", err
+		return Undone{}, err
 	}
 	c.report(evs)
 	select {
 	case c.wake <- struct{}{}:
 	default:
 	}
-	return msg, ctx.Err()
+	return done, ctx.Err()
 }

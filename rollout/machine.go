@@ -31,6 +31,10 @@ var ErrNoRevision = errors.New("no such revision")
 // ErrNotFound is wrapped when podvisor keeps no revisions of a pod.
 var ErrNotFound = errors.New("no rollout")
 
+// ErrBroaderPrivileges is wrapped by Undo's error when the revision asked
+// for grants more than the manifest's spec does.
+var ErrBroaderPrivileges = errors.New("revision has broader privileges than the manifest")
+
 // Settings are the node-wide defaults; zero Deadline is off.
 type Settings struct {
 	Deadline time.Duration
@@ -281,6 +285,16 @@ func (m *Machine) Tick(now time.Time) (changed bool, evs []Event) {
 			continue
 		}
 		cause := Cause(st.last, st.Window, st.MinReady, !st.readySince.IsZero())
+		if more := st.broaderThanFile(good); len(more) > 0 {
+			// The manifest took privileges away: running the older
+			// revision would give them back without root saying so.
+			st.Phase, st.Deadline, st.readySince = status.RolloutComplete, time.Time{}, time.Time{}
+			st.Message = fmt.Sprintf("revision %d (%s) is not Ready (%s) and is not rolled back to revision %d, which has privileges the manifest does not grant: %s",
+				failed.Revision, short(failed.Hash), cause, good.Revision, strings.Join(more, "; "))
+			changed = true
+			evs = append(evs, Event{Key: key, Pod: failed.Pod, Warning: true, Reason: "RollbackRefused", Message: st.Message})
+			continue
+		}
 		failed.Outcome, failed.Status = status.RolloutRolledBack, st.last
 		failed.Message = cause
 		st.Running, st.Phase, st.Deadline, st.readySince, st.last = good.Hash, status.RolloutRolledBack, time.Time{}, time.Time{}, nil
@@ -322,12 +336,21 @@ func (m *Machine) Resume(now time.Time) {
 	}
 }
 
+// Undone is what an Undo did: the revision that runs now, and the
+// message for the operator.
+type Undone struct {
+	Revision int
+	Message  string
+}
+
 // Undo runs revision to of pod key (0: the one before the running one)
-// until the file changes; it returns what it did.
-func (m *Machine) Undo(key string, to int) (msg string, evs []Event, err error) {
+// until the file changes. It refuses, wrapping ErrBroaderPrivileges, a
+// revision that grants more than the file's spec (BroaderPrivileges): what
+// a pod may do is root's to widen, by editing the manifest.
+func (m *Machine) Undo(key string, to int) (Undone, []Event, error) {
 	st := m.pods[key]
 	if st == nil || len(st.Revisions) == 0 {
-		return "", nil, fmt.Errorf("pod %s: %w", key, ErrNotFound)
+		return Undone{}, nil, fmt.Errorf("pod %s: %w", key, ErrNotFound)
 	}
 	cur := st.rev(st.Running)
 	var target *revision
@@ -338,13 +361,17 @@ func (m *Machine) Undo(key string, to int) (msg string, evs []Event, err error) 
 			}
 		}
 		if target == nil {
-			return "", nil, fmt.Errorf("pod %s: no revision before revision %d: %w", key, cur.Revision, ErrNoRevision)
+			return Undone{}, nil, fmt.Errorf("pod %s: no revision before revision %d: %w", key, cur.Revision, ErrNoRevision)
 		}
 	} else if target = st.number(to); target == nil {
-		return "", nil, fmt.Errorf("pod %s: revision %d is not kept (kept: %s): %w", key, to, st.numbers(), ErrNoRevision)
+		return Undone{}, nil, fmt.Errorf("pod %s: revision %d is not kept (kept: %s): %w", key, to, st.numbers(), ErrNoRevision)
 	}
 	if target.Hash == st.Running {
-		return fmt.Sprintf("pod/%s already runs revision %d", name(key), target.Revision), nil, nil
+		return Undone{Revision: target.Revision, Message: fmt.Sprintf("pod/%s already runs revision %d", name(key), target.Revision)}, nil, nil
+	}
+	if more := st.broaderThanFile(target); len(more) > 0 {
+		return Undone{}, nil, fmt.Errorf("pod %s: revision %d has privileges the manifest%s does not grant: %s; only root grants privileges, by editing the manifest: %w",
+			key, target.Revision, st.fileRevision(), strings.Join(more, "; "), ErrBroaderPrivileges)
 	}
 	if cur != nil && st.Phase == status.RolloutProgressing {
 		cur.Outcome, cur.Message = status.RolloutRolledBack, "rollout undo"
@@ -360,8 +387,32 @@ func (m *Machine) Undo(key string, to int) (msg string, evs []Event, err error) 
 		st.Phase = status.RolloutRolledBack
 		st.Message = fmt.Sprintf("rolled back to revision %d by rollout undo", target.Revision)
 	}
-	msg = fmt.Sprintf("pod/%s rolled back to revision %d", name(key), target.Revision)
-	return msg, []Event{{Key: key, Pod: target.Pod, Reason: "RolledBack", Message: msg + " (rollout undo)"}}, nil
+	msg := fmt.Sprintf("pod/%s rolled back to revision %d", name(key), target.Revision)
+	return Undone{Revision: target.Revision, Message: msg}, []Event{{Key: key, Pod: target.Pod, Reason: "RolledBack", Message: msg + " (rollout undo)"}}, nil
+}
+
+// broaderThanFile is what r grants that the manifest's own revision does
+// not (BroaderPrivileges); nil when r is the file's revision. When the
+// file's revision is not kept, nothing can be compared, and r is taken to
+// be broader.
+func (st *podState) broaderThanFile(r *revision) []string {
+	if r.Hash == st.File {
+		return nil
+	}
+	file := st.rev(st.File)
+	if file == nil {
+		return []string{"the manifest's own revision is not kept, so its privileges cannot be compared"}
+	}
+	return BroaderPrivileges(&file.Pod.Spec, &r.Pod.Spec)
+}
+
+// fileRevision is " (revision N)" naming the manifest's revision, or
+// nothing when it is not kept.
+func (st *podState) fileRevision() string {
+	if file := st.rev(st.File); file != nil {
+		return fmt.Sprintf(" (revision %d)", file.Revision)
+	}
+	return ""
 }
 
 func (st *podState) numbers() string {

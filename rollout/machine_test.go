@@ -151,9 +151,9 @@ func TestResumeAndUndo(t *testing.T) {
 	if running(m) != "b" || m.pods[key].Phase != status.RolloutComplete {
 		t.Fatal("not complete after resume")
 	}
-	msg, evs, err := m.Undo(key, 0)
-	if err != nil || msg != "pod/web-n rolled back to revision 1" || len(evs) != 1 || running(m) != "a" {
-		t.Fatalf("undo: %q %v, running %s", msg, err, running(m))
+	done, evs, err := m.Undo(key, 0)
+	if err != nil || done.Message != "pod/web-n rolled back to revision 1" || done.Revision != 1 || len(evs) != 1 || running(m) != "a" {
+		t.Fatalf("undo: %+v %v, running %s", done, err, running(m))
 	}
 	if _, _, err := m.Undo(key, 0); !errors.Is(err, ErrNoRevision) {
 		t.Fatalf("undo before revision 1: %v", err)
