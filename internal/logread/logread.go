@@ -3,11 +3,9 @@ package logread
 import (
 	"bufio"
 	"compress/gzip"
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -42,53 +40,92 @@ var rotatedSuffix = regexp.MustCompile(`^(1|[0-9]{8}-[0-9]{6}(\.gz)?)$`)
 
 // Files returns the files of the instance whose live file is live, in the
 // order they are read: rotated files in name order, then live itself
-// (listed whether it exists or not).
+// (listed whether it exists or not). The directory is listed as Read
+// lists it: beneath the log directory, no symlink followed.
 func Files(live string) ([]string, error) {
-	rotated, err := rotatedFiles(live)
+	root, err := openRoot(live)
 	if err != nil {
 		return nil, err
 	}
-	return append(rotated, live), nil
+	defer closeRoot(root)
+	d, err := openContainerDir(root, live)
+	if err != nil || d == nil {
+		return []string{live}, err
+	}
+	defer d.close()
+	rotated, err := d.rotated(filepath.Base(live))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, r := range rotated {
+		out = append(out, filepath.Join(d.path, r))
+	}
+	return append(out, live), nil
 }
 
-func rotatedFiles(live string) ([]string, error) {
-	entries, err := os.ReadDir(filepath.Dir(live))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+// rotated lists the names of the rotated files of the live file name in
+// d, in the order they are read. Anything named as one is listed, whatever
+// its type: opening it refuses what is not a regular file.
+func (d *containerDir) rotated(name string) ([]string, error) {
+	entries, err := d.names()
 	if err != nil {
-		return nil, fmt.Errorf("list log files: %w", err)
+		return nil, err
 	}
-	prefix := filepath.Base(live) + "."
+	prefix := name + "."
 	var out []string
 	for _, e := range entries {
-		if rest, ok := strings.CutPrefix(e.Name(), prefix); ok && rotatedSuffix.MatchString(rest) && e.Type().IsRegular() {
-			out = append(out, filepath.Join(filepath.Dir(live), e.Name()))
+		if rest, ok := strings.CutPrefix(e, prefix); ok && rotatedSuffix.MatchString(rest) {
+			out = append(out, e)
 		}
 	}
 	// "x.gz" sorts after "x", and stamps sort by time. While a rotated
 	// file is compressed both are there: the plain one is read (or, if it
-	// is gone by then, its .gz: see readWhole).
+	// is gone by then, its .gz: see readRotated).
 	slices.Sort(out)
 	out = slices.CompactFunc(out, func(a, b string) bool { return rotatedKey(a) == rotatedKey(b) })
 	return out, nil
 }
 
 // rotatedKey names a rotated file whether or not it is compressed yet.
-func rotatedKey(path string) string { return strings.TrimSuffix(path, ".gz") }
+func rotatedKey(name string) string { return strings.TrimSuffix(name, ".gz") }
 
 // Read emits the lines of one instance's log, whose live file is live, as
 // o selects them, and returns at its end. A missing live file is an empty
 // log.
 func Read(live string, o Options, emit func(Line) error) error {
 	s := newSink(o, emit)
-	files, err := Files(live)
+	root, err := openRoot(live)
 	if err != nil {
 		return err
 	}
-	for _, f := range files {
-		if err := readWhole(f, s); err != nil {
+	defer closeRoot(root)
+	d, err := openContainerDir(root, live)
+	if err != nil {
+		return err
+	}
+	if d != nil {
+		defer d.close()
+		name := filepath.Base(live)
+		rotated, err := d.rotated(name)
+		if err != nil {
 			return err
+		}
+		for _, r := range rotated {
+			if err := readRotated(d, r, s); err != nil {
+				return err
+			}
+		}
+		f, err := d.open(name)
+		if err != nil {
+			return err
+		}
+		if f != nil {
+			err = readWhole(f, s)
+			f.Close()
+			if err != nil {
+				return err
+			}
 		}
 	}
 	if err := s.endInstance(); err != nil {
@@ -97,45 +134,58 @@ func Read(live string, o Options, emit func(Line) error) error {
 	return s.endTail()
 }
 
-// readWhole reads one file from start to end into s. A rotated file
-// compressed (or removed) since it was listed is read as its .gz, or
-// skipped.
-func readWhole(path string, s *sink) error {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) && !strings.HasSuffix(path, ".gz") {
-		path += ".gz"
-		f, err = os.Open(path)
-	}
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+// readRotated reads the rotated file name of d from start to end into s.
+// One compressed since it was listed is read as its .gz; one removed
+// before it could be read leaves a line that says so.
+func readRotated(d *containerDir, name string, s *sink) error {
+	f, err := d.open(name)
+	if err == nil && f == nil && !strings.HasSuffix(name, ".gz") {
+		name += ".gz"
+		f, err = d.open(name)
 	}
 	if err != nil {
-		return fmt.Errorf("open log: %w", err)
+		return err
+	}
+	if f == nil {
+		return s.note(fmt.Sprintf("podvisor: log output missing: rotated log file %s was removed before it was read", rotatedKey(name)))
 	}
 	defer f.Close()
+	return readWhole(f, s)
+}
+
+// readWhole reads the open file f from start to end into s, gunzipping a
+// .gz.
+func readWhole(f *os.File, s *sink) error {
 	var r io.Reader = f
-	if strings.HasSuffix(path, ".gz") {
+	if strings.HasSuffix(f.Name(), ".gz") {
 		zr, err := gzip.NewReader(f)
 		if err != nil {
-			return fmt.Errorf("read %s: %w", path, err)
+			return fmt.Errorf("read %s: %w", f.Name(), err)
 		}
 		defer zr.Close()
 		r = zr
 	}
 	lr := newLineReader(r)
 	if err := lr.drain(s.record); err != nil {
-		return fmt.Errorf("read %s: %w", path, err)
+		return fmt.Errorf("read %s: %w", f.Name(), err)
 	}
 	// A compressed or rotated file is complete: a last line without its
 	// newline is still a record.
 	return lr.finish(s.record)
 }
 
+// maxRecord bounds a record's line: the writer's longest (crilog.MaxLine
+// of content) with room for its header. A longer line is no record of the
+// writer's (a file planted in the log directory, or a torn write), and is
+// skipped rather than held in memory whole.
+const maxRecord = crilog.MaxLine + 1024
+
 // lineReader reads newline-terminated CRI records from a reader that may
 // grow (a live file): a line not yet ended is kept until it is.
 type lineReader struct {
-	br      *bufio.Reader
-	pending []byte
+	br       *bufio.Reader
+	pending  []byte
+	skipping bool // the line under way is longer than maxRecord
 }
 
 func newLineReader(r io.Reader) *lineReader {
@@ -148,7 +198,17 @@ func (lr *lineReader) drain(fn func(crilog.Record) error) error {
 	for {
 		b, err := lr.br.ReadSlice('\n')
 		if len(b) > 0 {
-			if b[len(b)-1] == '\n' {
+			switch {
+			case b[len(b)-1] != '\n':
+				if !lr.skipping && len(lr.pending)+len(b) > maxRecord {
+					lr.skipping, lr.pending = true, lr.pending[:0]
+				}
+				if !lr.skipping {
+					lr.pending = append(lr.pending, b...)
+				}
+			case lr.skipping:
+				lr.skipping = false
+			default:
 				line := b[:len(b)-1]
 				if len(lr.pending) > 0 {
 					line = append(lr.pending, line...)
@@ -159,8 +219,6 @@ func (lr *lineReader) drain(fn func(crilog.Record) error) error {
 						return err
 					}
 				}
-			} else {
-				lr.pending = append(lr.pending, b...)
 			}
 		}
 		switch {
@@ -193,6 +251,7 @@ type sink struct {
 	ring    []Line
 	partial map[string]*Line
 	emit    func(Line) error
+	last    time.Time // of the latest record
 }
 
 func newSink(o Options, emit func(Line) error) *sink {
@@ -200,6 +259,7 @@ func newSink(o Options, emit func(Line) error) *sink {
 }
 
 func (s *sink) record(r crilog.Record) error {
+	s.last = r.Time
 	if p := s.partial[r.Stream]; p != nil {
 		p.Content = append(p.Content, r.Content...)
 		p.Time = r.Time
@@ -235,6 +295,16 @@ func (s *sink) line(l Line) error {
 	return s.emit(l)
 }
 
+// note emits a line of podvisor's own on stderr, stamped with the time of
+// the latest record (lines stay in time order), or now before any.
+func (s *sink) note(content string) error {
+	t := s.last
+	if t.IsZero() {
+		t = time.Now()
+	}
+	return s.line(Line{Time: t, Stream: "stderr", Content: []byte(content)})
+}
+
 // endInstance emits the partial lines the instance ended with, stdout's
 // first.
 func (s *sink) endInstance() error {
@@ -262,280 +332,4 @@ func (s *sink) endTail() error {
 		}
 	}
 	return nil
-}
-
-// Watch tells Follow about the log's future.
-type Watch struct {
-	// Poll is how often Follow looks for more at the end of the log;
-	// 200ms when zero.
-	Poll time.Duration
-	// Next returns the live file of the instance after the one whose live
-	// file is live, once it exists. Nil: NextInstance.
-	Next func(live string) (string, bool)
-	// Ended reports that the log whose instance has live file live will
-	// not grow any more (the pod is gone, or the container ended for
-	// good). Nil: never.
-	Ended func(live string) bool
-	// Idle, if not nil, is called when Follow has emitted all there is and
-	// is about to wait (to flush output).
-	Idle func() error
-}
-
-// NextInstance returns "<n+1>.log" beside live "<n>.log" when it exists.
-func NextInstance(live string) (string, bool) {
-	base := filepath.Base(live)
-	var n int
-	if _, err := fmt.Sscanf(base, "%d.log", &n); err != nil || fmt.Sprintf("%d.log", n) != base {
-		return "", false
-	}
-	next := filepath.Join(filepath.Dir(live), fmt.Sprintf("%d.log", n+1))
-	if _, err := os.Stat(next); err != nil {
-		return "", false
-	}
-	return next, true
-}
-
-// Follow emits the lines of the instance whose live file is live, as o
-// selects them, then follows it and the instances after it until w.Ended
-// or ctx is done (then it returns ctx's error).
-func Follow(ctx context.Context, live string, o Options, w Watch, emit func(Line) error) error {
-	return follow(ctx, live, o, w, nil, emit)
-}
-
-// follow is Follow with a hook called, when not nil, before each look
-// Follow takes at the files (a test stops it there to move them under it).
-func follow(ctx context.Context, live string, o Options, w Watch, step func(string), emit func(Line) error) error {
-	if w.Poll <= 0 {
-		w.Poll = 200 * time.Millisecond
-	}
-	if w.Next == nil {
-		w.Next = NextInstance
-	}
-	s := newSink(o, emit)
-	f := &follower{ctx: ctx, w: w, s: s, hook: step}
-	first := true
-	for {
-		next, err := f.instance(live, func() error {
-			if first {
-				first = false
-				return s.endTail()
-			}
-			return nil
-		})
-		if err != nil || next == "" {
-			return err
-		}
-		live = next
-	}
-}
-
-type follower struct {
-	ctx  context.Context
-	w    Watch
-	s    *sink
-	hook func(string)
-}
-
-func (f *follower) step(name string) {
-	if f.hook != nil {
-		f.hook(name)
-	}
-}
-
-// openLive is the live file being read.
-type openLive struct {
-	f  *os.File
-	st os.FileInfo
-	lr *lineReader
-}
-
-func (f *follower) open(path string) (*openLive, error) {
-	f.step("open")
-	file, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("open log: %w", err)
-	}
-	st, err := file.Stat()
-	if err != nil {
-		file.Close()
-		return nil, fmt.Errorf("stat log: %w", err)
-	}
-	return &openLive{f: file, st: st, lr: newLineReader(file)}, nil
-}
-
-func (l *openLive) close() {
-	if l != nil {
-		l.f.Close()
-	}
-}
-
-// instance follows one instance; it returns the next one's live file, or
-// "" when the log ended. caughtUp runs each time the end is reached.
-func (f *follower) instance(live string, caughtUp func() error) (string, error) {
-	consumed := map[string]bool{}
-	cur, rotated, err := f.openLatest(live)
-	if err != nil {
-		return "", err
-	}
-	defer func() { cur.close() }()
-	// The rotated files older than the open live file come first; any
-	// rotated after it was opened (the open file among them) are taken
-	// up when the rotation is seen.
-	for _, r := range rotated {
-		f.step("read rotated")
-		if err := readWhole(r, f.s); err != nil {
-			return "", err
-		}
-		consumed[rotatedKey(r)] = true
-	}
-	for {
-		if cur != nil {
-			f.step("read")
-			if err := cur.lr.drain(f.s.record); err != nil {
-				return "", fmt.Errorf("read %s: %w", live, err)
-			}
-		}
-		// Rotated away, or created at last?
-		f.step("stat")
-		st, err := os.Stat(live)
-		moved := err == nil && (cur == nil || !os.SameFile(st, cur.st)) || errors.Is(err, fs.ErrNotExist) && cur != nil
-		if moved {
-			if cur != nil {
-				// Finish the old file: what was written before the
-				// writer moved on.
-				if err := cur.lr.drain(f.s.record); err != nil {
-					return "", fmt.Errorf("read %s: %w", live, err)
-				}
-				if err := cur.lr.finish(f.s.record); err != nil {
-					return "", err
-				}
-			}
-			next, rotated, err := f.openLatest(live)
-			if err != nil {
-				return "", err
-			}
-			err = f.takeRotated(rotated, cur, consumed)
-			cur.close()
-			cur = next
-			if err != nil {
-				cur.close()
-				return "", err
-			}
-			continue
-		}
-		if err := caughtUp(); err != nil {
-			return "", err
-		}
-		if next, ok := f.w.Next(live); ok {
-			// The container has exited: its output is all there.
-			if cur != nil {
-				if err := cur.lr.drain(f.s.record); err != nil {
-					return "", err
-				}
-				if err := cur.lr.finish(f.s.record); err != nil {
-					return "", err
-				}
-			}
-			return next, f.s.endInstance()
-		}
-		if f.w.Ended != nil && f.w.Ended(live) {
-			if cur != nil {
-				if err := cur.lr.drain(f.s.record); err != nil {
-					return "", err
-				}
-			}
-			return "", f.s.endInstance()
-		}
-		if f.w.Idle != nil {
-			if err := f.w.Idle(); err != nil {
-				return "", err
-			}
-		}
-		t := time.NewTimer(f.w.Poll)
-		select {
-		case <-f.ctx.Done():
-			t.Stop()
-			return "", f.ctx.Err()
-		case <-t.C:
-		}
-	}
-}
-
-// openLatest opens the live file (nil if there is none) and lists the
-// rotated files beside it, and the two agree: the list is taken after the
-// open, and the live path is looked at again after the list, so that every
-// file rotated before the open one is listed and none rotated after it is.
-// Were the open file rotated before the list was taken, the files it was
-// rotated with would be listed (and taken as read) while the file opened is
-// the one after them; so when the live path has moved on by then, it is
-// done again.
-func (f *follower) openLatest(live string) (*openLive, []string, error) {
-	for {
-		cur, err := f.open(live)
-		if err != nil {
-			return nil, nil, err
-		}
-		f.step("list")
-		rotated, err := rotatedFiles(live)
-		if err != nil {
-			cur.close()
-			return nil, nil, err
-		}
-		// With no live file, anything listed is older than the next one.
-		if cur == nil {
-			return nil, rotated, nil
-		}
-		f.step("stat")
-		if sameFile(live, cur.st) {
-			return cur, rotated, nil
-		}
-		cur.close()
-		if err := f.ctx.Err(); err != nil {
-			return nil, nil, err
-		}
-	}
-}
-
-// takeRotated reads, in order, the rotated files listed and not read yet,
-// except the one that was the open live file (read through cur).
-func (f *follower) takeRotated(rotated []string, cur *openLive, consumed map[string]bool) error {
-	var fresh []string
-	for _, r := range rotated {
-		if !consumed[rotatedKey(r)] && !slices.Contains(fresh, rotatedKey(r)) {
-			fresh = append(fresh, rotatedKey(r))
-		}
-	}
-	ours := -1
-	if cur != nil {
-		for i, r := range fresh {
-			f.step("identify")
-			if sameFile(r, cur.st) {
-				ours = i
-				break
-			}
-		}
-		if ours < 0 && len(fresh) > 0 {
-			// Compressed already (a new inode): the oldest new one.
-			ours = 0
-		}
-	}
-	for i, r := range fresh {
-		consumed[r] = true
-		if i == ours {
-			continue
-		}
-		f.step("read rotated")
-		if err := readWhole(r, f.s); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func sameFile(path string, st os.FileInfo) bool {
-	fi, err := os.Stat(path)
-	return err == nil && os.SameFile(fi, st)
 }
