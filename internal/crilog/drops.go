@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"strings"
@@ -51,7 +52,7 @@ func ReadDrops(logPath string) (Drops, error) {
 	// write; two equal reads in a row are not torn.
 	var prev []byte
 	for range 3 {
-		b, err := os.ReadFile(path)
+		b, err := readStatus(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			return Drops{}, nil
 		}
@@ -72,6 +73,34 @@ func ReadDrops(logPath string) (Drops, error) {
 		return Drops{}, fmt.Errorf("read log drops %s: %w", path, err)
 	}
 	return d, nil
+}
+
+// readStatus reads a status file as the driver writes it: a regular file,
+// never through a symlink (one planted at the path would make podvisor
+// read a file elsewhere) and without blocking (a FIFO planted there would
+// hold the reader forever), at most twice statusSize.
+func readStatus(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%s is a symlink, not followed", path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
+	}
+	b := make([]byte, 2*statusSize)
+	n, err := f.ReadAt(b, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return b[:n], nil
 }
 
 // encodeDrops renders d as a status file: JSON padded with spaces to

@@ -391,3 +391,34 @@ func TestReadDrops(t *testing.T) {
 		t.Errorf("round trip = %+v; want %+v", got, want)
 	}
 }
+
+// A status file planted as a symlink or a FIFO is refused, not followed
+// or waited on: podvisor polls these files for every container.
+func TestReadDropsRefusesPlanted(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, encodeDrops(Drops{Lines: 7, Reason: "from the host"}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.log")
+	if err := os.Symlink(secret, DropsPath(link)); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := ReadDrops(link); err == nil {
+		t.Errorf("a symlinked status was read: %+v", d)
+	}
+	fifo := filepath.Join(dir, "fifo.log")
+	if err := syscall.Mkfifo(DropsPath(fifo), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := ReadDrops(fifo); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("a FIFO status was read without error")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ReadDrops blocked on a FIFO")
+	}
+}
