@@ -36,6 +36,12 @@ type TLSConfig struct {
 	// anything else served there): it authenticates and authorizes each
 	// request (auth.Filter.Wrap).
 	Filter func(http.Handler) http.Handler
+	// LoadClientCA, when set, reads ClientCAFile in place of os.ReadFile,
+	// at start and at every reload, and checks it (who may write it, what
+	// it holds): an error, which names the file, refuses that content. At start ListenTLS fails
+	// with it; later the previous client CA stays in use and the error is
+	// logged.
+	LoadClientCA func(path string) ([]byte, error)
 	// ClientTokens asks for a client certificate without requiring one,
 	// for clients that authenticate with a bearer token instead (which
 	// Filter checks); without it the handshake requires a certificate.
@@ -76,7 +82,7 @@ func ListenTLS(ctx context.Context, o Options, t TLSConfig) (*TLSServer, error) 
 	}
 	o = o.withDefaults()
 	o.remote = true
-	files := &tlsFiles{cfg: t}
+	files := &tlsFiles{cfg: t, log: o.Log}
 	if _, err := files.config(); err != nil {
 		return nil, err
 	}
@@ -140,13 +146,26 @@ func (s *TLSServer) Serve(ctx context.Context) error {
 }
 
 // tlsFiles is the server's tls.Config, rebuilt when a file changed: each
-// handshake costs three stats.
+// handshake costs three stats. A file that changed but cannot be used (a
+// half-written pair, a client CA LoadClientCA refuses) keeps the last good
+// one in use: the error is logged once per version of the file, and the
+// next change is tried again.
 type tlsFiles struct {
 	cfg TLSConfig
+	log *slog.Logger
 
-	mu    sync.Mutex
-	stamp [3]fileStamp
-	tls   *tls.Config
+	mu   sync.Mutex
+	pair loaded[tls.Certificate]
+	ca   loaded[*x509.CertPool]
+	tls  *tls.Config
+}
+
+// loaded is one part of the configuration, with the stamps of the files
+// it was read from, and those of the last version refused.
+type loaded[T any] struct {
+	v              T
+	ok             bool
+	stamp, refused [2]fileStamp
 }
 
 type fileStamp struct {
@@ -167,23 +186,77 @@ func stampOf(path string) (fileStamp, error) {
 	return st, nil
 }
 
-func (f *tlsFiles) config() (*tls.Config, error) {
-	var stamp [3]fileStamp
-	paths := [3]string{f.cfg.CertFile, f.cfg.KeyFile, f.cfg.ClientCAFile}
-	get := f.cfg.GetCertificate
+// refresh brings l up to date with the files at paths: load is called
+// when their stamps changed. It returns whether l changed. Before l was
+// ever loaded, an error is returned; after, it is logged and l is kept.
+func refresh[T any](f *tlsFiles, l *loaded[T], what string, paths []string, load func() (T, error)) (bool, error) {
+	var stamp [2]fileStamp
+	var statErr error
 	for i, p := range paths {
-		if get != nil && i < 2 {
-			continue
-		}
 		st, err := stampOf(p)
 		if err != nil {
-			return nil, fmt.Errorf("remote API: %w", err)
+			statErr = fmt.Errorf("remote API: %w", err)
+			break
 		}
 		stamp[i] = st
 	}
+	if statErr == nil && l.ok && stamp == l.stamp {
+		return false, nil
+	}
+	if l.ok && statErr == nil && stamp == l.refused {
+		return false, nil // refused already, and said so
+	}
+	err := statErr
+	var v T
+	if err == nil {
+		v, err = load()
+	}
+	if err != nil {
+		if !l.ok {
+			return false, err
+		}
+		if statErr == nil {
+			l.refused = stamp
+			f.log.Error("remote API: refusing the changed "+what+"; the previous one stays in use", "err", err)
+		}
+		return false, nil
+	}
+	l.v, l.ok, l.stamp, l.refused = v, true, stamp, [2]fileStamp{}
+	if f.tls != nil {
+		f.log.Info("remote API: reloaded the " + what)
+	}
+	return true, nil
+}
+
+func (f *tlsFiles) config() (*tls.Config, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.tls != nil && stamp == f.stamp {
+	if f.log == nil {
+		f.log = slog.New(slog.DiscardHandler)
+	}
+	get := f.cfg.GetCertificate
+	changed := false
+	if get == nil {
+		c, err := refresh(f, &f.pair, "--tls-cert-file and --tls-private-key-file", []string{f.cfg.CertFile, f.cfg.KeyFile}, func() (tls.Certificate, error) {
+			cert, err := tls.LoadX509KeyPair(f.cfg.CertFile, f.cfg.KeyFile)
+			if err != nil {
+				return cert, fmt.Errorf("--tls-cert-file %s, --tls-private-key-file %s: %w", f.cfg.CertFile, f.cfg.KeyFile, err)
+			}
+			return cert, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		changed = changed || c
+	}
+	c, err := refresh(f, &f.ca, "--client-ca-file", []string{f.cfg.ClientCAFile}, func() (*x509.CertPool, error) {
+		return loadCAsWith(f.cfg.ClientCAFile, "--client-ca-file", f.cfg.LoadClientCA)
+	})
+	if err != nil {
+		return nil, err
+	}
+	changed = changed || c
+	if f.tls != nil && !changed {
 		return f.tls, nil
 	}
 	var certs []tls.Certificate
@@ -191,15 +264,7 @@ func (f *tlsFiles) config() (*tls.Config, error) {
 	if get != nil {
 		getCert = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return get() }
 	} else {
-		cert, err := tls.LoadX509KeyPair(f.cfg.CertFile, f.cfg.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("--tls-cert-file %s, --tls-private-key-file %s: %w", f.cfg.CertFile, f.cfg.KeyFile, err)
-		}
-		certs = []tls.Certificate{cert}
-	}
-	pool, err := loadCAs(f.cfg.ClientCAFile, "--client-ca-file")
-	if err != nil {
-		return nil, err
+		certs = []tls.Certificate{f.pair.v}
 	}
 	clientAuth := tls.RequireAndVerifyClientCert
 	if f.cfg.ClientTokens {
@@ -211,17 +276,28 @@ func (f *tlsFiles) config() (*tls.Config, error) {
 		Certificates:   certs,
 		GetCertificate: getCert,
 		ClientAuth:     clientAuth,
-		ClientCAs:      pool,
+		ClientCAs:      f.ca.v,
 	}
-	f.stamp = stamp
 	return f.tls, nil
 }
 
 // loadCAs reads a PEM bundle of CA certificates; flag names it in errors.
 func loadCAs(path, flag string) (*x509.CertPool, error) {
-	b, err := os.ReadFile(path)
+	return loadCAsWith(path, flag, nil)
+}
+
+// loadCAsWith is loadCAs reading with read (os.ReadFile when nil), whose
+// errors name the file themselves.
+func loadCAsWith(path, flag string, read func(string) ([]byte, error)) (*x509.CertPool, error) {
+	var b []byte
+	var err error
+	if read != nil {
+		b, err = read(path)
+	} else if b, err = os.ReadFile(path); err != nil {
+		err = fmt.Errorf("%s: %w", flag, err)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", flag, err)
+		return nil, err
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(b) {

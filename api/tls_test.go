@@ -1,15 +1,19 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -265,5 +269,124 @@ func TestTLSFilterAndTokens(t *testing.T) {
 	if resp, err := hc.Do(req); err == nil {
 		resp.Body.Close()
 		t.Fatalf("a certificate from another CA passed the handshake: %s", resp.Status)
+	}
+}
+
+// lockedBuffer is a log sink tests read while the server writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A client CA that LoadClientCA refuses is refused at start, and when
+// the file is changed to it later the previous CA stays in use (its
+// clients still connect, the new CA's do not) and the log says why; a
+// change LoadClientCA accepts is used from the next handshake.
+func TestTLSRefusedClientCAReloadKeepsPrevious(t *testing.T) {
+	dir := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	ca, err := testcerts.NewCA(dir, "podvisor")
+	must(err)
+	forbidden, err := testcerts.NewCA(dir, "cluster")
+	must(err)
+	third, err := testcerts.NewCA(dir, "third")
+	must(err)
+	server, err := ca.Server(dir, "server", net.IPv4(127, 0, 0, 1))
+	must(err)
+	good, err := ca.Client(dir, "admin")
+	must(err)
+	rogue, err := forbidden.Client(dir, "node")
+	must(err)
+	later, err := third.Client(dir, "later")
+	must(err)
+	forbiddenPEM, err := os.ReadFile(forbidden.CertFile)
+	must(err)
+	refuse := func(path string) ([]byte, error) {
+		b, err := os.ReadFile(path)
+		if err == nil && bytes.Contains(b, forbiddenPEM) {
+			err = fmt.Errorf("--client-ca-file %s: holds the cluster CA", path)
+		}
+		return b, err
+	}
+	clientCA := filepath.Join(dir, "clients.crt")
+	put := func(src string) {
+		t.Helper()
+		b, err := os.ReadFile(src)
+		must(err)
+		must(os.WriteFile(clientCA+".tmp", b, 0o644))
+		must(os.Rename(clientCA+".tmp", clientCA))
+	}
+	var logs lockedBuffer
+	s := status.NewStore(slog.New(slog.DiscardHandler))
+	cfg := TLSConfig{Address: "127.0.0.1:0", CertFile: server.CertFile, KeyFile: server.KeyFile, ClientCAFile: clientCA, Filter: noFilter, LoadClientCA: refuse}
+	o := Options{Store: s, Log: slog.New(slog.NewTextHandler(&logs, nil))}
+
+	put(forbidden.CertFile)
+	if _, err := ListenTLS(t.Context(), o, cfg); err == nil || !strings.Contains(err.Error(), "--client-ca-file") || !strings.Contains(err.Error(), "holds the cluster CA") {
+		t.Fatalf("start with a refused client CA: %v", err)
+	}
+
+	put(ca.CertFile)
+	ctx, cancel := context.WithCancel(t.Context())
+	srv, err := ListenTLS(ctx, o, cfg)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); <-errc })
+	addr := srv.Addr().String()
+	roots := x509.NewCertPool()
+	b, _ := os.ReadFile(ca.CertFile)
+	roots.AppendCertsFromPEM(b)
+	dial := func(p *testcerts.Pair) error {
+		t.Helper()
+		pair, err := tls.LoadX509KeyPair(p.CertFile, p.KeyFile)
+		must(err)
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{pair}, MaxVersion: tls.VersionTLS12})
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	}
+	if err := dial(good); err != nil {
+		t.Fatalf("client of the CA: %v", err)
+	}
+	put(forbidden.CertFile)
+	for range 3 {
+		if err := dial(good); err != nil {
+			t.Fatalf("client of the previous CA after a refused reload: %v\n%s", err, logs.String())
+		}
+		if err := dial(rogue); err == nil {
+			t.Fatal("client of the refused CA connected")
+		}
+	}
+	if n := strings.Count(logs.String(), "refusing the changed --client-ca-file"); n != 1 || !strings.Contains(logs.String(), "holds the cluster CA") {
+		t.Errorf("log said the refusal %d times, want once with why:\n%s", n, logs.String())
+	}
+	put(third.CertFile)
+	if err := dial(later); err != nil {
+		t.Fatalf("client of an accepted new CA: %v\n%s", err, logs.String())
+	}
+	if err := dial(good); err == nil {
+		t.Error("client of the replaced CA still connects")
 	}
 }

@@ -20,12 +20,23 @@
 //     user, groups, how they were authenticated, the pod, the container
 //     and the decision.
 //   - /debug/pprof is not served (404) unless Options.Profiling.
-//   - Webhook answers are cached (TokenReview: authenticated ones for
-//     the token TTL; SubjectAccessReview: allowed and denied for their own
-//     TTLs, as kubelet's flags); errors are never cached.
-//   - LoadPolicy refuses a file with an unknown field or a subject with
-//     neither user nor group, naming the file, the field and the reason.
-//   - CheckClientCA refuses a client CA that is the kubeconfig's cluster CA
-//     unless the apiserver authorizes (Webhook): a certificate every node
-//     and every bootstrap token can get would otherwise pass.
+//   - Webhook answers are cached (TokenReview: both answers for the token
+//     TTL; SubjectAccessReview: allowed and denied for their own TTLs, as
+//     kubelet's flags); errors are never cached. Each cache is a bounded
+//     LRU with separate room for negative answers, so bad tokens evict
+//     only bad tokens' answers. A token not in the cache is reviewed
+//     within its client address's limit (an IPv6 address by its /64);
+//     past it the answer is 429 with Retry-After and no review is made.
+//   - LoadPolicy refuses a file with an unknown field, a subject with
+//     neither user nor group, or a group-only subject naming a crowd built
+//     into Kubernetes (system:authenticated, system:serviceaccounts,
+//     system:nodes, system:bootstrappers…), naming the file, the field and
+//     the reason. LoadTrustedPolicy also refuses a file others can change.
+//   - CheckClientCA refuses a client CA related to the kubeconfig's
+//     cluster CA unless the apiserver authorizes (Webhook): a shared public
+//     key, or a chain either way through the certificates of both files.
+//     A certificate every node and every bootstrap token can get would
+//     otherwise pass.
+//   - KubeconfigClient refuses a kubeconfig others can change: its writer
+//     would choose the apiserver that answers the reviews.
 package auth

@@ -2,10 +2,14 @@ package auth
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Authenticator tells who sent a request: nil when it carries no
@@ -61,6 +65,15 @@ func (f *Filter) Wrap(h http.Handler) http.Handler {
 		}
 		session := SessionOf(r)
 		u, err := f.o.Authenticator.Authenticate(r)
+		var limited *RetryAfterError
+		if errors.As(err, &limited) {
+			// Not a bad token: too many new ones from one address. 429
+			// says so and when to come back; the apiserver was not asked.
+			f.o.Log.Debug("remote API: too many TokenReviews for one address", "remote", r.RemoteAddr, "path", r.URL.Path)
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(max(limited.After, time.Second).Seconds()))))
+			writeError(w, http.StatusTooManyRequests, "Too many new tokens: retry later")
+			return
+		}
 		if err != nil || u == nil {
 			if err != nil {
 				f.o.Log.Warn("remote API: unable to authenticate a request", "path", r.URL.Path, "remote", r.RemoteAddr, "err", err)

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/podvisor/podvisor/internal/trust"
 )
 
 // Policy is the local authorization policy (--authorization-mode Policy):
@@ -75,6 +77,22 @@ func (e *policyError) Unwrap() error { return ErrInvalidPolicy }
 // one in it also the line, the field and the reason.
 func LoadPolicy(path string) (*Policy, error) {
 	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePolicy(path, b)
+}
+
+// maxPolicyFile bounds the policy file read.
+const maxPolicyFile = 1 << 20
+
+// LoadTrustedPolicy is LoadPolicy for a file root (or trustedUID) alone
+// can change: the file and every directory and link on the way to it are
+// checked on the descriptors opened (trust.ReadTrusted), and the policy is
+// parsed from the descriptor checked. An untrusted file is refused with
+// every reason.
+func LoadTrustedPolicy(path string, trustedUID int) (*Policy, error) {
+	b, err := trust.ReadTrusted(path, trustedUID, maxPolicyFile)
 	if err != nil {
 		return nil, err
 	}
@@ -171,9 +189,38 @@ func parseSubjects(list string, v *yaml.Node, bad func(*yaml.Node, string, strin
 		if s.User == "" && s.Group == "" {
 			return nil, bad(e, field, "names neither a user nor a group")
 		}
+		if s.User == "" {
+			if who := everyone(s.Group); who != "" {
+				return nil, bad(e, field+".group", "%q is %s: anyone the apiserver or a cluster certificate vouches for would be allowed to %s on this node, the control plane's pods included; "+
+					"name a user (user: alice) or a group of your own (group: ops), or add a user to the subject", s.Group, who, verbDesc[list])
+			}
+		}
 		subs = append(subs, s)
 	}
 	return subs, nil
+}
+
+// verbDesc is what a policy list allows, for messages.
+var verbDesc = map[string]string{"get": "read the pods, their logs and stats", "create": "exec, attach and port-forward into the pods"}
+
+// everyone says whom a group built into Kubernetes names when that is a
+// crowd nobody on this node chose: "" for any other group. A
+// namespace's service accounts (system:serviceaccounts:<ns>) are chosen
+// by whoever runs that namespace, and are allowed.
+func everyone(group string) string {
+	switch {
+	case group == "system:authenticated":
+		return "every authenticated user (every service account token, every node and bootstrap certificate)"
+	case group == "system:unauthenticated":
+		return "every anonymous client"
+	case group == "system:serviceaccounts":
+		return "every service account of every namespace"
+	case group == "system:nodes":
+		return "every node of the cluster"
+	case group == "system:bootstrappers" || strings.HasPrefix(group, "system:bootstrappers:"):
+		return "every bootstrap token (whoever may join a node)"
+	}
+	return ""
 }
 
 var _ Authorizer = (*Policy)(nil)

@@ -4,12 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
@@ -34,18 +34,38 @@ const (
 // the kubeconfig as it is now).
 type ClientFunc func() (kube.Interface, error)
 
+// ErrTooManyTokenReviews is TokenReviews' refusal of a client that sent
+// more new tokens than its limit allows: no TokenReview was made. The
+// filter answers it 429 Too Many Requests.
+var ErrTooManyTokenReviews = errors.New("too many new tokens from this address")
+
 // TokenReviews authenticates bearer tokens with a TokenReview, as
 // kubelet's --authentication-token-webhook: an authenticated answer is
-// cached for TTL; an unauthenticated one too (as kubelet's cache does);
-// an error never.
+// cached for TTL; an unauthenticated one too (as kubelet's cache does),
+// in room of its own; an error never. A token not in the cache is
+// reviewed only within its client address's limit (5 a second, 20 at
+// once): past it the request is refused without asking the apiserver.
 type TokenReviews struct {
 	Client ClientFunc
 	TTL    time.Duration
-	// Now is the clock of the cache; time.Now when nil.
+	// Now is the clock of the cache and the limit; time.Now when nil.
 	Now func() time.Time
 
-	cache ttlCache[*User]
+	cache   answerCache[*User]
+	limiter reviewLimiter
 }
+
+// RetryAfterError is ErrTooManyTokenReviews with when to try again.
+type RetryAfterError struct {
+	After time.Duration
+}
+
+func (e *RetryAfterError) Error() string {
+	return fmt.Sprintf("%v: retry after %s", ErrTooManyTokenReviews, e.After.Round(time.Millisecond))
+}
+
+// Unwrap returns ErrTooManyTokenReviews.
+func (e *RetryAfterError) Unwrap() error { return ErrTooManyTokenReviews }
 
 var _ Authenticator = (*TokenReviews)(nil)
 
@@ -64,6 +84,9 @@ func (t *TokenReviews) Authenticate(r *http.Request) (*User, error) {
 			return nil, fmt.Errorf("token not authenticated (cached)")
 		}
 		return u, nil
+	}
+	if ok, after := t.limiter.allow(r.RemoteAddr, now); !ok {
+		return nil, &RetryAfterError{After: after}
 	}
 	cs, err := t.Client()
 	if err != nil {
@@ -86,7 +109,7 @@ func (t *TokenReviews) Authenticate(r *http.Request) (*User, error) {
 			}
 		}
 	}
-	t.cache.put(key, u, now, t.TTL)
+	t.cache.put(key, u, u != nil, now, t.TTL)
 	if u == nil {
 		msg := "token not authenticated"
 		if res.Status.Error != "" {
@@ -113,7 +136,7 @@ type SubjectAccessReviews struct {
 	// Now is the clock of the cache; time.Now when nil.
 	Now func() time.Time
 
-	cache ttlCache[sarAnswer]
+	cache answerCache[sarAnswer]
 }
 
 type sarAnswer struct {
@@ -165,7 +188,7 @@ func (s *SubjectAccessReviews) Authorize(ctx context.Context, a Attributes) (boo
 	if ans.allowed {
 		ttl = s.AllowedTTL
 	}
-	s.cache.put(key, ans, now, ttl)
+	s.cache.put(key, ans, ans.allowed, now, ttl)
 	return ans.allowed, ans.reason, nil
 }
 
@@ -186,51 +209,6 @@ func sarKey(s authzv1.SubjectAccessReviewSpec) string {
 		fmt.Fprintf(&b, "%q=%q\n", k, []string(s.Extra[k]))
 	}
 	return b.String()
-}
-
-// maxCacheEntries bounds a webhook cache: past it, expired entries go,
-// and if none had, all.
-const maxCacheEntries = 4096
-
-// ttlCache is a map whose entries expire.
-type ttlCache[V any] struct {
-	mu sync.Mutex
-	m  map[string]ttlEntry[V]
-}
-
-type ttlEntry[V any] struct {
-	v       V
-	expires time.Time
-}
-
-func (c *ttlCache[V]) get(key string, now time.Time) (V, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[key]
-	if !ok || !now.Before(e.expires) {
-		var zero V
-		return zero, false
-	}
-	return e.v, true
-}
-
-func (c *ttlCache[V]) put(key string, v V, now time.Time, ttl time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[string]ttlEntry[V]{}
-	}
-	if len(c.m) >= maxCacheEntries {
-		for k, e := range c.m {
-			if !now.Before(e.expires) {
-				delete(c.m, k)
-			}
-		}
-		if len(c.m) >= maxCacheEntries {
-			clear(c.m)
-		}
-	}
-	c.m[key] = ttlEntry[V]{v: v, expires: now.Add(ttl)}
 }
 
 // AlwaysAllow allows everything, as kubelet's --authorization-mode

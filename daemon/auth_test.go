@@ -17,6 +17,11 @@ func TestValidateAuth(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("apiVersion: podvisor.io/v1alpha1\nkind: AuthorizationPolicy\nexec: []\n"), 0o600)
+	everyone := filepath.Join(dir, "everyone.yaml")
+	os.WriteFile(everyone, []byte("apiVersion: podvisor.io/v1alpha1\nkind: AuthorizationPolicy\ncreate:\n- group: system:serviceaccounts\n"), 0o600)
+	openCA := filepath.Join(dir, "open-ca.crt")
+	os.WriteFile(openCA, []byte("not read"), 0o664)
+	os.Chmod(openCA, 0o664)
 	tls := func(c *Config) {
 		c.TLSBindAddress, c.TLSCertFile, c.TLSPrivateKeyFile, c.ClientCAFile = "127.0.0.1:10250", "/c", "/k", "/ca"
 	}
@@ -31,6 +36,13 @@ func TestValidateAuth(t *testing.T) {
 		{"tokens without kubeconfig", func(c *Config) { tls(c); c.AuthenticationTokenWebhook = true }, "--authentication-token-webhook needs --kubeconfig"},
 		{"policy file with webhook", func(c *Config) { tls(c); c.Kubeconfig = "/kc"; c.AuthorizationPolicyFile = bad }, "--authorization-policy-file is read with --authorization-mode Policy only, not Webhook"},
 		{"bad policy", func(c *Config) { tls(c); c.AuthorizationPolicyFile = bad }, "--authorization-policy-file: " + bad + ":3: exec: unknown field"},
+		{"AlwaysAllow with the token webhook", func(c *Config) {
+			tls(c)
+			c.Kubeconfig, c.AuthorizationMode, c.AuthenticationTokenWebhook = "/kc", "AlwaysAllow", true
+		}, "--authorization-mode AlwaysAllow with --authentication-token-webhook: every token the apiserver vouches for (every service account of every namespace, every node) could exec into this node's pods"},
+		{"policy naming every service account", func(c *Config) { tls(c); c.AuthorizationPolicyFile = everyone },
+			"--authorization-policy-file: " + everyone + `:4: create[0].group: "system:serviceaccounts" is every service account of every namespace`},
+		{"group-writable client CA", func(c *Config) { tls(c); c.ClientCAFile = openCA }, "--client-ca-file: " + openCA + " is not trusted: " + openCA + ": mode 0664 is group- or world-writable"},
 	} {
 		c := Default()
 		tc.set(&c)
@@ -82,5 +94,62 @@ func TestRemoteAPIFor(t *testing.T) {
 	r.Filter(ok).ServeHTTP(w, req)
 	if w.Code != http.StatusUnauthorized {
 		t.Errorf("token without an apiserver: %d, want 401", w.Code)
+	}
+}
+
+// The files that configure credentials and registries are checked on
+// their descriptors: a kubeconfig others can write, a credentials file
+// reached through a link kept in a world-writable directory, and a
+// hosts.toml directory others can write are each named.
+func TestAuthFileProblems(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	kubeconfig := filepath.Join(dir, "kubelet.conf")
+	os.WriteFile(kubeconfig, []byte("x"), 0o600)
+	os.Chmod(kubeconfig, 0o620)
+	open := filepath.Join(dir, "open")
+	os.Mkdir(open, 0o755)
+	os.Chmod(open, 0o777)
+	creds := filepath.Join(dir, "config.json")
+	os.WriteFile(creds, []byte("{}"), 0o600)
+	link := filepath.Join(open, "creds.json")
+	os.Symlink(creds, link)
+	registries := filepath.Join(dir, "certs.d")
+	host := filepath.Join(registries, "registry.example")
+	os.MkdirAll(host, 0o755)
+	os.Chmod(host, 0o775)
+	os.WriteFile(filepath.Join(host, "hosts.toml"), []byte(""), 0o644)
+
+	c := Default()
+	c.Kubeconfig, c.ImageCredentialsFile, c.RegistryConfigDir = kubeconfig, link, registries
+	got := strings.Join(c.authFileProblems(), "\n")
+	for _, want := range []string{
+		"--kubeconfig " + kubeconfig + ": " + kubeconfig + ": mode 0620 is group- or world-writable",
+		"registry credentials " + link + ": " + open + ": mode 0777 is group- or world-writable (holds the symlink",
+		"hosts.toml directory " + host + ": " + host + ": mode 0775 is group- or world-writable",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("problems:\n%s\nwant one with %q", got, want)
+		}
+	}
+	c.Kubeconfig, c.ImageCredentialsFile, c.RegistryConfigDir = filepath.Join(dir, "missing"), creds, ""
+	if got := c.authFileProblems(); len(got) != 0 {
+		t.Errorf("private files: %q", got)
+	}
+}
+
+// A --config file others can write is refused, naming it: it decides
+// what podvisor runs as root.
+func TestConfigFileTrust(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	p := filepath.Join(dir, "podvisor.yaml")
+	os.WriteFile(p, []byte("apiVersion: podvisor.io/v1alpha1\nkind: PodvisorConfiguration\n"), 0o644)
+	if _, _, err := readConfigFile(p, nil); err != nil {
+		t.Fatalf("private file: %v", err)
+	}
+	os.Chmod(p, 0o666)
+	if _, _, err := readConfigFile(p, nil); err == nil || !strings.Contains(err.Error(), "--config: "+p+" is not trusted") {
+		t.Errorf("world-writable file: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/podvisor/podvisor/internal/trust"
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 )
@@ -134,6 +135,9 @@ func Load(c *Config, fs *pflag.FlagSet, path string, stdin io.Reader) error {
 	return c.Validate()
 }
 
+// maxConfigFile bounds the configuration file read.
+const maxConfigFile = 4 << 20
+
 func readConfigFile(path string, stdin io.Reader) (string, []byte, error) {
 	if path == "-" {
 		data, err := io.ReadAll(stdin)
@@ -142,7 +146,10 @@ func readConfigFile(path string, stdin io.Reader) (string, []byte, error) {
 		}
 		return "<stdin>", data, nil
 	}
-	data, err := os.ReadFile(path)
+	// The file decides what podvisor runs as root: it is read from a
+	// descriptor checked as root's (or the reader's own), every directory
+	// and link on the way too.
+	data, err := trust.ReadTrusted(path, os.Geteuid(), maxConfigFile)
 	if err != nil {
 		return "", nil, invalidError{fmt.Errorf("--config: %w", err)}
 	}

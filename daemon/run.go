@@ -67,6 +67,7 @@ func Run(ctx context.Context, c Config) error {
 	if err := checkLogDir(&c, log); err != nil {
 		return err
 	}
+	c.WarnUntrustedAuthFiles(log)
 	unlock, err := lockStateDir(c.StateDir)
 	if err != nil {
 		return err

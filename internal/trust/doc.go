@@ -12,5 +12,13 @@
 //   - Dir checks a directory and every parent up to /; a path that does
 //     not exist has no problems. Nothing is changed: the caller decides
 //     whether to warn or refuse.
+//   - Open, ReadFile, ReadTrusted, CheckFile and CheckDir walk the path
+//     one component at a time from the descriptor of the directory before
+//     it, never following a link by path: each directory is checked on
+//     its descriptor, a symlink is followed by hand (the directory holding
+//     it, and the directory of a file reached through one, must not be
+//     writable by others even with the sticky bit), and the file is
+//     checked with fstat on the descriptor that is then read. What is
+//     read is what was checked.
 //   - Where the owner is unknown (not Linux), only the mode is checked.
 package trust
