@@ -63,6 +63,16 @@
 //     Options.Stats; GET /pods, /healthz and /metrics are already
 //     kubelet's answers. A session ends when its client's connection
 //     does, or after 4 hours idle.
+//   - Each listener has its own limits: exec, attach and port-forward
+//     sessions and followed logs (64 each on the socket and on the TLS
+//     port) and watches (socket 64, 32 per peer uid; TLS port 32, 8 per
+//     client); over one, 429 with a Status naming it. Nothing on the TLS
+//     port takes from the socket's. Port-forward enters the network
+//     namespace the pod's sandbox pinned, never a process's.
+//   - POST /pods/{name}/rollout/undo changes what the node runs: it is
+//     served on the socket only, to root or podvisor's own user, and each
+//     one is logged with the caller's uid and pid; the TLS port answers
+//     403.
 //   - The Client checks each unix socket connection before sending on it:
 //     the serving process (SO_PEERCRED) must be root or the client's own
 //     user, else ErrUntrustedSocket, naming the socket and that uid.

@@ -365,13 +365,14 @@ func (k *kubeletStreamer) attach(ctx context.Context, in io.Reader, out, errw io
 	return code, err
 }
 
-// beginSession takes one of the daemon's session slots for an exec,
+// beginSession takes one of the listener's session slots for an exec,
 // attach or port-forward (answering 429 when none is free: what is then
 // nil) and returns w and r bound to the session: its context is the
 // request's, which derives from Serve's (podvisor stopping ends it), and
 // ends when the client's connection does. end releases the slot.
 func beginSession(w http.ResponseWriter, r *http.Request, o Options, pod, what string) (http.ResponseWriter, *http.Request, func()) {
-	if !take(w, o.streams.sessions, pod, what) {
+	l := o.limitsOf()
+	if !take(w, l, l.sessions, pod, what) {
 		return w, r, nil
 	}
 	o.streams.wg.Add(1)
@@ -379,6 +380,6 @@ func beginSession(w http.ResponseWriter, r *http.Request, o Options, pod, what s
 	return goneWriter{ResponseWriter: w, gone: cancel}, r.WithContext(ctx), func() {
 		cancel()
 		o.streams.wg.Done()
-		release(o.streams.sessions)
+		release(l.sessions)
 	}
 }

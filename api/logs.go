@@ -239,10 +239,11 @@ func servePodLog(w http.ResponseWriter, r *http.Request, o Options, pod *v1.Pod,
 		return
 	}
 	if req.follow && o.streams != nil {
-		if !take(w, o.streams.follows, pod.Name, "followed logs") {
+		l := o.limitsOf()
+		if !take(w, l, l.follows, pod.Name, "followed logs") {
 			return
 		}
-		defer release(o.streams.follows)
+		defer release(l.follows)
 	}
 	live := layout.Layout{LogDir: o.LogDir}.ContainerLog(pod.Namespace, pod.Name, string(pod.UID), req.container, n)
 

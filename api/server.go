@@ -89,7 +89,10 @@ type Options struct {
 	// (kubelet.go); without one, a pod's IP is dialled.
 	PodDialer PodDialer
 
-	streams *streams // the exec and attach sessions in flight
+	// streams holds the sessions in flight and each listener's limits
+	// (stream.go); Serve's handler and its TLS server's share it, each
+	// using its own listener's limits.
+	streams *streams
 	// remote is true in the handler ListenTLS serves: a request there
 	// comes from another machine, through the Filter, never from root's
 	// socket.
@@ -148,13 +151,20 @@ func (o Options) withDefaults() Options {
 // The writes: with Options.Restarter (see registerRestart)
 //
 //	POST /pods/{name}/restart?container=   restart now, back-off reset
-//	POST /pods/{name}/rollout/undo?toRevision=   with Options.Rollouts
+//	POST /pods/{name}/rollout/undo?toRevision=   with Options.Rollouts;
+//	                   socket only, 403 on the TLS port
 //
 // and, with Options.Streamer, the exec and attach sessions on kubelet's
 // paths (registerKubelet), which the CLI uses too.
 //
 // With o.Remote the same handler is also served over HTTPS (ListenTLS)
 // until Serve returns; an error listening there is Serve's error.
+//
+// Each listener has limits of its own (stream.go): its exec, attach and
+// port-forward sessions, followed logs and watches (those per client
+// too: a peer uid on the socket, a user on the TLS port); over one, a
+// request gets 429 with a Status naming it. Nothing on the TLS port takes
+// from the socket's, so root can always reach podvisor there.
 func Serve(ctx context.Context, o Options) error {
 	if o.Store == nil {
 		return errors.New("serve local API: no Store")
@@ -291,6 +301,7 @@ func removeIfSame(path string, ours os.FileInfo) {
 }
 
 func newHandler(o Options) http.Handler {
+	o = o.withDefaults() // keeps Serve's streams, so its limits
 	s := o.Store
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /pods", func(w http.ResponseWriter, r *http.Request) { servePods(w, r, o) })
@@ -327,7 +338,7 @@ func newHandler(o Options) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			writeStatus(w, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, "",
-				fmt.Sprintf("method %s not allowed: the local API is read only (its writes are POST /pods/{name}/restart, /exec and /attach)", r.Method))
+				fmt.Sprintf("method %s not allowed: the local API is read only (its writes are POST /pods/{name}/restart, /rollout/undo, /exec and /attach)", r.Method))
 			return
 		}
 		writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, "",

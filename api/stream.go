@@ -53,37 +53,105 @@ type Session struct {
 }
 
 // streams tracks the sessions in flight so that Serve ends them and waits
-// for their cleanup before it returns.
+// for their cleanup before it returns, and holds each listener's limits.
 type streams struct {
 	wg sync.WaitGroup
-	// sessions and follows hold a token per exec or attach session and per
-	// followed log: a full one answers 429 (a client cannot pin podvisor's
-	// goroutines, file descriptors and shims without end).
-	sessions, follows chan struct{}
+	// socket and tls are the unix socket's and the TLS port's limits,
+	// apart: a remote client that fills the TLS port's never takes a
+	// slot of root's socket, so root can always exec, follow and watch.
+	socket, tls *limits
 }
 
-// Session limits per daemon (every listener shares them); a test lowers
-// them.
+// limits are one listener's pools. sessions and follows hold a token per
+// exec, attach or port-forward session and per followed log, watches
+// counts the watches: a full one answers 429 (a client cannot pin
+// podvisor's goroutines, file descriptors, shims and memory without end).
+type limits struct {
+	// where names the listener in a 429's message.
+	where             string
+	sessions, follows chan struct{}
+	watches           *watchLimit
+}
+
+// limitSizes are a listener's pool sizes.
+type limitSizes struct {
+	sessions, follows int
+	// watches caps the listener's watches in all; watchesPerClient those
+	// of one client (a peer uid on the socket, a user on the TLS port).
+	watches, watchesPerClient int
+}
+
+// The socket's pools: root's own (the socket is mode 0600), which no
+// request on the TLS port can take. They bound what root's tools open by
+// mistake and are no smaller than the TLS port's, so root is never the
+// one left short; a peer uid gets half the watches, so a runaway tool of
+// one user leaves room for the others.
+const (
+	socketSessions         = 64
+	socketFollows          = 64
+	socketWatches          = 64
+	socketWatchesPerClient = 32
+)
+
+// The TLS port's pools. Sessions and follows keep the size they had when
+// both listeners shared them: the apiserver proxies every cluster user's
+// kubectl exec, attach, port-forward and logs -f through its one client
+// certificate, so these are the whole cluster's share of the node. No
+// apiserver call watches /pods or /events here (those watches serve
+// podvisor's CLI with --server), and each watch keeps a copy of every
+// change its client has not read yet: 32 in all, 8 for one user, so one
+// user cannot take them all.
+const (
+	tlsSessions         = 64
+	tlsFollows          = 64
+	tlsWatches          = 32
+	tlsWatchesPerClient = 8
+)
+
+// The sizes newStreams uses; a test lowers them.
 var (
-	maxStreamSessions = 64
-	maxLogFollows     = 64
+	socketLimits = limitSizes{sessions: socketSessions, follows: socketFollows, watches: socketWatches, watchesPerClient: socketWatchesPerClient}
+	tlsLimits    = limitSizes{sessions: tlsSessions, follows: tlsFollows, watches: tlsWatches, watchesPerClient: tlsWatchesPerClient}
 )
 
 func newStreams() *streams {
-	return &streams{sessions: make(chan struct{}, maxStreamSessions), follows: make(chan struct{}, maxLogFollows)}
+	return &streams{socket: newLimits("socket", socketLimits), tls: newLimits("TLS port", tlsLimits)}
 }
 
-// take takes a token of pool, or answers 429 naming what is full and
+func newLimits(where string, n limitSizes) *limits {
+	return &limits{
+		where:    where,
+		sessions: make(chan struct{}, n.sessions),
+		follows:  make(chan struct{}, n.follows),
+		watches:  newWatchLimit(n.watches, n.watchesPerClient),
+	}
+}
+
+// limitsOf is the limits of the listener o serves: the TLS port's when
+// o.remote (ListenTLS's handler), else the socket's.
+func (o Options) limitsOf() *limits {
+	if o.remote {
+		return o.streams.tls
+	}
+	return o.streams.socket
+}
+
+// take takes a token of l's pool, or answers 429 naming what is full and
 // returns false. The caller gives the token back with release.
-func take(w http.ResponseWriter, pool chan struct{}, name, what string) bool {
+func take(w http.ResponseWriter, l *limits, pool chan struct{}, name, what string) bool {
 	select {
 	case pool <- struct{}{}:
 		return true
 	default:
-		writeStatus(w, http.StatusTooManyRequests, metav1.StatusReasonTooManyRequests, name,
-			fmt.Sprintf("too many %s: %d are open on this podvisor; try again when one ends", what, cap(pool)))
+		tooMany(w, name, fmt.Sprintf("too many %s: %d are open on this podvisor's %s; try again when one ends", what, cap(pool), l.where))
 		return false
 	}
+}
+
+// tooMany answers 429 with message, as the API server answers a request
+// over a limit.
+func tooMany(w http.ResponseWriter, name, message string) {
+	writeStatus(w, http.StatusTooManyRequests, metav1.StatusReasonTooManyRequests, name, message)
 }
 
 func release(pool chan struct{}) { <-pool }

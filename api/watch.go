@@ -2,12 +2,16 @@ package api
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/podvisor/podvisor/status"
@@ -55,7 +59,7 @@ func servePods(w http.ResponseWriter, r *http.Request, o Options) {
 	if o.Watcher != nil {
 		lw.list, lw.watch = o.Watcher.List, o.Watcher.Watch
 	}
-	lw.serve(w, r)
+	lw.serve(w, r, o)
 }
 
 // serveEvents is GET /events: the list, oldest first, or with ?watch=true
@@ -71,7 +75,7 @@ func serveEvents(w http.ResponseWriter, r *http.Request, o Options) {
 	if o.Watcher != nil {
 		lw.list, lw.watch = o.Watcher.EventList, o.Watcher.WatchEvents
 	}
-	lw.serve(w, r)
+	lw.serve(w, r, o)
 }
 
 // listWatch is one kind's list and watch: items T, changes C.
@@ -87,7 +91,8 @@ type listWatch[T, C any] struct {
 	conv func(C) (watch.EventType, any)
 }
 
-func (lw listWatch[T, C]) serve(w http.ResponseWriter, r *http.Request) {
+// serve answers r: a watch only within the caps of the listener o serves.
+func (lw listWatch[T, C]) serve(w http.ResponseWriter, r *http.Request, o Options) {
 	q := r.URL.Query()
 	if lw.watch == nil {
 		if isWatch(q) {
@@ -104,6 +109,13 @@ func (lw listWatch[T, C]) serve(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			return
 		}
+		l := o.limitsOf()
+		client := watchClient(r, o.remote)
+		if msg := l.watches.take(client); msg != "" {
+			tooMany(w, "", fmt.Sprintf("%s on this podvisor's %s; try again when one ends", msg, l.where))
+			return
+		}
+		defer l.watches.release(client)
 		ch, err := lw.watch(r.Context(), since)
 		stream(w, r, ch, err, lw.conv)
 		return
@@ -174,4 +186,72 @@ func stream[T any](w http.ResponseWriter, r *http.Request, ch <-chan T, err erro
 			return // the client is gone; the request's end stops the watch
 		}
 	}
+}
+
+// watchLimit caps a listener's watches in all and per client: one client
+// cannot take every watch, and all together cannot take podvisor's memory
+// (each watch keeps the changes its client has not read yet).
+type watchLimit struct {
+	total, perClient int
+
+	mu   sync.Mutex
+	open int
+	by   map[string]int // open watches by client
+}
+
+func newWatchLimit(total, perClient int) *watchLimit {
+	return &watchLimit{total: total, perClient: perClient, by: make(map[string]int)}
+}
+
+// take counts a watch of client, or returns which cap is full ("" when
+// it counted one). The caller gives it back with release.
+func (l *watchLimit) take(client string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.by[client] >= l.perClient:
+		return fmt.Sprintf("too many watches for %s: %d are open, the most for one client", client, l.by[client])
+	case l.open >= l.total:
+		return fmt.Sprintf("too many watches: %d are open", l.open)
+	}
+	l.open++
+	l.by[client]++
+	return ""
+}
+
+func (l *watchLimit) release(client string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.open--
+	if l.by[client]--; l.by[client] <= 0 {
+		delete(l.by, client)
+	}
+}
+
+// watchClient names who asks for a watch, the key of its per-client cap:
+// on the socket the peer's uid (SO_PEERCRED); on the TLS port the user
+// its verified client certificate names (its common name, as
+// auth.Certificates authenticates it), else a hash of its bearer token
+// (the token is its credential: one user's tokens count apart). The
+// Filter has already refused a request with neither.
+func watchClient(r *http.Request, remote bool) string {
+	if !remote {
+		if p, ok := LocalPeer(r.Context()); ok {
+			return "uid " + strconv.Itoa(p.UID)
+		}
+		return "an unknown peer"
+	}
+	if cs := r.TLS; cs != nil && len(cs.VerifiedChains) > 0 && len(cs.VerifiedChains[0]) > 0 {
+		if cn := cs.VerifiedChains[0][0].Subject.CommonName; cn != "" {
+			return "user " + strconv.Quote(cn)
+		}
+	}
+	// As the API server's bearer token authenticator reads the header.
+	if scheme, tok, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " "); ok && strings.EqualFold(scheme, "bearer") {
+		if tok = strings.TrimSpace(tok); tok != "" {
+			sum := sha256.Sum256([]byte(tok))
+			return "the bearer token with SHA-256 " + hex.EncodeToString(sum[:6]) + "..."
+		}
+	}
+	return "anonymous clients"
 }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/podvisor/podvisor/api"
 	"github.com/podvisor/podvisor/cni"
@@ -14,12 +14,23 @@ import (
 )
 
 // podDialer serves kubelet's port-forward: it connects to localhost in
-// the pod's network namespace, found through a running container's
-// process (/proc/<pid>/ns/net), as containerd's CRI does; a hostNetwork
-// pod's localhost is the host's.
-type podDialer struct{ rt *ctrd.Runtime }
+// the network namespace the pod's sandbox pinned (a bind mount under the
+// run dir, named in its containers' specs), whichever of its containers
+// run; a hostNetwork pod's localhost is the host's. Never a process's
+// /proc/<pid>/ns/net: a process may be gone and its pid reused by another
+// by the time it is opened, and a container's process may have entered
+// a network namespace of its own.
+type podDialer struct{ sandboxes podSandboxes }
 
-var _ api.PodDialer = podDialer{}
+// podSandboxes finds a pod's sandbox; *ctrd.Runtime is one.
+type podSandboxes interface {
+	PodSandbox(ctx context.Context, uid string) (ctrd.PodSandbox, error)
+}
+
+var (
+	_ api.PodDialer = podDialer{}
+	_ podSandboxes  = (*ctrd.Runtime)(nil)
+)
 
 func (d podDialer) DialPod(ctx context.Context, pod *v1.Pod, port int32) (net.Conn, error) {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port)))
@@ -27,18 +38,29 @@ func (d podDialer) DialPod(ctx context.Context, pod *v1.Pod, port int32) (net.Co
 		var nd net.Dialer
 		return nd.DialContext(ctx, "tcp", addr)
 	}
-	for _, cs := range append(pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses...) {
-		id, ok := strings.CutPrefix(cs.ContainerID, "containerd://")
-		if cs.State.Running == nil || !ok {
-			continue
-		}
-		st, err := d.rt.State(ctx, id)
-		if err != nil || !st.Running || st.Pid == 0 {
-			continue
-		}
-		return cni.DialInNetNS(ctx, fmt.Sprintf("/proc/%d/ns/net", st.Pid), addr)
+	netns, err := d.netNS(ctx, pod)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("pod %s has no running container to find its network namespace by", pod.Name)
+	return cni.DialInNetNS(ctx, netns, addr)
+}
+
+// netNS is the network namespace file pod's sandbox pinned: the file
+// "net" of the sandbox's own directory, as the sandbox named by its
+// containers' label made it, still a namespace.
+func (d podDialer) netNS(ctx context.Context, pod *v1.Pod) (string, error) {
+	sb, err := d.sandboxes.PodSandbox(ctx, string(pod.UID))
+	if err != nil {
+		return "", fmt.Errorf("find the network namespace of pod %s: %w", pod.Name, err)
+	}
+	p := sb.NetNS
+	if p == "" || !filepath.IsAbs(p) || filepath.Base(p) != "net" || filepath.Base(filepath.Dir(p)) != sb.ID {
+		return "", fmt.Errorf("pod %s: its containers join network namespace %q, not one its sandbox %s pinned", pod.Name, p, sb.ID)
+	}
+	if !cni.IsNetNS(p) {
+		return "", fmt.Errorf("pod %s: the network namespace of its sandbox (%s) is gone", pod.Name, p)
+	}
+	return p, nil
 }
 
 // kubeletPort is the port of --tls-bind-address, where podvisor serves

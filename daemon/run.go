@@ -342,7 +342,7 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 			Gatherer:  mets.Registry(),
 			Stats:     mets,
 			Streamer:  runtimeStreamer{rt: rt, paths: d.paths},
-			PodDialer: podDialer{rt: rt},
+			PodDialer: podDialer{sandboxes: rt},
 			Images:    rt,
 			Objects:   objects,
 			Node:      nodeView{name: d.node, started: clk.Now(), health: health, pm: pm},

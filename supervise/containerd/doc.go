@@ -40,4 +40,6 @@
 //   - With imagePullPolicy Always, a local image replaces a failed pull
 //     only when the registry could not be reached (network error, stall);
 //     a registry's refusal (401, 403, 404) is the pull's error.
+//   - PodSandbox tells a pod's sandbox and the network namespace file its
+//     containers' spec joins, from its newest container.
 package containerd
