@@ -67,3 +67,29 @@ func TestValidateReferences(t *testing.T) {
 		t.Errorf("validate with the key: exit %d, output %q", code, out)
 	}
 }
+
+// TestValidateSecretFile: a manifest holding a Secret that others can read
+// is a warning naming the chmod that fixes it (validate still exits 0); a
+// Secret value is in no line validate prints, even when it is what is
+// wrong.
+func TestValidateSecretFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "creds.yaml")
+	os.WriteFile(path, []byte("apiVersion: v1\nkind: Secret\nmetadata: {name: creds}\nstringData: {pin: \"73195820\"}\n"), 0o644)
+	os.Chmod(path, 0o644)
+	out, _, code := runCLI(t, "validate", dir, "--node-name", "n1")
+	if want := "warning: " + path + ": holds a Secret and is readable by its group and others (mode 0644): anyone who can read it has the Secret's values; fix with chmod 600 " + path + "\n"; code != 0 || out != want {
+		t.Errorf("0644: code %d, output %q, want %q", code, out, want)
+	}
+	os.Chmod(path, 0o600)
+	if out, _, code := runCLI(t, "validate", dir, "--node-name", "n1"); code != 0 || out != "" {
+		t.Errorf("0600: code %d, output %q", code, out)
+	}
+	os.WriteFile(path, []byte("apiVersion: v1\nkind: Secret\nmetadata: {name: creds}\nstringData: {pin: 73195820}\n"), 0o600)
+	for _, args := range [][]string{{"validate", dir}, {"validate", "-o", "json", path}} {
+		out, errOut, code := runCLI(t, append(args, "--node-name", "n1")...)
+		if code != 1 || !strings.Contains(out, "stringData[pin]") || strings.Contains(out+errOut, "73195820") {
+			t.Errorf("%v: code %d, output %q %q: want the error without the value", args, code, out, errOut)
+		}
+	}
+}

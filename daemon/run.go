@@ -192,6 +192,7 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 		Log:           log,
 		RelistPeriod:  c.ManifestRelistPeriod,
 		StateDir:      c.StateDir,
+		RunDir:        c.RunDir,
 		UnknownFields: unknown,
 		AllowInsecure: c.AllowInsecureManifests,
 	})

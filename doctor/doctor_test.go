@@ -129,6 +129,21 @@ func TestManifestsAndImages(t *testing.T) {
 		}
 	}
 
+	// A Secret others can read: a warning with the chmod; none at 0600.
+	secret := filepath.Join(dir, "creds.yaml")
+	write(t, secret, "apiVersion: v1\nkind: Secret\nmetadata: {name: creds}\nstringData: {pin: \"1234\"}\n", 0o644)
+	_, fs = checkManifests(o)
+	want(t, fs, "manifests", Warn, secret, "holds a Secret and is readable by its group and others")
+	if f := findingWith(fs, secret); f == nil || f.Fix != "chmod 600 "+secret+" (the Secret's values are readable by whoever can read the file)" {
+		t.Errorf("finding %+v, want the fix chmod 600 %s", f, secret)
+	}
+	os.Chmod(secret, 0o600)
+	_, fs = checkManifests(o)
+	want(t, fs, "manifests", OK, "1 pods")
+	if f := findingWith(fs, secret); f != nil {
+		t.Errorf("a 0600 Secret: %+v", f)
+	}
+
 	os.Chmod(dir, 0o777)
 	_, fs = checkManifests(o)
 	want(t, fs, "manifests", Fail, dir, "world-writable")
@@ -167,4 +182,14 @@ func TestUnreachable(t *testing.T) {
 	want(t, []Finding{checkPodvisor(context.Background(), o)}, "podvisor", Warn, "not running")
 	o.Path = dir
 	want(t, checkRuntime(context.Background(), o), "runc", Fail, "runc not found")
+}
+
+// findingWith returns the first finding whose message names s.
+func findingWith(fs []Finding, s string) *Finding {
+	for i := range fs {
+		if strings.Contains(fs[i].Message, s) {
+			return &fs[i]
+		}
+	}
+	return nil
 }

@@ -21,7 +21,7 @@ import (
 // checkManifests reads the manifests directory as the daemon does
 // (package manifest: its parser, its permission rule, honouring
 // --allow-insecure-manifests): every file refused or insecure is a
-// finding. The snapshot is for the images check.
+// finding, and so is a file holding a Secret that others can read. The snapshot is for the images check.
 func checkManifests(o Options) (manifest.Snapshot, []Finding) {
 	const check = "manifests"
 	if _, err := os.Stat(o.Manifests); err != nil {
@@ -38,8 +38,15 @@ func checkManifests(o Options) (manifest.Snapshot, []Finding) {
 		out = append(out, fail(check, fix, "%s", e.Error()))
 	}
 	for _, w := range snap.Warnings {
-		if errors.Is(w, manifest.ErrInsecure) {
+		switch {
+		case errors.Is(w, manifest.ErrInsecure):
 			out = append(out, warn(check, "chown root and chmod go-w the path: --allow-insecure-manifests lets anyone who can write it run pods as root", "%s", w.Error()))
+		case errors.Is(w, manifest.ErrSecretReadable):
+			mode := "600"
+			if fi, err := os.Stat(w.Path); err == nil {
+				mode = manifest.SecretFileMode(fi.Mode().Perm())
+			}
+			out = append(out, warn(check, "chmod "+mode+" "+w.Path+" (the Secret's values are readable by whoever can read the file)", "%s", w.Error()))
 		}
 	}
 	if len(out) == 0 {

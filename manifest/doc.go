@@ -39,6 +39,17 @@
 //     keeps every document's last good content. With SourceOptions.StateDir that
 //     last good content is persisted (StateFile), so a restart or a reboot
 //     with the file still broken keeps its pods running.
+//   - No Secret value is written to disk: StateFile names each last good
+//     Secret (namespace, name, type, keys, a keyed digest) and its content
+//     is kept in SecretsFile under SourceOptions.RunDir, a tmpfs. A restart
+//     keeps a broken file's last good Secret; a reboot forgets it (its
+//     pods wait for it, as for a missing one, until the file is valid). An
+//     older state file holding Secret values is rewritten without them at
+//     start. No error, warning or log line holds a Secret's value
+//     (podfile's contract).
+//   - A file holding a Secret (a kind: Secret document, valid or not) that
+//     its group or others can read is a warning (ErrSecretReadable) naming
+//     the chmod that fixes it; the file is used all the same.
 //   - A namespace/name defined twice (pods, ConfigMaps and Secrets each):
 //     the one in use keeps being used (it was in the previous snapshot, or
 //     recorded in the state file at start); only when neither is in use does

@@ -80,6 +80,12 @@ var ErrMissingObject = podfile.ErrMissingObject
 // the file was secure.
 var ErrInsecure = errors.New("insecure manifest permissions")
 
+// ErrSecretReadable is wrapped by the Snapshot.Warnings about a manifest
+// holding a Secret that its group or others can read: the Secret's values
+// are theirs too. The file is used all the same; the warning names the
+// chmod that fixes it.
+var ErrSecretReadable = errors.New("Secret readable by others")
+
 // ParseUnknownFieldPolicy parses "error" or "warn".
 func ParseUnknownFieldPolicy(s string) (UnknownFieldPolicy, error) {
 	return podfile.ParseUnknownFieldPolicy(s)
@@ -122,9 +128,10 @@ type Snapshot struct {
 	Errors []*FileError
 	// Warnings holds problems that change nothing but deserve an event:
 	// insecure permissions (wrapping ErrInsecure), ignored fields of
-	// ConfigMaps, Secrets and Lists (wrapping ErrIgnored) and ConfigMaps
+	// ConfigMaps, Secrets and Lists (wrapping ErrIgnored), ConfigMaps
 	// or Secrets a pod needs that are not defined (wrapping
-	// ErrMissingObject). Sorted by path and
+	// ErrMissingObject) and manifests holding a Secret that others can
+	// read (wrapping ErrSecretReadable). Sorted by path and
 	// line. A Source logs each one once, when it appears.
 	Warnings []*FileError
 }

@@ -94,7 +94,7 @@ func TestMissingObjectWaits(t *testing.T) {
 			t.Errorf("warning %q does not wrap ErrMissingObject alone", w)
 		}
 	}
-	writeFile(t, dir+"/conf.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: conf}\ndata: {a: x}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: creds}\n")
+	writeSecretFile(t, dir+"/conf.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: conf}\ndata: {a: x}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: creds}\n")
 	if s := Load(dir, node); len(s.Errors) != 0 || len(s.Pods) != 1 || len(s.Warnings) != 0 {
 		t.Errorf("with the objects: errors %v warnings %v pods %d", s.Errors, s.Warnings, len(s.Pods))
 	}

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -145,4 +146,30 @@ func (s *scanner) fileProblems(e entry) []string {
 func insecureError(path string, problems []string) *FileError {
 	return &FileError{Path: path, Err: ErrInsecure,
 		Reason: "not used: " + strings.Join(problems, "; ") + " (fix with chmod go-w and chown root, or run with --allow-insecure-manifests)"}
+}
+
+// secretReadable is the warning (ErrSecretReadable) about a manifest
+// holding a Secret that its group or others may read: whoever can read
+// the file has the Secret's values. It is a warning, not a refusal: the
+// file is root's and root's pods still run; nil when the file is fine.
+func secretReadable(path string, st *fileState) *FileError {
+	if !st.secret || st.perm&0o044 == 0 {
+		return nil
+	}
+	who := "its group and others"
+	switch {
+	case st.perm&0o040 == 0:
+		who = "others"
+	case st.perm&0o004 == 0:
+		who = "its group"
+	}
+	return &FileError{Path: path, Err: ErrSecretReadable,
+		Reason: fmt.Sprintf("holds a Secret and is readable by %s (mode %04o): anyone who can read it has the Secret's values; fix with chmod %s %s",
+			who, st.perm, SecretFileMode(st.perm), path)}
+}
+
+// SecretFileMode is the mode to give a manifest holding a Secret, now of
+// mode perm: perm without the group's and others' bits ("600" for 0644).
+func SecretFileMode(perm fs.FileMode) string {
+	return fmt.Sprintf("%o", perm&0o700)
 }

@@ -177,7 +177,7 @@ func TestValidateReferencesAcrossPaths(t *testing.T) {
 	writeFile(t, pods+"/web.yaml", basePod+"    env:\n    - name: A\n      valueFrom: {configMapKeyRef: {name: conf, key: a}}\n"+
 		"    - name: B\n      valueFrom: {secretKeyRef: {name: creds, key: b}}\n")
 	conf := objs + "/conf.yaml"
-	writeFile(t, conf, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: conf}\ndata: {a: x}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: creds}\nstringData: {c: z}\n")
+	writeSecretFile(t, conf, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: conf}\ndata: {a: x}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: creds}\nstringData: {c: z}\n")
 
 	alone := Validate([]string{pods}, node, ParseOptions{})
 	if !alone.Valid() || len(alone.Warnings) != 2 ||

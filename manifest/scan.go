@@ -58,6 +58,10 @@ type fileState struct {
 	// insecure is why the file is not used (ErrInsecure): someone other
 	// than root could change it; it is not read while it is set.
 	insecure *FileError
+	// secret: the content last read holds a kind: Secret document
+	// (valid or not); perm is the file's mode at the last scan.
+	secret bool
+	perm   fs.FileMode
 }
 
 // entry is one directory entry that may be a manifest.
@@ -79,6 +83,7 @@ type scanner struct {
 	opts       ParseOptions
 	trustedUID int
 	statePath  string // "" when nothing is persisted
+	secrets    secretStore
 
 	state      map[string]*fileState // path -> state
 	winners    map[string]string     // "Pod ns/name", "ConfigMap ns/name" -> path
@@ -233,7 +238,7 @@ func (s *scanner) visit(e entry, mode scanMode) bool {
 	delete(s.skipped, e.name)
 
 	st := s.stateOf(e.path)
-	st.ioErr = nil
+	st.ioErr, st.perm = nil, info.Mode().Perm()
 	if !s.opts.AllowInsecure {
 		// A file others could change is not read: what it holds now is
 		// not a pod, and its last good version (read while it was
@@ -283,6 +288,9 @@ func (s *scanner) visit(e entry, mode scanMode) bool {
 		s.logSkip(e, foreignReason)
 	}
 	s.apply(e.path, st, res)
+	if res.scanned { // else what it holds is not known: what was is
+		st.secret = res.secret
+	}
 	st.read, st.sig, st.needRead, st.created, st.pending = true, rsig, false, false, nil
 	return true
 }
@@ -310,6 +318,8 @@ func (st *fileState) stable(sig fileSig) bool {
 type fileResult struct {
 	podfile.Result
 	foreign bool
+	scanned bool // the content was read (not too large)
+	secret  bool // a document is (or may be, when it does not parse) a Secret
 }
 
 // readFile reads and parses one manifest. gone reports a file removed
@@ -342,9 +352,9 @@ func (s *scanner) readFile(path string) (res fileResult, sig fileSig, ioErr *Fil
 	}
 	s.parsed += len(data)
 	if s.files == nil && foreignJSON(path, data) {
-		return fileResult{foreign: true}, sig, nil, false
+		return fileResult{foreign: true, scanned: true}, sig, nil, false
 	}
-	return fileResult{Result: podfile.ParseDocuments(path, data, s.nodeName, s.now(), s.opts)}, sig, nil, false
+	return fileResult{Result: podfile.ParseDocuments(path, data, s.nodeName, s.now(), s.opts), scanned: true, secret: podfile.MayHoldSecret(data)}, sig, nil, false
 }
 
 // readAll reads a file of the given size (at stat time) into one buffer of

@@ -41,6 +41,9 @@ func (s *scanner) build(dirErr *FileError, manifests []entry) Snapshot {
 			errs = append(errs, st.errs...)
 			warns = append(warns, st.warns...)
 		}
+		if w := secretReadable(path, st); w != nil {
+			warns = append(warns, w)
+		}
 		for _, p := range pods {
 			cands = append(cands, candidate{id: "Pod " + p.Key(), path: p.Path, doc: p.Doc, line: p.Line, pod: p})
 		}

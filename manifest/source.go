@@ -44,9 +44,16 @@ type SourceOptions struct {
 	QuickDebounce time.Duration
 	// StateDir, when set, is where the last good content of every manifest
 	// is kept (StateFile(StateDir)), so that a restart with a broken file
-	// keeps its pods, and duplicates resolve as before the restart. Empty
-	// keeps nothing.
+	// keeps its pods, and duplicates resolve as before the restart; of a
+	// Secret only its name, keys and digest (see RunDir). Empty keeps
+	// nothing.
 	StateDir string
+	// RunDir, with StateDir, is where the content of the last good
+	// Secrets is kept (SecretsFile(RunDir)): a tmpfs, gone at reboot,
+	// since a Secret's values never go to disk; StateFile only names
+	// them. Empty keeps their content in memory: a restart with a
+	// Secret's manifest broken then loses that Secret.
+	RunDir string
 	// UnknownFields says what an unknown field does; the zero value makes
 	// it an error.
 	UnknownFields UnknownFieldPolicy
@@ -102,6 +109,9 @@ func (s *Source) newScanner() *scanner {
 	sc.trustedUID = s.opts.TrustedUID
 	if s.opts.StateDir != "" {
 		sc.statePath = StateFile(s.opts.StateDir)
+		if s.opts.RunDir != "" {
+			sc.secrets.path = SecretsFile(s.opts.RunDir)
+		}
 	}
 	sc.loadState()
 	return sc

@@ -15,12 +15,15 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// stateVersion is the format of state.json; a file of another version is
-// ignored (and rewritten).
-const stateVersion = 1
+// stateVersion is the format of state.json. Version 1 held Secrets whole;
+// it is read (its Secrets' values moved to the run directory) and
+// rewritten as version 2 at once. A file of another version is ignored
+// (and rewritten).
+const stateVersion = 2
 
 // StateFile returns where a Source with StateDir stateDir keeps the last
-// good content of the manifests: <stateDir>/manifests/state.json.
+// good content of the manifests: <stateDir>/manifests/state.json. It
+// holds no Secret value: only each Secret's name, type, keys and digest.
 func StateFile(stateDir string) string {
 	return filepath.Join(stateDir, "manifests", "state.json")
 }
@@ -55,17 +58,37 @@ type persistedPod struct {
 type persistedObject struct {
 	Line      int           `json:"line,omitempty"`
 	ConfigMap *v1.ConfigMap `json:"configMap,omitempty"`
-	Secret    *v1.Secret    `json:"secret,omitempty"`
+	// Secret is a Secret whole: only in a version 1 state file.
+	Secret *v1.Secret `json:"secret,omitempty"`
+	// SecretRef names a Secret whose content is kept in the secrets file.
+	SecretRef *persistedSecretRef `json:"secretRef,omitempty"`
+}
+
+// persistedSecretRef is what state.json says of a Secret: nothing that
+// its values, labels or annotations (kubectl's last-applied
+// configuration holds the whole Secret) would tell.
+type persistedSecretRef struct {
+	Namespace string        `json:"namespace"`
+	Name      string        `json:"name"`
+	Type      v1.SecretType `json:"type,omitempty"`
+	Keys      []string      `json:"keys,omitempty"`
+	// Digest identifies the Secret's content in the secrets file: an
+	// HMAC keyed by a key kept there, so that it tells nothing of a
+	// short value (a PIN) without that key.
+	Digest string `json:"digest"`
 }
 
 // loadState reads the state file into the scanner: every file gets its last
 // good documents as its current content until it is read, and the winners
 // decide duplicates at the first scan. A missing, unreadable or foreign file
-// (another node name or format) starts empty.
+// (another node name or format) starts empty. A Secret whose content is
+// not in the secrets file (a reboot emptied the run directory) is not
+// kept: its pods wait for it as for a missing one until its file is good.
 func (s *scanner) loadState() {
 	if s.statePath == "" {
 		return
 	}
+	s.loadSecrets()
 	data, err := os.ReadFile(s.statePath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return
@@ -79,7 +102,13 @@ func (s *scanner) loadState() {
 		s.log.Warn("corrupt manifest state; starting without last-known-good manifests", "file", s.statePath, "error", err)
 		return
 	}
-	if ps.Version != stateVersion || ps.Node != s.nodeName {
+	if ps.Version == 1 && ps.Node == s.nodeName {
+		// Secrets whole: taken as they are, and the file rewritten
+		// without their values by the first scan.
+		s.log.Info("manifest state of an older format holds Secret values; rewriting it without them", "file", s.statePath)
+		data = nil
+	} else if ps.Version != stateVersion || ps.Node != s.nodeName {
+		// The first scan rewrites it, without what it held.
 		s.log.Info("manifest state is for another node or format; ignoring it", "file", s.statePath, "node", ps.Node, "version", ps.Version)
 		return
 	}
@@ -95,7 +124,16 @@ func (s *scanner) loadState() {
 				g.pods = append(g.pods, &Pod{Pod: pp.Pod, Path: path, Doc: d.Doc, Hash: string(pp.Pod.UID), Warnings: pp.Warnings, Line: pp.Line})
 			}
 			for _, po := range d.Objects {
-				o := podfile.NewObject(path, d.Doc, po.Line, po.ConfigMap, po.Secret)
+				secret := po.Secret
+				if po.SecretRef != nil {
+					if secret = s.secrets.get(*po.SecretRef); secret == nil {
+						s.log.Warn("the last good version of a Secret is gone (its content is kept on tmpfs only, in the run directory); it is not used until its manifest is valid",
+							"file", path, "secret", po.SecretRef.Namespace+"/"+po.SecretRef.Name)
+						s.lastState = nil // rewritten without it
+						continue
+					}
+				}
+				o := podfile.NewObject(path, d.Doc, po.Line, po.ConfigMap, secret)
 				if o == nil {
 					continue
 				}
@@ -111,13 +149,17 @@ func (s *scanner) loadState() {
 	s.log.Debug("loaded manifest state", "file", s.statePath, "files", len(ps.Files))
 }
 
-// persist writes the state file when its content changed, atomically, so
-// a crash leaves the old or the new state, never a torn one.
+// persist writes the state file, and the Secrets' content to the secrets
+// file, when their content changed, each atomically, so a crash leaves the
+// old or the new state, never a torn one. The secrets file is written
+// first, so that the state file names no Secret it lacks unless it could
+// not be written.
 func (s *scanner) persist() {
 	if s.statePath == "" {
 		return
 	}
 	ps := persistedState{Version: stateVersion, Node: s.nodeName, Dir: s.dir, Files: map[string][]persistedDoc{}, Winners: s.winners}
+	secrets := map[string]*v1.Secret{}
 	for path, st := range s.state {
 		var docs []persistedDoc
 		for _, i := range slices.Sorted(maps.Keys(st.lkg)) {
@@ -127,7 +169,13 @@ func (s *scanner) persist() {
 				d.Pods = append(d.Pods, persistedPod{Pod: p.Pod, Warnings: p.Warnings, Line: p.Line})
 			}
 			for _, o := range g.objs {
-				d.Objects = append(d.Objects, persistedObject{Line: o.Line, ConfigMap: o.ConfigMap, Secret: o.Secret})
+				po := persistedObject{Line: o.Line, ConfigMap: o.ConfigMap}
+				if o.Secret != nil {
+					ref := s.secrets.ref(o.Secret)
+					po.SecretRef = &ref
+					secrets[ref.Digest] = o.Secret
+				}
+				d.Objects = append(d.Objects, po)
 			}
 			docs = append(docs, d)
 		}
@@ -135,12 +183,17 @@ func (s *scanner) persist() {
 			ps.Files[path] = docs
 		}
 	}
+	if err := s.secrets.write(secrets); err != nil && err.Error() != s.secrets.logged {
+		// The state file is written all the same, never with the values:
+		// a restart then finds these Secrets gone, as after a reboot.
+		s.secrets.logged = err.Error()
+		s.log.Error("cannot save the last good Secrets; a restart would lose those whose manifests are broken", "file", s.secrets.path, "error", err)
+	}
 	data, err := json.MarshalIndent(ps, "", "  ")
 	if err == nil && bytes.Equal(data, s.lastState) {
 		return
 	}
 	if err == nil {
-		// Private: Secrets may be in it.
 		err = atomicfile.Write(s.statePath, data, 0o600)
 	}
 	if err != nil {

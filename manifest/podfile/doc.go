@@ -38,6 +38,13 @@
 //     account token Secret is refused.
 //   - A pod, ConfigMap or Secret named twice in one file: the later one is
 //     invalid (ErrDuplicate). Clashes across files are the watcher's.
+//   - No error holds a Secret's value: a problem with a Secret's data or
+//     stringData (a value of the wrong kind, bad base64, a YAML syntax
+//     error on its line, Kubernetes' validators) names the line, field
+//     and kind of problem, with Redacted ("<secret contents redacted>",
+//     Kubernetes' phrase) where the value would stand. A document that
+//     may hold a Secret but does not parse has every scalar of its text
+//     treated as a value.
 //   - Every problem is a *FileError rendered "path:line: field: reason"
 //     (line and field when known), wrapping ErrInvalid; warnings wrap
 //     ErrIgnored.

@@ -72,7 +72,11 @@ func yamlError(path string, d rawDoc, err error, others ...error) *FileError {
 	} else {
 		line = d.line
 	}
-	return &FileError{Path: path, Line: line, Field: field, Reason: reason}
+	fe := &FileError{Path: path, Line: line, Field: field, Reason: reason}
+	if MayHoldSecret(d.data) {
+		textRedactor(d.data).scrubError(fe, true)
+	}
+	return fe
 }
 
 // target is one object inside a document: the document itself, or an item
@@ -132,7 +136,17 @@ func parseDocument(path string, d rawDoc, root *yaml3.Node, j []byte, jerr error
 	// sigs.k8s.io/yaml gives YAML the meaning kubectl gives it (YAML 1.1
 	// scalars, duplicate keys are errors); the tree above is only for lines.
 	if jerr != nil {
-		res.Errors = append(res.Errors, yamlError(path, d, jerr))
+		fe := yamlError(path, d, jerr)
+		if fe.Line == d.line && fe.Field == "" {
+			// A value its tag refuses: the message has no line.
+			if line, field, ok := locateTagError(root, jerr.Error()); ok {
+				fe.Line, fe.Field = line, field
+				if MayHoldSecret(d.data) {
+					fe.Field = secretSafeField(field)
+				}
+			}
+		}
+		res.Errors = append(res.Errors, fe)
 		return res
 	}
 

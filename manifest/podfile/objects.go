@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
+	"strings"
 
 	yaml3 "go.yaml.in/yaml/v3"
 	v1 "k8s.io/api/core/v1"
@@ -83,11 +85,18 @@ func parseObject(path string, docRoot *yaml3.Node, t target, docIndex int, opts 
 	for _, e := range p.errs {
 		out = append(out, &FileError{Path: path, Line: lineOf(docRoot, t.full(e.field)), Field: t.full(e.field), Reason: e.reason})
 	}
-	if len(out) > 0 || meta == nil {
-		return nil, out
-	}
 	for _, w := range warns {
 		o.Warnings = append(o.Warnings, &FileError{Path: path, Line: w.line, Field: t.full(w.field), Reason: w.reason, Err: ErrIgnored})
+	}
+	if t.kind == "Secret" && len(out)+len(o.Warnings) > 0 {
+		r := secretRedactor(t.node)
+		for _, e := range slices.Concat(out, o.Warnings) {
+			r.scrubError(e, false)
+			e.Line = secretKeyLine(t, e.Field, e.Line)
+		}
+	}
+	if len(out) > 0 || meta == nil {
+		return nil, out
 	}
 	o.Key = meta.Namespace + "/" + meta.Name
 	o.Hash = objectHash(o, path)
@@ -117,4 +126,22 @@ func objectHash(o *Object, path string) string {
 	h.Write([]byte{0})
 	h.Write([]byte(path))
 	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// secretKeyLine is the line of a Secret's data key a validation error
+// names ("data[.dockerconfigjson]") when the document wrote it in
+// stringData (merged into data before validation); else line.
+func secretKeyLine(t target, field string, line int) int {
+	key, ok := strings.CutPrefix(field, t.full("data["))
+	if !ok || !strings.HasSuffix(key, "]") {
+		return line
+	}
+	key = strings.TrimSuffix(key, "]")
+	for _, f := range []string{"data", "stringData"} {
+		_, m := mappingValue(t.node, f)
+		if k, _ := mappingValue(m, key); k != nil {
+			return k.Line
+		}
+	}
+	return line
 }

@@ -2,6 +2,7 @@ package podfile
 
 import (
 	"bytes"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -167,4 +168,50 @@ func appendField(b *strings.Builder, name string) {
 		b.WriteByte('.')
 	}
 	b.WriteString(name)
+}
+
+// tagErrorRE matches the YAML decoder's errors about a value its explicit
+// tag refuses, which carry no line: "cannot decode !!str `abc` as a
+// !!int", "!!binary value contains invalid base64 data".
+var tagErrorRE = regexp.MustCompile("cannot decode !!\\w+ `([^`]*)` as an? (!!\\w+)|(!!binary) value contains invalid base64 data")
+
+// locateTagError finds the scalar a tag error is about in the document's
+// tree: the first one with that tag (and, when the message quotes it, that
+// value), and returns its line and field path.
+func locateTagError(root *yaml3.Node, msg string) (int, string, bool) {
+	m := tagErrorRE.FindStringSubmatch(msg)
+	if m == nil {
+		return 0, "", false
+	}
+	tag, prefix := m[2], strings.TrimSuffix(m[1], "...")
+	if tag == "" {
+		tag = m[3]
+	}
+	var (
+		line  int
+		field string
+		found bool
+	)
+	var walk func(n *yaml3.Node, path string, depth int)
+	walk = func(n *yaml3.Node, path string, depth int) {
+		if n == nil || found || depth > maxDepth {
+			return
+		}
+		switch n.Kind {
+		case yaml3.ScalarNode:
+			if n.Tag == tag && strings.HasPrefix(n.Value, prefix) {
+				line, field, found = n.Line, path, true
+			}
+		case yaml3.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				walk(n.Content[i+1], joinField(path, n.Content[i].Value), depth+1)
+			}
+		case yaml3.SequenceNode:
+			for i, c := range n.Content {
+				walk(c, path+"["+strconv.Itoa(i)+"]", depth+1)
+			}
+		}
+	}
+	walk(root, "", 0)
+	return line, field, found
 }

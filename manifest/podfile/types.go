@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -26,6 +27,7 @@ var (
 	quantityType    = reflect.TypeFor[resource.Quantity]()
 	intOrStringType = reflect.TypeFor[intstr.IntOrString]()
 	bytesType       = reflect.TypeFor[[]byte]()
+	secretType      = reflect.TypeFor[v1.Secret]()
 )
 
 // findTypeErrors walks a decoded JSON document (objects, arrays, strings,
@@ -36,15 +38,34 @@ var (
 // ("ProbeHandler.exec.command", without list indexes); this reports all of
 // them, where they are. Keys that name no field are left to the decoder's
 // strict errors (decodeTarget). It stops after maxDocProblems+1 problems.
+//
+// Below a Secret's data and stringData no reason quotes the value: it is
+// a Secret's.
 func findTypeErrors(doc any, t reflect.Type) []typeProblem {
-	w := typeWalk{}
+	w := typeWalk{secret: t == secretType}
 	w.walk(doc, t, 0)
 	return w.out
 }
 
 type typeWalk struct {
-	segs []pathSeg
-	out  []typeProblem
+	segs   []pathSeg
+	out    []typeProblem
+	secret bool // the document is a Secret
+}
+
+// inSecretData reports whether the walk is below a Secret's data or
+// stringData.
+func (w *typeWalk) inSecretData() bool {
+	return w.secret && len(w.segs) > 0 && (w.segs[0].name == "data" || w.segs[0].name == "stringData")
+}
+
+// show is how a reason quotes the value v: as it is, or, below a Secret's
+// data and stringData, as Redacted.
+func (w *typeWalk) show(v any) string {
+	if w.inSecretData() {
+		return Redacted
+	}
+	return fmt.Sprint(v)
 }
 
 func (w *typeWalk) path() string {
@@ -94,7 +115,7 @@ func (w *typeWalk) walk(v any, t reflect.Type, depth int) {
 			return
 		}
 		if _, err := resource.ParseQuantity(s); err != nil {
-			w.bad(fmt.Sprintf("%q is not a quantity (a number with an optional suffix, such as 500m, 64Mi or 1G)", s))
+			w.bad(fmt.Sprintf("%s is not a quantity (a number with an optional suffix, such as 500m, 64Mi or 1G)", w.show(strconv.Quote(s))))
 		}
 		return
 	case intOrStringType:
@@ -102,7 +123,7 @@ func (w *typeWalk) walk(v any, t reflect.Type, depth int) {
 		case string:
 		case json.Number:
 			if _, err := strconv.ParseInt(v.String(), 10, 32); err != nil {
-				w.bad(fmt.Sprintf("must be an integer (a 32-bit one) or a string, got %s", v))
+				w.bad(fmt.Sprintf("must be an integer (a 32-bit one) or a string, got %s", w.show(v)))
 			}
 		default:
 			w.bad("must be an integer or a string, not " + jsonKind(v))
@@ -124,7 +145,11 @@ func (w *typeWalk) walk(v any, t reflect.Type, depth int) {
 			err = json.Unmarshal(raw, reflect.New(t).Interface())
 		}
 		if err != nil {
-			w.bad(strings.TrimPrefix(err.Error(), "json: "))
+			reason := strings.TrimPrefix(err.Error(), "json: ")
+			if w.inSecretData() {
+				reason = "cannot be decoded: " + Redacted
+			}
+			w.bad(reason)
 		}
 		return
 	}
@@ -171,7 +196,7 @@ func (w *typeWalk) walk(v any, t reflect.Type, depth int) {
 		switch v.(type) {
 		case string:
 		case json.Number, bool:
-			w.bad(fmt.Sprintf("must be a string, not %s; quote it (\"%v\")", jsonKind(v), v))
+			w.bad(fmt.Sprintf("must be a string, not %s; quote it (%s)", jsonKind(v), w.show(strconv.Quote(fmt.Sprint(v)))))
 		default:
 			w.bad("must be a string, not " + jsonKind(v))
 		}
@@ -186,9 +211,9 @@ func (w *typeWalk) walk(v any, t reflect.Type, depth int) {
 			return
 		}
 		if _, err := strconv.ParseInt(n.String(), 10, t.Bits()); errors.Is(err, strconv.ErrRange) {
-			w.bad(fmt.Sprintf("%s is out of range for a %d-bit integer", n, t.Bits()))
+			w.bad(fmt.Sprintf("%s is out of range for a %d-bit integer", w.show(n), t.Bits()))
 		} else if err != nil {
-			w.bad(fmt.Sprintf("must be an integer, got %s", n))
+			w.bad(fmt.Sprintf("must be an integer, got %s", w.show(n)))
 		}
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		n, ok := v.(json.Number)
@@ -197,7 +222,7 @@ func (w *typeWalk) walk(v any, t reflect.Type, depth int) {
 			return
 		}
 		if _, err := strconv.ParseUint(n.String(), 10, t.Bits()); err != nil {
-			w.bad(fmt.Sprintf("must be a non-negative %d-bit integer, got %s", t.Bits(), n))
+			w.bad(fmt.Sprintf("must be a non-negative %d-bit integer, got %s", t.Bits(), w.show(n)))
 		}
 	case reflect.Float32, reflect.Float64:
 		if _, ok := v.(json.Number); !ok {
