@@ -24,7 +24,9 @@
 //     of them wrap ErrInvalid unless they are I/O errors or ErrInsecure (a
 //     manifest, its directory or a parent, or the directory of a symlinked
 //     manifest's target, that a user other than root can change: not read,
-//     last good pods kept; a warning instead with AllowInsecure). Warnings wrap
+//     last good pods kept; a warning instead with AllowInsecure). What is
+//     read is what was checked: the file is opened by trust.Open, every
+//     directory and symlink on the way checked on its descriptor. Warnings wrap
 //     ErrInsecure, ErrIgnored or ErrMissingObject (a pod referencing a
 //     ConfigMap or Secret not defined, or a key such an object lacks, is
 //     accepted and waits for it; a missing imagePullSecrets Secret is

@@ -155,3 +155,47 @@ func TestValidateInsecure(t *testing.T) {
 		}
 	}
 }
+
+// TestScanInsecureHop: a manifest reached through a symlink that sits in
+// a directory others can write is not used, though the file and the
+// directory its path resolves to are root's: that link can be pointed
+// elsewhere between any check and the read, so the file is checked on
+// the descriptor it is read from, every hop on the way.
+func TestScanInsecureHop(t *testing.T) {
+	prereq.Root(t, "to own the files as root")
+	root := t.TempDir()
+	dir, shared, real := filepath.Join(root, "m"), filepath.Join(root, "shared"), filepath.Join(root, "real")
+	for _, d := range []string{dir, shared, real} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Chmod(shared, os.ModeSticky|0o777)
+	writeFile(t, filepath.Join(real, "web.yaml"), basePod)
+	if err := os.Symlink(real, filepath.Join(shared, "hop")); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "web.yaml")
+	if err := os.Symlink(filepath.Join(shared, "hop", "web.yaml"), link); err != nil {
+		t.Fatal(err)
+	}
+	sc := newScanner(dir, node, slog.New(slog.DiscardHandler))
+	s, _ := rescan(sc)
+	if len(s.Pods) != 0 {
+		t.Fatalf("a manifest through a link in a world-writable dir became pods %v", keys(s))
+	}
+	found := false
+	for _, e := range s.Errors {
+		if errors.Is(e, ErrInsecure) && e.Path == link && strings.Contains(e.Reason, shared) && strings.Contains(e.Reason, "holds the symlink") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("errors %v, want one naming %s as holding the symlink", s.Errors, shared)
+	}
+	// The hop moved to a directory only root writes: used.
+	os.Chmod(shared, 0o755)
+	if s, _ = rescan(sc); len(s.Pods) != 1 || len(s.Errors) != 0 {
+		t.Fatalf("fixed hop: pods %v errors %v", keys(s), s.Errors)
+	}
+}

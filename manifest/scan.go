@@ -3,6 +3,7 @@ package manifest
 import (
 	"errors"
 	"fmt"
+	"github.com/podvisor/podvisor/internal/trust"
 	"github.com/podvisor/podvisor/manifest/podfile"
 	"io"
 	"io/fs"
@@ -283,6 +284,11 @@ func (s *scanner) visit(e entry, mode scanMode) bool {
 	case ioErr != nil:
 		st.ioErr = ioErr // needRead stays set: try again at the next scan
 		return true
+	case len(res.untrusted) > 0:
+		// Changed between the checks by path and the open: not used,
+		// as above.
+		st.insecure = insecureError(e.path, res.untrusted)
+		return true
 	}
 	if res.foreign {
 		s.logSkip(e, foreignReason)
@@ -318,15 +324,17 @@ func (st *fileState) stable(sig fileSig) bool {
 type fileResult struct {
 	podfile.Result
 	foreign bool
-	scanned bool // the content was read (not too large)
-	secret  bool // a document is (or may be, when it does not parse) a Secret
+	// untrusted is why the opened file may not be used (see open): it
+	// was not read.
+	untrusted []string
+	scanned   bool // the content was read (not too large)
+	secret    bool // a document is (or may be, when it does not parse) a Secret
 }
 
 // readFile reads and parses one manifest. gone reports a file removed
 // between listing and reading, which counts as not present.
 func (s *scanner) readFile(path string) (res fileResult, sig fileSig, ioErr *FileError, gone bool) {
-	// O_NONBLOCK: a FIFO swapped in after the stat must not hang the scan.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, untrusted, err := s.open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return res, sig, nil, true
 	}
@@ -334,6 +342,10 @@ func (s *scanner) readFile(path string) (res fileResult, sig fileSig, ioErr *Fil
 		return res, sig, &FileError{Path: path, Reason: "open: " + err.Error(), Err: err}, false
 	}
 	defer f.Close()
+	if len(untrusted) > 0 {
+		res.untrusted = untrusted
+		return res, sig, nil, false
+	}
 	fi, err := f.Stat()
 	if err != nil {
 		return res, sig, &FileError{Path: path, Reason: "stat: " + err.Error(), Err: err}, false
@@ -355,6 +367,27 @@ func (s *scanner) readFile(path string) (res fileResult, sig fileSig, ioErr *Fil
 		return fileResult{foreign: true, scanned: true}, sig, nil, false
 	}
 	return fileResult{Result: podfile.ParseDocuments(path, data, s.nodeName, s.now(), s.opts), scanned: true, secret: podfile.MayHoldSecret(data)}, sig, nil, false
+}
+
+// open opens a manifest for reading. Unless insecure manifests are
+// allowed, it is opened as trust.Open opens it: walked from / by
+// descriptor, every directory and symlink on the way and the file itself
+// checked on the descriptors read from, so a file or link swapped after
+// the checks by path is caught here; untrusted lists what is wrong. With
+// O_NONBLOCK a FIFO swapped in after the stat does not hang the scan.
+func (s *scanner) open(path string) (f *os.File, untrusted []string, err error) {
+	if s.opts.AllowInsecure {
+		f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		return f, nil, err
+	}
+	f, problems, err := trust.Open(path, s.trustedUID)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, p := range problems {
+		untrusted = append(untrusted, p.String())
+	}
+	return f, untrusted, nil
 }
 
 // readAll reads a file of the given size (at stat time) into one buffer of
