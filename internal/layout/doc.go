@@ -13,8 +13,9 @@
 //     <state>/node-name, <state>/podvisor.lock, and the embedded
 //     containerd's root <state>/containerd.
 //   - Run (gone at reboot): <run>/pods/<sandbox>/{net,ipc,shm},
-//     <run>/podvisor.sock, and the embedded containerd's socket, pid file
-//     and config in <run>/containerd.
+//     <run>/podvisor.sock, the last good Secrets' values in
+//     <run>/manifests/secrets.json (manifest.SecretsFile), and the
+//     embedded containerd's socket, pid file and config in <run>/containerd.
 //   - Logs: <logs>/<namespace>_<name>_<uid>/<container>/<restart>.log, as
 //     kubelet lays out /var/log/pods.
 //   - Cgroups, relative to each hierarchy's root: /<parent>/pod<uid> for a
