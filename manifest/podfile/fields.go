@@ -155,7 +155,7 @@ var fieldTable = []FieldSupport{
 	{"PodSecurityContext", "supplementalGroupsPolicy", reject, ""},
 	{"PodSecurityContext", "fsGroup", impl, "added to every container's supplementary groups; emptyDir, configMap, secret, downwardAPI and projected volumes are given to the group (setgid directories, group read-write, read-only for the last four), hostPath volumes never"},
 	{"PodSecurityContext", "sysctls", reject, ""},
-	{"PodSecurityContext", "fsGroupChangePolicy", impl, "Always and OnRootMismatch (emptyDir is not walked when its root already has the group and bits); configMap, secret, downwardAPI and projected volumes are walked at every write whatever the policy, as kubelet's"},
+	{"PodSecurityContext", "fsGroupChangePolicy", impl, "Always and OnRootMismatch accepted; neither changes anything, as under kubelet: an emptyDir gets the group on its root alone, once, when created; configMap, secret, downwardAPI and projected volumes are walked at every write whatever the policy, as kubelet's"},
 	{"PodSecurityContext", "seccompProfile", impl, "RuntimeDefault and Unconfined only; inherited by containers that set none"},
 	{"PodSecurityContext", "appArmorProfile", impl, "RuntimeDefault (none on hosts without AppArmor), Localhost (loaded profiles), Unconfined; inherited by containers that set none"},
 	{"PodSecurityContext", "seLinuxChangePolicy", reject, ""},
