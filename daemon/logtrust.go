@@ -3,7 +3,6 @@ package daemon
 import (
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"strings"
 
 	"github.com/podvisor/podvisor/internal/trust"
@@ -12,14 +11,16 @@ import (
 // checkLogDir checks --log-dir as the manifests directory is checked: the
 // log driver and podvisor create, rotate and remove files there as root,
 // so a user other than root who can write it (or a parent without the
-// sticky bit) could plant links or swap directories under them. It is
-// refused (podvisor does not start) unless --allow-insecure-manifests,
-// with which it is a warning.
+// sticky bit, or the directory of a symlink on the way) could plant links
+// or swap directories under them. The path is walked by descriptor
+// (trust.CheckDir), each symlink hop checked where it is, so what is
+// checked is the directory the path names. It is refused (podvisor does
+// not start) unless --allow-insecure-manifests, with which it is a
+// warning.
 func checkLogDir(c *Config, log *slog.Logger) error {
-	seen := map[string]bool{}
-	problems := trust.Dir(c.LogDir, 0, seen)
-	if real, err := filepath.EvalSymlinks(c.LogDir); err == nil && real != c.LogDir {
-		problems = append(problems, trust.Dir(real, 0, seen)...)
+	problems, err := trust.CheckDir(c.LogDir, 0)
+	if err != nil {
+		return fmt.Errorf("--log-dir %s: %w", c.LogDir, err)
 	}
 	if len(problems) == 0 {
 		return nil

@@ -29,3 +29,35 @@ func TestCheckLogDir(t *testing.T) {
 		t.Fatalf("allowed: %v", err)
 	}
 }
+
+// TestCheckLogDirSymlinkHop: a log dir reached through a symlink in a
+// world-writable directory is refused even with the sticky bit (whoever
+// can write there can point the link elsewhere), though the directory it
+// leads to is sound.
+func TestCheckLogDirSymlinkHop(t *testing.T) {
+	base := t.TempDir()
+	real := filepath.Join(base, "real")
+	shared := filepath.Join(base, "shared")
+	for _, d := range []string{real, shared} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(shared, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(shared, "logs")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	c := Default()
+	c.LogDir = link
+	err := checkLogDir(&c, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "--log-dir "+link+": ") || !strings.Contains(err.Error(), shared+": mode 0777 is group- or world-writable (holds the symlink "+link+" -> "+real+")") {
+		t.Fatalf("log dir through a link in a world-writable dir: %v", err)
+	}
+	c.AllowInsecureManifests = true
+	if err := checkLogDir(&c, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatalf("allowed: %v", err)
+	}
+}
