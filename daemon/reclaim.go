@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"sync/atomic"
@@ -129,8 +130,8 @@ type pinningImporter struct {
 	pin  func([]string)
 }
 
-func (p pinningImporter) Import(ctx context.Context, path string) ([]string, error) {
-	names, err := p.next.Import(ctx, path)
+func (p pinningImporter) Import(ctx context.Context, name string, archive io.Reader) ([]string, error) {
+	names, err := p.next.Import(ctx, name, archive)
 	p.pin(names)
 	return names, err
 }

@@ -178,7 +178,8 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 		PullProgressDeadline: c.ImagePullProgressDeadline,
 		RequestTimeout:       c.RuntimeRequestTimeout,
 		RegistryConfigDir:    c.RegistryConfigDir,
-		Credentials:          ctrd.NodeCredentials(c.credentialsFiles()...),
+		Credentials:          ctrd.NodeCredentials(log, c.credentialsFiles()...),
+		Log:                  log,
 	})
 	unknown, _ := manifest.ParseUnknownFieldPolicy(c.UnknownFields)
 	snapshots, manifests := make(chan manifest.Snapshot, 1), make(chan manifest.Snapshot, 1)

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -178,7 +179,7 @@ func (m *Metrics) ObserveSnapshot(snap manifest.Snapshot) {
 
 // Importer imports an image archive; images.Importer is one.
 type Importer interface {
-	Import(ctx context.Context, path string) ([]string, error)
+	Import(ctx context.Context, name string, archive io.Reader) ([]string, error)
 }
 
 // Importer returns next, with each import counted and timed. An import
@@ -190,9 +191,9 @@ type countingImporter struct {
 	m    *Metrics
 }
 
-func (c countingImporter) Import(ctx context.Context, path string) ([]string, error) {
+func (c countingImporter) Import(ctx context.Context, name string, archive io.Reader) ([]string, error) {
 	start := c.m.now()
-	imgs, err := c.next.Import(ctx, path)
+	imgs, err := c.next.Import(ctx, name, archive)
 	if ctx.Err() != nil {
 		return imgs, err
 	}

@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -159,9 +160,11 @@ func histogram(t *testing.T, m *Metrics, family, name, value string) *dto.Histog
 	return nil
 }
 
-type importFunc func(ctx context.Context, path string) ([]string, error)
+type importFunc func(ctx context.Context, name string) ([]string, error)
 
-func (f importFunc) Import(ctx context.Context, path string) ([]string, error) { return f(ctx, path) }
+func (f importFunc) Import(ctx context.Context, name string, _ io.Reader) ([]string, error) {
+	return f(ctx, name)
+}
 
 func TestImporter(t *testing.T) {
 	m := New(Options{Store: fakeStore{}})
@@ -172,15 +175,15 @@ func TestImporter(t *testing.T) {
 		return []string{"busybox:latest"}, ctx.Err()
 	}))
 	ctx := t.Context()
-	if imgs, err := imp.Import(ctx, "/i/good.tar"); err != nil || len(imgs) != 1 {
+	if imgs, err := imp.Import(ctx, "good.tar", nil); err != nil || len(imgs) != 1 {
 		t.Fatalf("Import passes the result on: got %v, %v", imgs, err)
 	}
-	if _, err := imp.Import(ctx, "/i/bad.tar"); err == nil {
+	if _, err := imp.Import(ctx, "bad.tar", nil); err == nil {
 		t.Fatal("Import swallowed the error")
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	imp.Import(cancelled, "/i/good.tar")
+	imp.Import(cancelled, "good.tar", nil)
 	if got := testutil.ToFloat64(m.imports.WithLabelValues("success")); got != 1 {
 		t.Errorf("successes = %v, want 1", got)
 	}
@@ -372,7 +375,7 @@ func TestDashboardSeriesExist(t *testing.T) {
 	m := New(Options{Store: fakeStore{testPods()}, CgroupRoot: root, CgroupParent: "ns"})
 	m.ProbeRun(probes.Run{Target: probes.Target{Container: &v1.Container{Name: "c"}}, Kind: probes.Liveness, Result: probes.Failure})
 	m.ObserveSnapshot(manifest.Snapshot{})
-	m.Importer(importFunc(func(context.Context, string) ([]string, error) { return nil, nil })).Import(t.Context(), "x")
+	m.Importer(importFunc(func(context.Context, string) ([]string, error) { return nil, nil })).Import(t.Context(), "x", nil)
 	m.podStart.Observe(1)
 	mfs, err := m.Registry().Gather()
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/podvisor/podvisor/cni"
@@ -110,10 +111,10 @@ func (b boundedRuntime) Events(ctx context.Context) (<-chan RuntimeEvent, <-chan
 	return b.rt.Events(ctx)
 }
 
-func (b boundedRuntime) Import(ctx context.Context, path string) ([]string, error) {
+func (b boundedRuntime) Import(ctx context.Context, name string, archive io.Reader) ([]string, error) {
 	ctx, cancel := b.ctx(ctx, 0)
 	defer cancel()
-	return b.rt.Import(ctx, path)
+	return b.rt.Import(ctx, name, archive)
 }
 
 func (b boundedRuntime) Collect(ctx context.Context) ([]string, error) {

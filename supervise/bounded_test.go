@@ -78,7 +78,7 @@ func TestBoundedRuntime(t *testing.T) {
 	_, err1 := b.State(ctx, "x")
 	_, err2 := b.Info(ctx, "missing")
 	_, err3 := b.List(ctx)
-	_, err4 := b.Import(ctx, "/a.tar")
+	_, err4 := b.Import(ctx, "a.tar", nil)
 	_, err5 := b.Exec(ctx, "x", ExecProcess{})
 	ev, _ := b.Events(ctx)
 	if errors.Join(steps...) != nil || err1 != nil || err2 == nil || err3 != nil || err4 != nil || err5 != nil || ev == nil {

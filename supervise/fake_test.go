@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -334,8 +335,8 @@ func (r *fakeRuntime) Events(context.Context) (<-chan RuntimeEvent, <-chan error
 	return r.events, r.errs
 }
 
-func (r *fakeRuntime) Import(_ context.Context, path string) ([]string, error) {
-	return nil, r.call("Import", path)
+func (r *fakeRuntime) Import(_ context.Context, name string, _ io.Reader) ([]string, error) {
+	return nil, r.call("Import", name)
 }
 
 func (r *fakeRuntime) Collect(context.Context) ([]string, error) {

@@ -57,8 +57,10 @@ type Runtime interface {
 	// Events streams container exits and OOM kills until ctx ends or the
 	// stream breaks (then errs yields why and events closes).
 	Events(ctx context.Context) (events <-chan RuntimeEvent, errs <-chan error)
-	// Import imports one image archive and returns the names it gave.
-	Import(ctx context.Context, path string) ([]string, error)
+	// Import imports one image archive, read from archive, and returns
+	// the names it gave; name is the archive's file name, after which an
+	// image with a bare tag is named.
+	Import(ctx context.Context, name string, archive io.Reader) ([]string, error)
 	// Exec runs a process in a running container and returns its exit
 	// code once it ends; ctx ending kills it.
 	Exec(ctx context.Context, id string, p ExecProcess) (int, error)

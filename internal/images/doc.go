@@ -38,7 +38,12 @@
 //   - Each pass checks the directory and its parents, and each archive
 //     before its import, with internal/trust (owner not root or
 //     TrustedUID, group- or world-writable): an archive replaces an image
-//     by name, so whoever can write it chooses what runs as root. Every
+//     by name, so whoever can write it chooses what runs as root. The
+//     checks walk the path by descriptor, symlink hops included (the
+//     directory holding a link, or holding an archive reached through
+//     one, must not be writable by others even with the sticky bit), and
+//     the Importer reads from the descriptor that was checked: an archive
+//     swapped after its check is not what is imported. Every
 //     problem is logged and told to OnWarning once while it lasts. Without
 //     AllowInsecure the archive (or, for the directory's problems, every
 //     archive) is not imported, as a manifest is not used; it is looked

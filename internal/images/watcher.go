@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"os"
@@ -22,9 +23,12 @@ import (
 const DefaultRetryMax = 30 * time.Second
 
 // Importer imports one image archive and returns the names of the images
-// it held. supervise implements it with containerd.
+// it held. supervise implements it with containerd. The path it is given
+// is named as the archive (an image may be named after the file) and
+// opens the very file the Watcher checked: it may be a link to that
+// descriptor, good only for the length of the call.
 type Importer interface {
-	Import(ctx context.Context, path string) ([]string, error)
+	Import(ctx context.Context, name string, archive io.Reader) ([]string, error)
 }
 
 // Options configures a Watcher.
@@ -40,9 +44,10 @@ type Options struct {
 	// archive.
 	OnImport func()
 	// OnWarning, when set, hears every permission warning (also logged):
-	// the images directory, a parent or an archive can be changed by
-	// someone other than root or TrustedUID. Each is told once while it
-	// lasts; the archive is imported all the same.
+	// the images directory, a parent, an archive or a symlink on the way
+	// to it can be changed by someone other than root or TrustedUID. Each
+	// is told once while it lasts; whether the archive is imported all
+	// the same is AllowInsecure's.
 	OnWarning func(msg string)
 	// TrustedUID is a user trusted besides root to own the directory, its
 	// parents and the archives; 0 trusts root only.
@@ -249,56 +254,19 @@ func (w *Watcher) pass(ctx context.Context, now time.Time) {
 		nFailed++
 	}
 	for _, name := range names {
-		p := filepath.Join(w.opts.Dir, name)
-		fi, err := os.Stat(p)
-		if err != nil || !fi.Mode().IsRegular() {
-			delete(w.done, name)
-			delete(w.failed, name)
-			delete(w.warned, name)
-			w.forget(name)
-			continue
-		}
-		v := versionOf(fi)
-		if w.done[name] == v {
-			continue
-		}
-		if f, ok := w.failed[name]; ok && f == v && !retryDue {
-			continue
-		}
-		probs := problemsOf(p, fi, w.opts.TrustedUID)
-		if len(probs) > 0 && !w.opts.AllowInsecure {
-			w.warn(name, refused(probs))
-			w.failed[name] = v // looked at again with the back-off
-			w.forget(name)
-			nFailed++
-			continue
-		}
-		w.warn(name, probs)
-		if imgs, ok := w.unchanged(ctx, name, v); ok {
-			delete(w.failed, name)
-			w.done[name] = v
-			nKnown++
-			w.log.Info("image archive unchanged since its import", "file", p, "images", imgs)
-			w.imported(imgs)
-			continue
-		}
-		imgs, err := w.opts.Importer.Import(ctx, p)
-		if ctx.Err() != nil {
+		switch res, err := w.archive(ctx, name, retryDue); res {
+		case outcomeStopped:
 			return // stopping: nothing more is due
-		}
-		if err != nil {
-			w.failed[name] = v
-			w.forget(name)
+		case outcomeFailed:
 			nFailed++
-			errs = append(errs, fmt.Errorf("%s: %w", p, err))
-			continue
+			if err != nil {
+				errs = append(errs, err)
+			}
+		case outcomeKnown:
+			nKnown++
+		case outcomeImported:
+			nImported++
 		}
-		delete(w.failed, name)
-		w.done[name] = v
-		nImported++
-		w.log.Info("imported image archive", "file", p, "images", imgs)
-		w.remember(ctx, name, v, imgs)
-		w.imported(imgs)
 	}
 	switch {
 	case nFailed > 0:
@@ -314,6 +282,101 @@ func (w *Watcher) pass(ctx context.Context, now time.Time) {
 		w.opts.OnImport()
 	}
 }
+
+// outcome is what a pass did with one archive.
+type outcome int
+
+const (
+	outcomeSkipped  outcome = iota // gone, or not due
+	outcomeFailed                  // refused or failed: retried with the back-off
+	outcomeKnown                   // unchanged since its import
+	outcomeImported                // imported
+	outcomeStopped                 // ctx ended during the import
+)
+
+// archive imports the archive name if it is due. It is opened with
+// trust.Open, which checks it and every directory and symlink on the way
+// to it on descriptors, and the Importer reads that descriptor: an
+// archive swapped, or a link on the way re-pointed, after the check is
+// not what is imported.
+func (w *Watcher) archive(ctx context.Context, name string, retryDue bool) (outcome, error) {
+	p := filepath.Join(w.opts.Dir, name)
+	f, problems, err := trust.Open(p, w.opts.TrustedUID)
+	var fi os.FileInfo
+	if err == nil {
+		defer f.Close()
+		fi, err = f.Stat()
+	}
+	if err != nil {
+		// Gone, not a regular file, or a dangling link: not an archive
+		// (now).
+		if !errors.Is(err, os.ErrNotExist) {
+			w.log.Debug("not an image archive", "file", p, "err", err)
+		}
+		delete(w.done, name)
+		delete(w.failed, name)
+		delete(w.warned, name)
+		w.forget(name)
+		return outcomeSkipped, nil
+	}
+	v := versionOf(fi)
+	if w.done[name] == v {
+		return outcomeSkipped, nil
+	}
+	if fv, ok := w.failed[name]; ok && fv == v && !retryDue {
+		return outcomeSkipped, nil
+	}
+	var msgs []string
+	for _, pr := range problems {
+		// The images directory's own problems are told once, for it.
+		if m := pr.String(); !slices.Contains(w.warned[""], m) {
+			msgs = append(msgs, m)
+		}
+	}
+	if len(msgs) > 0 && !w.opts.AllowInsecure {
+		w.warn(name, refused(msgs))
+		w.failed[name] = v // looked at again with the back-off
+		w.forget(name)
+		return outcomeFailed, nil
+	}
+	w.warn(name, msgs)
+	if imgs, ok := w.unchanged(ctx, name, v); ok {
+		delete(w.failed, name)
+		w.done[name] = v
+		w.log.Info("image archive unchanged since its import", "file", p, "images", imgs)
+		w.imported(imgs)
+		return outcomeKnown, nil
+	}
+	imgs, err := w.importFile(ctx, p, f)
+	if ctx.Err() != nil {
+		return outcomeStopped, nil
+	}
+	if err != nil {
+		w.failed[name] = v
+		w.forget(name)
+		return outcomeFailed, fmt.Errorf("%s: %w", p, err)
+	}
+	delete(w.failed, name)
+	w.done[name] = v
+	w.log.Info("imported image archive", "file", p, "images", imgs)
+	w.remember(ctx, name, v, imgs)
+	w.imported(imgs)
+	return outcomeImported, nil
+}
+
+// importFile has the Importer import f, the archive at path as it was
+// checked, from that descriptor: whatever is done to path meanwhile, what
+// is imported is the file whose trust was checked.
+func (w *Watcher) importFile(ctx context.Context, path string, f *os.File) ([]string, error) {
+	if testHookBeforeImport != nil {
+		testHookBeforeImport(path)
+	}
+	return w.opts.Importer.Import(ctx, filepath.Base(path), f)
+}
+
+// testHookBeforeImport, set by tests only, runs between the check of an
+// archive and its import.
+var testHookBeforeImport func(path string)
 
 // candidates returns the names a pass looks at, and forgets what it
 // knew of archives a full pass no longer finds.
@@ -351,17 +414,15 @@ func (w *Watcher) candidates() ([]string, error) {
 	return names, nil
 }
 
-// checkDir warns of the problems of the images directory and its
-// parents, as given and with symlinks resolved, and reports whether its
-// archives may be imported: it has none, or AllowInsecure is set.
+// checkDir warns of the problems of the images directory, its parents
+// and every symlink on the way to it (trust.CheckDir, on descriptors),
+// and reports whether its archives may be imported: it has none, or
+// AllowInsecure is set.
 func (w *Watcher) checkDir() bool {
-	if _, err := os.Stat(w.opts.Dir); err != nil {
-		return true
-	}
-	seen := map[string]bool{}
-	problems := trust.Dir(w.opts.Dir, w.opts.TrustedUID, seen)
-	if real, err := filepath.EvalSymlinks(w.opts.Dir); err == nil {
-		problems = append(problems, trust.Dir(real, w.opts.TrustedUID, seen)...)
+	problems, err := trust.CheckDir(w.opts.Dir, w.opts.TrustedUID)
+	if err != nil {
+		w.log.Warn("cannot check images dir; retrying", "dir", w.opts.Dir, "err", err)
+		return false
 	}
 	var msgs []string
 	for _, p := range problems {
@@ -382,15 +443,6 @@ func refused(msgs []string) []string {
 		out[i] = "not imported: " + m + " (fix with chmod go-w and chown root, or run with --allow-insecure-manifests)"
 	}
 	return out
-}
-
-// problemsOf returns the warnings of the archive at path with info fi.
-func problemsOf(path string, fi os.FileInfo, trustedUID int) []string {
-	var msgs []string
-	for _, r := range trust.Reasons(fi, true, trustedUID, "") {
-		msgs = append(msgs, trust.Problem{Path: path, Reason: r}.String())
-	}
-	return msgs
 }
 
 // warn tells the warnings of key (an archive's name, "" the directory)

@@ -3,6 +3,7 @@ package images
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -31,12 +32,11 @@ func newFake() *fakeImporter {
 	return &fakeImporter{fail: map[string]int{}, signal: make(chan struct{}, 1)}
 }
 
-func (f *fakeImporter) Import(ctx context.Context, path string) ([]string, error) {
-	data, err := os.ReadFile(path)
+func (f *fakeImporter) Import(ctx context.Context, name string, archive io.Reader) ([]string, error) {
+	data, err := io.ReadAll(archive)
 	if err != nil {
 		return nil, err
 	}
-	name := filepath.Base(path)
 	f.mu.Lock()
 	failing := f.fail[name] > 0
 	if failing {
@@ -225,10 +225,18 @@ func TestWatcherCompletedArchives(t *testing.T) {
 		write(t, filepath.Join(dir, "a.tar"), "a2")
 		f.waitFor(t, "a.tar imported again once rewritten", f.importedWith("a.tar", "a2"))
 	})
-	mu.Lock()
-	defer mu.Unlock()
-	if calls != 7 {
-		t.Errorf("OnImport called %d times, want once per pass that imported (7)", calls)
+	// OnImport follows the import the fake signalled: poll for it.
+	n := 0
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		mu.Lock()
+		n = calls
+		mu.Unlock()
+		if n >= 7 {
+			break
+		}
+	}
+	if n != 7 {
+		t.Errorf("OnImport called %d times, want once per pass that imported (7)", n)
 	}
 }
 
@@ -289,8 +297,7 @@ type heldImporter struct {
 	hold  map[string]chan struct{}
 }
 
-func (h heldImporter) Import(ctx context.Context, path string) ([]string, error) {
-	name := filepath.Base(path)
+func (h heldImporter) Import(ctx context.Context, name string, _ io.Reader) ([]string, error) {
 	if c, ok := h.hold[name]; ok {
 		select {
 		case <-c:

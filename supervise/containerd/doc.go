@@ -37,6 +37,10 @@
 //     keyring, asked per image and host. With several matching, each is
 //     tried until a pull succeeds; never anonymous after them. The pull
 //     is not bounded by RequestTimeout (only its lookup and unpack are).
+//     The credentials file is read at each pull from a descriptor
+//     checked with internal/trust, and each host's hosts.toml directory
+//     checked when a pull looks it up: one others could change is used
+//     with a warning (Options.Log), told once while it lasts.
 //   - With imagePullPolicy Always, a local image replaces a failed pull
 //     only when the registry could not be reached (network error, stall);
 //     a registry's refusal (401, 403, 404) is the pull's error.

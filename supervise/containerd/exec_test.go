@@ -65,7 +65,7 @@ func TestExecChildHoldsOutput(t *testing.T) {
 	dir, env, _, rt := startRuntime(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := rt.Import(ctx, env.ImageArchive); err != nil {
+	if _, err := importFile(ctx, rt, env.ImageArchive); err != nil {
 		t.Fatal(err)
 	}
 	img, err := rt.EnsureImage(ctx, &v1.Container{Image: "busybox"})

@@ -19,7 +19,7 @@ func TestListImages(t *testing.T) {
 	if got, err := rt.ListImages(ctx); err != nil || len(got) != 0 {
 		t.Fatalf("ListImages before an import = %+v, %v; want none", got, err)
 	}
-	if _, err := rt.Import(ctx, env.ImageArchive); err != nil {
+	if _, err := importFile(ctx, rt, env.ImageArchive); err != nil {
 		t.Fatal(err)
 	}
 	got, err := rt.ListImages(ctx)

@@ -3,26 +3,24 @@ package containerd
 import (
 	"context"
 	"fmt"
-	"os"
+	"io"
 
 	client "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/errdefs"
 	"github.com/podvisor/podvisor/internal/images"
 )
 
-// Import imports one OCI-layout or docker-save archive, names its images as
-// docker does, and unpacks them for the snapshotter.
-func (r *Runtime) Import(ctx context.Context, path string) (_ []string, err error) {
+// Import imports one OCI-layout or docker-save archive, read from archive,
+// names its images as docker does (a bare tag after the archive's file
+// name, name), and unpacks them for the snapshotter. The caller opens the
+// archive: the images dir reads it from the descriptor whose trust it
+// checked.
+func (r *Runtime) Import(ctx context.Context, name string, archive io.Reader) (_ []string, err error) {
 	defer markUnavailable(&err)
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	var names []string
 	err = r.withLease(ctx, "import", func(ctx context.Context) error {
-		imgs, err := r.client.Import(ctx, f,
-			client.WithImageRefTranslator(images.RefTranslator(path)),
+		imgs, err := r.client.Import(ctx, archive,
+			client.WithImageRefTranslator(images.RefTranslator(name)),
 			client.WithSkipDigestRef(func(string) bool { return true }),
 		)
 		if err != nil {

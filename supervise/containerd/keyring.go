@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
+	"log/slog"
 	"path"
 	"slices"
 	"sort"
@@ -19,14 +19,18 @@ import (
 
 // NodeCredentials returns the Credentials of a docker config.json: the
 // first of files that exists, read at each pull (so an edit applies to
-// the next pull). Its "auths" keys match as kubelet's keyring matches
-// them: by registry host (each dot-separated part may be a glob, the port
-// must be equal) and path prefix; every matching key's credential is
-// returned, the most specific first (kubelet's reverse order of keys).
-func NodeCredentials(files ...string) Credentials {
+// the next pull) from a descriptor checked with internal/trust; one that
+// users other than root (or the user podvisor runs as) could change is
+// warned of, once while it lasts, naming the file, why and the fix. Its
+// "auths" keys match as kubelet's keyring matches them: by registry host
+// (each dot-separated part may be a glob, the port must be equal) and
+// path prefix; every matching key's credential is returned, the most
+// specific first (kubelet's reverse order of keys).
+func NodeCredentials(log *slog.Logger, files ...string) Credentials {
+	warn := newTrustWarnings(log)
 	return func(ctx context.Context, image, host string) ([]Credential, error) {
 		for _, f := range files {
-			data, err := os.ReadFile(f)
+			data, err := readCredentialsFile(f, warn)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}

@@ -31,7 +31,7 @@ func TestNodeCredentials(t *testing.T) {
 	if err := os.WriteFile(second, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	creds := NodeCredentials(filepath.Join(dir, "missing.json"), second)
+	creds := NodeCredentials(nil, filepath.Join(dir, "missing.json"), second)
 	for _, c := range []struct{ image, host, user, secret string }{
 		{"docker.io/library/busybox:1", "registry-1.docker.io", "hub", "x"},
 		{"registry.example.com/app:1", "registry.example.com", "host", "h"},
@@ -62,12 +62,12 @@ func TestNodeCredentials(t *testing.T) {
 	if got, err := creds(context.Background(), "registry.example.com/team/app:1", "registry.example.com"); err != nil || len(got) != 2 || got[0] != (Credential{"team", "t"}) || got[1] != (Credential{"host", "h"}) {
 		t.Errorf("all matches = %v, %v", got, err)
 	}
-	if got, err := NodeCredentials(filepath.Join(dir, "none"))(context.Background(), "x.example/a", "x.example"); len(got) != 0 || err != nil {
+	if got, err := NodeCredentials(nil, filepath.Join(dir, "none"))(context.Background(), "x.example/a", "x.example"); len(got) != 0 || err != nil {
 		t.Errorf("no file = %v %v", got, err)
 	}
 	bad := filepath.Join(dir, "bad.json")
 	os.WriteFile(bad, []byte("{"), 0o600)
-	if _, err := NodeCredentials(bad)(context.Background(), "x.example/a", "x.example"); err == nil {
+	if _, err := NodeCredentials(nil, bad)(context.Background(), "x.example/a", "x.example"); err == nil {
 		t.Error("a malformed file gave no error")
 	}
 }

@@ -178,7 +178,7 @@ func (r *Runtime) watchProgress(p *progress, done <-chan struct{}, cancel contex
 func (r *Runtime) resolver(ctx context.Context, creds func(host string) (string, string, error)) remotes.Resolver {
 	opts := config.HostOptions{Credentials: creds}
 	if r.opts.RegistryConfigDir != "" {
-		opts.HostDir = config.HostDirFromRoot(r.opts.RegistryConfigDir)
+		opts.HostDir = checkedHostDir(r.opts.RegistryConfigDir, r.hostsWarn)
 	}
 	return docker.NewResolver(docker.ResolverOptions{Hosts: config.ConfigureHosts(ctx, opts)})
 }

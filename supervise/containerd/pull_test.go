@@ -32,7 +32,7 @@ func TestRegistryPull(t *testing.T) {
 	plain := registry.Start(t, registry.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if _, err := base.Import(ctx, env.ImageArchive); err != nil {
+	if _, err := importFile(ctx, base, env.ImageArchive); err != nil {
 		t.Fatal(err)
 	}
 	secureRef, err := secure.Push(ctx, c, env.ImageRef, "podvisor/busybox:1")
@@ -61,7 +61,7 @@ func TestRegistryPull(t *testing.T) {
 		return img.Pulled, err
 	}
 	anonymous := runtime(func(*Options) {})
-	withCreds := runtime(func(o *Options) { o.Credentials = NodeCredentials(filepath.Join(dir, "missing.json"), credFile) })
+	withCreds := runtime(func(o *Options) { o.Credentials = NodeCredentials(nil, filepath.Join(dir, "missing.json"), credFile) })
 
 	t.Run("anonymous refused", func(t *testing.T) {
 		_, err := ensure(anonymous, secureRef, v1.PullIfNotPresent)
@@ -95,7 +95,7 @@ func TestRegistryPull(t *testing.T) {
 		if err := os.WriteFile(both, []byte(cfg), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		rt := runtime(func(o *Options) { o.Credentials = NodeCredentials(both) })
+		rt := runtime(func(o *Options) { o.Credentials = NodeCredentials(nil, both) })
 		if _, err := ensure(rt, secureRef, v1.PullAlways); err != nil {
 			t.Fatalf("wrong then right credentials: %v", err)
 		}
@@ -166,7 +166,7 @@ func TestRegistryPull(t *testing.T) {
 	if err := testimage.Build(big, testimage.Options{Ref: "docker.io/library/big:1", ExtraFiles: map[string]string{"/noise": noise}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := base.Import(ctx, big); err != nil {
+	if _, err := importFile(ctx, base, big); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := plain.Push(ctx, c, "docker.io/library/big:1", "big:1"); err != nil {

@@ -70,7 +70,7 @@ func countedRuntime(t *testing.T) (*testenv.Env, *requestCounter, *Runtime, *v1.
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := newRuntime().Import(ctx, env.ImageArchive); err != nil {
+	if _, err := importFile(ctx, newRuntime(), env.ImageArchive); err != nil {
 		t.Fatal(err)
 	}
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "u1"},

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +33,9 @@ const runtimeName = "io.containerd.runc.v2"
 
 // Options configures a Runtime.
 type Options struct {
+	// Log gets the warnings about the files that configure registries
+	// (hosts.toml); nil discards them.
+	Log *slog.Logger
 	// Namespace is the containerd namespace podvisor owns (the client's
 	// default namespace); events are filtered by it.
 	Namespace string
@@ -87,6 +91,9 @@ type Runtime struct {
 	unpackCheck singleflight.Group
 	// identities remembers the users found in images' /etc/passwd.
 	identities identities
+	// hostsWarn tells what is wrong with the trust of hosts.toml files,
+	// once while it lasts.
+	hostsWarn *trustWarnings
 	// instance labels the leases this Runtime takes, so that Collect
 	// tells them from a killed podvisor's without a window between a
 	// lease's creation and its being known.
@@ -109,7 +116,7 @@ func New(c *client.Client, opts Options) *Runtime {
 	if opts.PullReportInterval <= 0 {
 		opts.PullReportInterval = 10 * time.Second
 	}
-	return &Runtime{client: c, opts: opts, unpacked: map[string]bool{}, images: map[string]client.Image{}, configs: map[string]ocispec.Image{}, execs: map[string]execTarget{}, created: map[string]client.Container{}, instance: randomID()}
+	return &Runtime{client: c, opts: opts, unpacked: map[string]bool{}, images: map[string]client.Image{}, configs: map[string]ocispec.Image{}, execs: map[string]execTarget{}, created: map[string]client.Container{}, hostsWarn: newTrustWarnings(opts.Log), instance: randomID()}
 }
 
 // EnsureImage finds (or pulls) and unpacks the container's image according

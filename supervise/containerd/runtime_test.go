@@ -71,7 +71,7 @@ func TestRuntime(t *testing.T) {
 
 	// Import: the busybox archive, and one whose image stops on SIGUSR1,
 	// stopper:1.0.
-	names, err := rt.Import(ctx, env.ImageArchive)
+	names, err := importFile(ctx, rt, env.ImageArchive)
 	if err != nil || !slices.Contains(names, env.ImageRef) {
 		t.Fatalf("import busybox = %v, %v", names, err)
 	}
@@ -79,7 +79,7 @@ func TestRuntime(t *testing.T) {
 	if err := testimage.Build(stopper, testimage.Options{Ref: stopperRef, StopSignal: "SIGUSR1"}); err != nil {
 		t.Fatal(err)
 	}
-	if names, err := rt.Import(ctx, stopper); err != nil || !slices.Contains(names, stopperRef) {
+	if names, err := importFile(ctx, rt, stopper); err != nil || !slices.Contains(names, stopperRef) {
 		t.Fatalf("import stopper = %v, %v", names, err)
 	}
 	// The digests of images that exist, by name; a missing one is left out.
@@ -89,7 +89,7 @@ func TestRuntime(t *testing.T) {
 	}
 	bad := filepath.Join(dir, "bad.tar")
 	os.WriteFile(bad, []byte("not an archive"), 0o644)
-	if _, err := rt.Import(ctx, bad); err == nil {
+	if _, err := importFile(ctx, rt, bad); err == nil {
 		t.Error("a broken archive imported")
 	}
 
@@ -298,4 +298,15 @@ func TestRuntime(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Error("event stream did not end with its context")
 	}
+}
+
+// importFile imports the archive at path, as the images dir does: the
+// Runtime reads the file its caller opened.
+func importFile(ctx context.Context, rt *Runtime, path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return rt.Import(ctx, filepath.Base(path), f)
 }
