@@ -249,17 +249,26 @@ func servePodLog(w http.ResponseWriter, r *http.Request, o Options, pod *v1.Pod,
 
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	// A client that stops reading does not hold the handler (and the
-	// file) for ever.
-	dw := deadlineWriter{w: w, rc: rc}
+	// file) for ever. The 200 goes with the first bytes (or flush): a log
+	// refused before then is answered as an error the client shows.
+	dw := &deadlineWriter{w: w, rc: rc}
 	bw := bufio.NewWriterSize(dw, 32<<10)
 	flush := func() error {
+		dw.sent = true
 		if err := bw.Flush(); err != nil {
 			return err
 		}
 		return rc.Flush()
+	}
+	refused := func(err error) bool {
+		if !errors.Is(err, logread.ErrRefused) || dw.sent || bw.Buffered() > 0 {
+			return false
+		}
+		o.Log.Warn("read log", "pod", pod.Name, "container", req.container, "err", err)
+		writeStatus(w, http.StatusForbidden, metav1.StatusReasonForbidden, pod.Name, err.Error())
+		return true
 	}
 	var buf []byte
 	remain := req.limit
@@ -291,6 +300,9 @@ func servePodLog(w http.ResponseWriter, r *http.Request, o Options, pod *v1.Pod,
 	if !req.follow || req.previous {
 		// A previous run is over: following it would wait for nothing.
 		if err := logread.Read(live, opts, emit); err != nil && !errors.Is(err, errLimitReached) {
+			if refused(err) {
+				return
+			}
 			o.Log.Warn("read log", "pod", pod.Name, "container", req.container, "err", err)
 		}
 		flush()
@@ -319,6 +331,9 @@ func servePodLog(w http.ResponseWriter, r *http.Request, o Options, pod *v1.Pod,
 		panic(http.ErrAbortHandler)
 	}
 	if err != nil {
+		if refused(err) {
+			return
+		}
 		o.Log.Warn("follow log", "pod", pod.Name, "container", req.container, "err", err)
 		panic(http.ErrAbortHandler)
 	}
@@ -407,11 +422,13 @@ const logWriteTimeout = time.Minute
 
 // deadlineWriter sets a write deadline before each write.
 type deadlineWriter struct {
-	w  http.ResponseWriter
-	rc *http.ResponseController
+	w    http.ResponseWriter
+	rc   *http.ResponseController
+	sent bool // the response's status and first bytes are on their way
 }
 
-func (d deadlineWriter) Write(p []byte) (int, error) {
+func (d *deadlineWriter) Write(p []byte) (int, error) {
+	d.sent = true
 	_ = d.rc.SetWriteDeadline(time.Now().Add(logWriteTimeout))
 	return d.w.Write(p)
 }

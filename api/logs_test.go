@@ -227,6 +227,18 @@ func TestServeLogs(t *testing.T) {
 	if _, err := c.Logs(t.Context(), "gone", &v1.PodLogOptions{}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown pod: %v, want ErrNotFound", err)
 	}
+	// A symlink planted as the previous run's log: refused, and the
+	// client is told so rather than given an empty log.
+	prev := l.ContainerLog("default", pod.Name, string(pod.UID), "app", 0)
+	host := filepath.Join(dir, "host-file")
+	os.WriteFile(host, []byte(record(1, "stdout", "host secret")), 0o600)
+	os.Remove(prev)
+	if err := os.Symlink(host, prev); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := read(&v1.PodLogOptions{Previous: true}); err == nil || !strings.Contains(err.Error(), "refused") || strings.Contains(got, "host secret") {
+		t.Errorf("a symlinked log: got %q, %v; want an error saying it is refused", got, err)
+	}
 
 	follow := func(limit ...int64) (*bufio.Reader, io.Closer) {
 		// Bounded: a stream that does not end fails the test.
