@@ -234,7 +234,9 @@ spec:
 		if strings.Contains(out+errOut, secret) {
 			t.Errorf("podvisor logs -c %s served the host's file: exit %d, %q %q", c, code, out, errOut)
 		}
-		t.Logf("podvisor logs -c %s: exit %d, %q %q", c, code, out, errOut)
+		if code == 0 || !strings.Contains(errOut, "refused") {
+			t.Errorf("podvisor logs -c %s: exit %d, %q %q; want an error saying the log is refused", c, code, out, errOut)
+		}
 		d.waitLogLine(`msg="read log"`, "container="+c+" ", "refused")
 	}
 }
