@@ -160,19 +160,14 @@ func bothListeners(t *testing.T, o Options) (*Client, string, *testcerts.CA, str
 	o.Socket = filepath.Join(dir, "s.sock")
 	o.Log = slog.New(slog.DiscardHandler)
 	o = o.withDefaults()
+	addr := serveTLS(t, o, TLSConfig{Address: "127.0.0.1:0", CertFile: srv.CertFile, KeyFile: srv.KeyFile, ClientCAFile: ca.CertFile, Filter: noFilter})
 	ctx, cancel := context.WithCancel(t.Context())
-	tlsSrv, err := ListenTLS(ctx, o, TLSConfig{Address: "127.0.0.1:0", CertFile: srv.CertFile, KeyFile: srv.KeyFile, ClientCAFile: ca.CertFile, Filter: noFilter})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 2)
+	done := make(chan error, 1)
 	go func() { done <- Serve(ctx, o) }()
-	go func() { done <- tlsSrv.Serve(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; <-done })
+	t.Cleanup(func() { cancel(); <-done })
 	c := NewClient(o.Socket)
 	waitHealthy(t, c)
-	return c, tlsSrv.Addr().String(), ca, dir
+	return c, addr, ca, dir
 }
 
 // tlsUser is a client of the TLS port with a certificate for user.

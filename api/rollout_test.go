@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/podvisor/podvisor/status"
+	"github.com/podvisor/podvisor/test/syncbuf"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -53,23 +54,9 @@ func (f *fakeRollouts) calls() []int {
 	return append([]int(nil), f.undone...)
 }
 
-// logBuffer is a log the server writes while the test reads it.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// line is the one logged line with every word, or "".
-func (l *logBuffer) line(words ...string) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, line := range strings.Split(l.b.String(), "\n") {
+// logLine is the one line of logs with every word, or "".
+func logLine(logs *syncbuf.Buffer, words ...string) string {
+	for _, line := range strings.Split(logs.String(), "\n") {
 		all := true
 		for _, w := range words {
 			all = all && strings.Contains(line, w)
@@ -81,17 +68,11 @@ func (l *logBuffer) line(words ...string) string {
 	return ""
 }
 
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // serveSocket serves o's handler on a unix socket as Serve does (each
 // connection's peer recorded), logging to the returned buffer.
-func serveSocket(t *testing.T, o Options) (*Client, *logBuffer) {
+func serveSocket(t *testing.T, o Options) (*Client, *syncbuf.Buffer) {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &syncbuf.Buffer{}
 	o.Log = slog.New(slog.NewTextHandler(logs, nil))
 	sock := filepath.Join(t.TempDir(), "api.sock")
 	ln, err := net.Listen("unix", sock)
@@ -146,7 +127,7 @@ func TestRolloutUndoAuditedOnSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := append([]string{`msg="local API session"`, "action=rollout-undo", "pod=db-node1", "namespace=default", "toRevision=previous", "decision=allowed", "revision=1"}, caller...)
-	if logs.line(want...) == "" {
+	if logLine(logs, want...) == "" {
 		t.Errorf("no audit line with %q in:\n%s", want, logs)
 	}
 
@@ -155,7 +136,7 @@ func TestRolloutUndoAuditedOnSocket(t *testing.T) {
 		t.Errorf("undo to a revision with broader privileges: %v, want 422 naming the privilege", err)
 	}
 	want = append([]string{`msg="local API session"`, "action=rollout-undo", "pod=db-node1", "toRevision=3", "decision=refused", `reason="pod default/db-node1: revision 3 has privileges`}, caller...)
-	if logs.line(want...) == "" {
+	if logLine(logs, want...) == "" {
 		t.Errorf("no audit line with %q in:\n%s", want, logs)
 	}
 }
@@ -164,7 +145,7 @@ func TestRolloutUndoAuditedOnSocket(t *testing.T) {
 // the Rollouts, whoever its Filter let through; the refusal is logged.
 func TestRolloutUndoForbiddenRemotely(t *testing.T) {
 	f := &fakeRollouts{}
-	logs := &logBuffer{}
+	logs := &syncbuf.Buffer{}
 	h := newHandler(Options{Store: rolloutStore(), Rollouts: f, remote: true, Log: slog.New(slog.NewTextHandler(logs, nil))})
 	for _, target := range []string{"/pods/db/rollout/undo", "/pods/db/rollout/undo?toRevision=1", "/pods/nope/rollout/undo"} {
 		req := httptest.NewRequest(http.MethodPost, target, nil)
@@ -184,7 +165,7 @@ func TestRolloutUndoForbiddenRemotely(t *testing.T) {
 		t.Errorf("the remote handler undid %v", got)
 	}
 	want := []string{`msg="remote API session"`, "action=rollout-undo", "pod=db", "toRevision=1", "remote=192.0.2.7:40000", "decision=refused", "reason="}
-	if logs.line(want...) == "" {
+	if logLine(logs, want...) == "" {
 		t.Errorf("no audit line with %q in:\n%s", want, logs)
 	}
 	// On the socket's handler, a caller the kernel did not name is

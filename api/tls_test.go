@@ -13,11 +13,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/podvisor/podvisor/status"
+	"github.com/podvisor/podvisor/test/syncbuf"
 	"github.com/podvisor/podvisor/test/testcerts"
 )
 
@@ -26,7 +26,6 @@ type tlsFixture struct {
 	server        *testcerts.Pair
 	client, rogue *testcerts.Pair
 	addr, dir     string
-	stop          func() error
 }
 
 // noFilter lets everything through, recording nothing.
@@ -61,21 +60,27 @@ func startTLSWith(t *testing.T, filter func(http.Handler) http.Handler, tokens b
 
 	s := status.NewStore(slog.New(slog.DiscardHandler))
 	s.SetPod(staticPod("default", "web", "node1"))
-	ctx, cancel := context.WithCancel(t.Context())
-	srv, err := ListenTLS(ctx, Options{Store: s}, TLSConfig{
+	f.addr = serveTLS(t, Options{Store: s}, TLSConfig{
 		Address: "127.0.0.1:0", CertFile: f.server.CertFile, KeyFile: f.server.KeyFile, ClientCAFile: f.ca.CertFile,
 		Filter: filter, ClientTokens: tokens,
 	})
+	return f
+}
+
+// serveTLS serves a TLS port with o and cfg until the test ends, and
+// returns its address.
+func serveTLS(t *testing.T, o Options, cfg TLSConfig) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	srv, err := ListenTLS(ctx, o, cfg)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
-	f.addr = srv.Addr().String()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ctx) }()
-	f.stop = func() error { cancel(); return <-errc }
-	t.Cleanup(func() { f.stop() })
-	return f
+	t.Cleanup(func() { cancel(); <-errc })
+	return srv.Addr().String()
 }
 
 func TestTLSClientCertificates(t *testing.T) {
@@ -272,24 +277,6 @@ func TestTLSFilterAndTokens(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log sink tests read while the server writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // A client CA that LoadClientCA refuses is refused at start, and when
 // the file is changed to it later the previous CA stays in use (its
 // clients still connect, the new CA's do not) and the log says why; a
@@ -333,7 +320,7 @@ func TestTLSRefusedClientCAReloadKeepsPrevious(t *testing.T) {
 		must(os.WriteFile(clientCA+".tmp", b, 0o644))
 		must(os.Rename(clientCA+".tmp", clientCA))
 	}
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	s := status.NewStore(slog.New(slog.DiscardHandler))
 	cfg := TLSConfig{Address: "127.0.0.1:0", CertFile: server.CertFile, KeyFile: server.KeyFile, ClientCAFile: clientCA, Filter: noFilter, LoadClientCA: refuse}
 	o := Options{Store: s, Log: slog.New(slog.NewTextHandler(&logs, nil))}
@@ -344,16 +331,7 @@ func TestTLSRefusedClientCAReloadKeepsPrevious(t *testing.T) {
 	}
 
 	put(ca.CertFile)
-	ctx, cancel := context.WithCancel(t.Context())
-	srv, err := ListenTLS(ctx, o, cfg)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ctx) }()
-	t.Cleanup(func() { cancel(); <-errc })
-	addr := srv.Addr().String()
+	addr := serveTLS(t, o, cfg)
 	roots := x509.NewCertPool()
 	b, _ := os.ReadFile(ca.CertFile)
 	roots.AppendCertsFromPEM(b)

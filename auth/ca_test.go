@@ -21,19 +21,9 @@ func TestCheckClientCA(t *testing.T) {
 		t.Fatal(err)
 	}
 	kubeconfig := filepath.Join(dir, "kubelet.conf")
-	os.WriteFile(kubeconfig, []byte(`apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster: {server: "https://127.0.0.1:6443", certificate-authority: kubernetes-ca.crt}
-contexts:
-- name: x
-  context: {cluster: c, user: u}
-current-context: x
-users:
-- name: u
-  user: {token: abc}
-`), 0o600)
+	if err := testcerts.Kubeconfig(kubeconfig, "kubernetes-ca.crt", "{token: abc}"); err != nil {
+		t.Fatal(err)
+	}
 	// A bundle holding the cluster CA after another.
 	bundle := filepath.Join(dir, "bundle.crt")
 	a, _ := os.ReadFile(own.CertFile)

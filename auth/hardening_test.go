@@ -2,14 +2,8 @@ package auth
 
 import (
 	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -24,6 +18,7 @@ import (
 
 	"github.com/podvisor/podvisor/internal/kube"
 	"github.com/podvisor/podvisor/test/kubetest"
+	"github.com/podvisor/podvisor/test/testcerts"
 )
 
 // A policy subject that names a crowd built into Kubernetes (every
@@ -73,50 +68,32 @@ func TestLoadTrustedPolicy(t *testing.T) {
 	}
 }
 
-// certKit makes CA certificates with crypto/x509, keeping the keys so a
-// CA can be re-issued with the same key.
+// certKit makes CAs whose keys it keeps, so a CA can be re-issued with
+// the same key, and files of their certificates.
 type certKit struct {
 	t   *testing.T
 	dir string
+	n   int // CAs made: each one's file is its own, whatever its name
 }
 
-type kitCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-func (k certKit) ca(cn string, key *ecdsa.PrivateKey, parent *kitCA) *kitCA {
+// ca makes a CA called cn with key (a new one when nil), issued by parent
+// (self-signed when nil).
+func (k *certKit) ca(cn string, key *ecdsa.PrivateKey, parent *testcerts.CA) *testcerts.CA {
 	k.t.Helper()
-	if key == nil {
-		var err error
-		if key, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader); err != nil {
-			k.t.Fatal(err)
-		}
-	}
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	issuer, signer := tmpl, key
-	if parent != nil {
-		issuer, signer = parent.cert, parent.key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, issuer, &key.PublicKey, signer)
+	k.n++
+	ca, err := testcerts.NewCAWith(k.dir, cn, testcerts.CAOptions{Key: key, Parent: parent, File: fmt.Sprintf("ca-%d.crt", k.n)})
 	if err != nil {
 		k.t.Fatal(err)
 	}
-	c, _ := x509.ParseCertificate(der)
-	return &kitCA{cert: c, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+	return ca
 }
 
-func (k certKit) file(name string, cas ...*kitCA) string {
+// file writes the certificates of cas to a file called name.
+func (k *certKit) file(name string, cas ...*testcerts.CA) string {
 	k.t.Helper()
 	var b []byte
 	for _, c := range cas {
-		b = append(b, c.pem...)
+		b = append(b, c.PEM()...)
 	}
 	p := filepath.Join(k.dir, name)
 	if err := os.WriteFile(p, b, 0o644); err != nil {
@@ -131,44 +108,34 @@ func (k certKit) file(name string, cas ...*kitCA) string {
 // intermediate in the client file) are refused; an unrelated CA passes.
 func TestCheckClientCAByKeyAndChain(t *testing.T) {
 	dir := t.TempDir()
-	k := certKit{t: t, dir: dir}
+	k := &certKit{t: t, dir: dir}
 	root := k.ca("org-root", nil, nil)
 	mid := k.ca("org-intermediate", nil, root)
 	cluster := k.ca("kubernetes", nil, mid)
-	reissued := k.ca("kubernetes", cluster.key, mid)
-	selfReissued := k.ca("kubernetes-renewed", cluster.key, nil)
+	reissued := k.ca("kubernetes", cluster.Key(), mid)
+	selfReissued := k.ca("kubernetes-renewed", cluster.Key(), nil)
 	issuedByCluster := k.ca("clients-intermediate", nil, cluster)
 	grandchild := k.ca("clients-sub", nil, issuedByCluster)
 	unrelated := k.ca("podvisor-clients", nil, nil)
 
 	kubeconfig := filepath.Join(dir, "kubelet.conf")
 	k.file("cluster-ca.crt", cluster)
-	os.WriteFile(kubeconfig, []byte(`apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster: {server: "https://127.0.0.1:6443", certificate-authority: cluster-ca.crt}
-contexts:
-- name: x
-  context: {cluster: c, user: u}
-current-context: x
-users:
-- name: u
-  user: {token: abc}
-`), 0o600)
+	if err := testcerts.Kubeconfig(kubeconfig, "cluster-ca.crt", "{token: abc}"); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
-		file []*kitCA
+		file []*testcerts.CA
 		how  string // "" passes
 	}{
-		{"the cluster CA itself", []*kitCA{cluster}, "has the public key of"},
-		{"re-issued with the same key", []*kitCA{reissued}, "has the public key of"},
-		{"self-signed with the cluster CA's key", []*kitCA{unrelated, selfReissued}, "has the public key of"},
-		{"intermediate issued by the cluster CA", []*kitCA{issuedByCluster}, "was issued (directly or through an intermediate) by"},
-		{"its sub-CA, chained through the intermediate in the same file", []*kitCA{grandchild, issuedByCluster}, "was issued (directly or through an intermediate) by"},
-		{"the root that issued the cluster CA (through an intermediate)", []*kitCA{root, mid}, "issued (directly or through an intermediate)"},
-		{"the cluster CA's direct issuer", []*kitCA{mid}, "issued (directly or through an intermediate)"},
-		{"an unrelated CA", []*kitCA{unrelated}, ""},
+		{"the cluster CA itself", []*testcerts.CA{cluster}, "has the public key of"},
+		{"re-issued with the same key", []*testcerts.CA{reissued}, "has the public key of"},
+		{"self-signed with the cluster CA's key", []*testcerts.CA{unrelated, selfReissued}, "has the public key of"},
+		{"intermediate issued by the cluster CA", []*testcerts.CA{issuedByCluster}, "was issued (directly or through an intermediate) by"},
+		{"its sub-CA, chained through the intermediate in the same file", []*testcerts.CA{grandchild, issuedByCluster}, "was issued (directly or through an intermediate) by"},
+		{"the root that issued the cluster CA (through an intermediate)", []*testcerts.CA{root, mid}, "issued (directly or through an intermediate)"},
+		{"the cluster CA's direct issuer", []*testcerts.CA{mid}, "issued (directly or through an intermediate)"},
+		{"an unrelated CA", []*testcerts.CA{unrelated}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := k.file("client-ca.crt", tc.file...)

@@ -1,7 +1,6 @@
 package shutdown
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/godbus/dbus/v5"
+	"github.com/podvisor/podvisor/test/syncbuf"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -158,31 +158,13 @@ func (f *fakeBus) waitAsked(t *testing.T, owner string) {
 	}
 }
 
-// syncBuffer is a log that the session and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startSession runs one session of a Manager on f, with one pod to stop.
-func startSession(t *testing.T, f *fakeBus) (*Manager, *fakeStopper, *syncBuffer) {
+func startSession(t *testing.T, f *fakeBus) (*Manager, *fakeStopper, *syncbuf.Buffer) {
 	t.Helper()
 	pods := []Pod{{UID: "p", Name: "pod", Priority: 0, Grace: time.Second}}
 	stopper := &fakeStopper{ended: map[string]time.Time{}, graces: map[string]time.Duration{}, names: map[types.UID]string{"p": "pod"}}
 	periods, _ := FromTotal(2*time.Second, time.Second)
-	var log syncBuffer
+	var log syncbuf.Buffer
 	m := New(Options{Periods: periods, Pods: func() []Pod { return pods }, Stopper: stopper, Log: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	m.dial = func(context.Context, string) (logindConn, error) { return f, nil }
 	ctx, cancel := context.WithCancel(t.Context())

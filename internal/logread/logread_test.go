@@ -382,6 +382,80 @@ func (s *stopper) stop(step string) {
 	}
 }
 
+// steppedFollow is follow on one live file (all of it, polled every
+// millisecond) that a test runs one stop at a time: its stopper starts in
+// stopAtIdle, and its log ends when the test says.
+type steppedFollow struct {
+	t     *testing.T
+	s     *stopper
+	ended atomic.Bool
+	got   func() []string
+	done  chan error
+}
+
+// startStepped starts follow on live; it is cancelled when t ends.
+func startStepped(t *testing.T, live string) *steppedFollow {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	f := &steppedFollow{t: t, s: &stopper{ctx: ctx, at: make(chan string), resume: make(chan struct{})}, done: make(chan error, 1)}
+	f.s.mode.Store(stopAtIdle)
+	emit, got := collect()
+	f.got = got
+	go func() {
+		f.done <- follow(ctx, live, Options{Tail: -1}, Watch{
+			Poll:  time.Millisecond,
+			Ended: func(string) bool { return f.ended.Load() },
+			Idle:  func() error { f.s.stop("idle"); return nil },
+		}, f.s.stop, emit)
+	}()
+	return f
+}
+
+// wait returns the step follow is stopped at.
+func (f *steppedFollow) wait() string {
+	f.t.Helper()
+	select {
+	case step := <-f.s.at:
+		return step
+	case err := <-f.done:
+		f.t.Fatalf("Follow returned %v; got %q", err, f.got())
+	case <-time.After(10 * time.Second):
+		f.t.Fatalf("timed out waiting for Follow to stop; got %q", f.got())
+	}
+	return ""
+}
+
+// waitIdle waits for follow to stop, and fails the test unless it stopped
+// in its Idle call.
+func (f *steppedFollow) waitIdle() {
+	f.t.Helper()
+	if step := f.wait(); step != "idle" {
+		f.t.Fatalf("Follow stopped at %q, not idle", step)
+	}
+}
+
+// resume lets follow go on, to stop next as mode says.
+func (f *steppedFollow) resume(mode int32) {
+	f.s.mode.Store(mode)
+	f.s.resume <- struct{}{}
+}
+
+// end ends the log, lets follow go and fails the test unless it returns
+// nil.
+func (f *steppedFollow) end() {
+	f.t.Helper()
+	f.ended.Store(true)
+	f.resume(stopNowhere)
+	select {
+	case err := <-f.done:
+		if err != nil {
+			f.t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		f.t.Fatal("Follow did not return once the log ended")
+	}
+}
+
 // doubleRotation is the double rotation of TestFollow, one step at a
 // time: the live file (l7 its last line) renamed to a stamp, that
 // compressed (the .gz written, the plain file removed), l8 written to a new
@@ -425,40 +499,11 @@ func followRotated(t *testing.T, l7Unread bool, cuts, skips []int, stoppedAt *[]
 	writeFile(t, live, rec(6, "stdout", "F", "l6"))
 	steps := doubleRotation(t, live)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s := &stopper{ctx: ctx, at: make(chan string), resume: make(chan struct{})}
-	s.mode.Store(stopAtIdle)
-	var ended atomic.Bool
-	emit, got := collect()
-	done := make(chan error, 1)
-	go func() {
-		done <- follow(ctx, live, Options{Tail: -1}, Watch{
-			Poll:  time.Millisecond,
-			Ended: func(string) bool { return ended.Load() },
-			Idle:  func() error { s.stop("idle"); return nil },
-		}, s.stop, emit)
-	}()
-	// wait returns the step Follow is stopped at.
-	wait := func() string {
-		t.Helper()
-		select {
-		case step := <-s.at:
-			return step
-		case err := <-done:
-			t.Fatalf("Follow returned %v; got %q", err, got())
-		case <-time.After(10 * time.Second):
-			t.Fatalf("timed out waiting for Follow to stop; got %q", got())
-		}
-		return ""
-	}
-	resume := func(mode int32) {
-		s.mode.Store(mode)
-		s.resume <- struct{}{}
-	}
+	f := startStepped(t, live)
+	wait, resume := f.wait, f.resume
 	want := func(lines ...string) {
 		t.Helper()
-		if g := got(); fmt.Sprint(g) != fmt.Sprint(lines) {
+		if g := f.got(); fmt.Sprint(g) != fmt.Sprint(lines) {
 			t.Fatalf("got  %q\nwant %q", g, lines)
 		}
 	}
@@ -493,19 +538,8 @@ func followRotated(t *testing.T, l7Unread bool, cuts, skips []int, stoppedAt *[]
 	}
 	doSteps(len(steps))
 	resume(stopAtIdle)
-	if step := wait(); step != "idle" {
-		t.Fatalf("Follow stopped at %q, not idle", step)
-	}
-	ended.Store(true)
-	resume(stopNowhere)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Follow did not return once the log ended")
-	}
+	f.waitIdle()
+	f.end()
 	want("stdout l5", "stdout l6", "stdout l7", "stdout l8", "stdout l9")
 }
 

@@ -1,12 +1,10 @@
 package logread
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -85,32 +83,9 @@ func TestFollowWriterRotations(t *testing.T) {
 			// 3 and 4 in the live file.
 			writeLines(t, live, p, 1, 4)
 
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			s := &stopper{ctx: ctx, at: make(chan string), resume: make(chan struct{})}
-			s.mode.Store(stopAtIdle)
-			var ended atomic.Bool
-			emit, got := collect()
-			done := make(chan error, 1)
-			go func() {
-				done <- follow(ctx, live, Options{Tail: -1}, Watch{
-					Poll:  time.Millisecond,
-					Ended: func(string) bool { return ended.Load() },
-					Idle:  func() error { s.stop("idle"); return nil },
-				}, s.stop, emit)
-			}()
-			waitIdle := func() {
-				t.Helper()
-				select {
-				case <-s.at:
-				case err := <-done:
-					t.Fatalf("Follow returned %v; got %q", err, got())
-				case <-time.After(10 * time.Second):
-					t.Fatalf("timed out waiting for Follow to go idle; got %q", got())
-				}
-			}
-			waitIdle()
-			if g := got(); fmt.Sprint(g) != fmt.Sprint(lines(1, 4)) {
+			f := startStepped(t, live)
+			f.waitIdle()
+			if g := f.got(); fmt.Sprint(g) != fmt.Sprint(lines(1, 4)) {
 				t.Fatalf("before the rotations: got %q", g)
 			}
 			// Held in Idle: the driver writes on, rotating its file
@@ -122,20 +97,10 @@ func TestFollowWriterRotations(t *testing.T) {
 				files = append(files, e.Name())
 			}
 			t.Logf("files as Follow looks again: %s", strings.Join(files, " "))
-			s.resume <- struct{}{}
-			waitIdle()
-			ended.Store(true)
-			s.mode.Store(stopNowhere)
-			s.resume <- struct{}{}
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatal(err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("Follow did not return once the log ended")
-			}
-			if g := got(); fmt.Sprint(g) != fmt.Sprint(tt.want) {
+			f.resume(stopAtIdle)
+			f.waitIdle()
+			f.end()
+			if g := f.got(); fmt.Sprint(g) != fmt.Sprint(tt.want) {
 				t.Errorf("got  %q\nwant %q", g, tt.want)
 			}
 		})
@@ -204,35 +169,12 @@ func TestFollowRotatedWhileLiveMissing(t *testing.T) {
 			writeFile(t, stamp(0), rec(0, "stdout", "F", "l0"))
 			writeFile(t, live, rec(1, "stdout", "F", "l1"))
 
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			s := &stopper{ctx: ctx, at: make(chan string), resume: make(chan struct{})}
-			s.mode.Store(stopAtIdle)
-			var ended atomic.Bool
-			emit, got := collect()
-			done := make(chan error, 1)
-			go func() {
-				done <- follow(ctx, live, Options{Tail: -1}, Watch{
-					Poll:  time.Millisecond,
-					Ended: func(string) bool { return ended.Load() },
-					Idle:  func() error { s.stop("idle"); return nil },
-				}, s.stop, emit)
-			}()
-			waitIdle := func() {
-				t.Helper()
-				select {
-				case <-s.at:
-				case err := <-done:
-					t.Fatalf("Follow returned %v; got %q", err, got())
-				case <-time.After(10 * time.Second):
-					t.Fatalf("timed out waiting for Follow to go idle; got %q", got())
-				}
-			}
-			waitIdle()
+			f := startStepped(t, live)
+			f.waitIdle()
 			// Rotated away; Follow looks with no live file.
 			rename(t, live, stamp(1))
-			s.resume <- struct{}{}
-			waitIdle()
+			f.resume(stopAtIdle)
+			f.waitIdle()
 			// The writer's next files, one rotated file kept.
 			for i := 2; i < 2+tt.rotations; i++ {
 				writeFile(t, live, rec(i, "stdout", "F", fmt.Sprintf("l%d", i)))
@@ -242,20 +184,10 @@ func TestFollowRotatedWhileLiveMissing(t *testing.T) {
 				}
 			}
 			writeFile(t, live, rec(4, "stdout", "F", "l4"))
-			s.resume <- struct{}{}
-			waitIdle()
-			ended.Store(true)
-			s.mode.Store(stopNowhere)
-			s.resume <- struct{}{}
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatal(err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("Follow did not return once the log ended")
-			}
-			if g := got(); fmt.Sprint(g) != fmt.Sprint(tt.want) {
+			f.resume(stopAtIdle)
+			f.waitIdle()
+			f.end()
+			if g := f.got(); fmt.Sprint(g) != fmt.Sprint(tt.want) {
 				t.Errorf("got  %q\nwant %q", g, tt.want)
 			}
 		})

@@ -2,16 +2,8 @@ package e2e
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -24,57 +16,18 @@ import (
 	"github.com/podvisor/podvisor/test/testcerts"
 )
 
-// keyedCA is a CA whose key the test keeps, so it can be re-issued with
-// the same key (a renewed cluster CA) and sign clients.
-type keyedCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-}
-
-func newKeyedCA(t *testing.T, cn string, key *ecdsa.PrivateKey) *keyedCA {
+// clientCert is a client certificate from ca for the user cn in groups.
+func clientCert(t *testing.T, ca *testcerts.CA, cn string, groups ...string) tls.Certificate {
 	t.Helper()
-	if key == nil {
-		var err error
-		if key, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader); err != nil {
-			t.Fatal(err)
-		}
-	}
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	p, err := ca.ClientInGroups(t.TempDir(), cn, groups...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _ := x509.ParseCertificate(der)
-	return &keyedCA{cert: c, key: key}
-}
-
-func (ca *keyedCA) pem() []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.cert.Raw})
-}
-
-// client signs a client certificate for cn in groups.
-func (ca *keyedCA) client(t *testing.T, cn string, groups ...string) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	cert, err := tls.LoadX509KeyPair(p.CertFile, p.KeyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: cn, Organization: groups},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	return cert
 }
 
 // replaceFile writes content beside path and renames it in, as an
@@ -98,19 +51,9 @@ func replaceFile(t *testing.T, path string, content []byte, mode os.FileMode) {
 func tokenKubeconfig(t *testing.T, dir, caFile string) string {
 	t.Helper()
 	p := filepath.Join(dir, "kubelet.conf")
-	writeFile(t, p, fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster: {server: "https://127.0.0.1:1", certificate-authority: %s}
-contexts:
-- name: x
-  context: {cluster: c, user: u}
-current-context: x
-users:
-- name: u
-  user: {token: abc}
-`, caFile))
+	if err := testcerts.Kubeconfig(p, caFile, "{token: abc}"); err != nil {
+		t.Fatal(err)
+	}
 	return p
 }
 
@@ -142,11 +85,7 @@ func TestAuthHardeningRefusedAtStart(t *testing.T) {
 	everyone := filepath.Join(dir, "everyone.yaml")
 	writeFile(t, everyone, "apiVersion: podvisor.io/v1alpha1\nkind: AuthorizationPolicy\ncreate:\n- group: system:authenticated\n")
 	openCA := filepath.Join(dir, "open-ca.crt")
-	b, err := os.ReadFile(own.CertFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	replaceFile(t, openCA, b, 0o664)
+	replaceFile(t, openCA, own.PEM(), 0o664)
 
 	tlsArgs := func(ca string) []string {
 		return []string{"--tls-bind-address", "127.0.0.1:1", "--tls-cert-file", server.CertFile, "--tls-private-key-file", server.KeyFile, "--client-ca-file", ca}
@@ -204,12 +143,19 @@ func TestAuthHardeningClientCAReload(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	own := newKeyedCA(t, "podvisor-clients", nil)
-	cluster := newKeyedCA(t, "kubernetes", nil)
-	renewed := newKeyedCA(t, "kubernetes-renewed", cluster.key)
-	next := newKeyedCA(t, "podvisor-clients-2", nil)
+	// The CAs' own files are not podvisor's: it reads the copies the test
+	// replaces.
+	pki := t.TempDir()
+	own, err := testcerts.NewCA(pki, "podvisor-clients")
+	must(err)
+	cluster, err := testcerts.NewCA(pki, "kubernetes")
+	must(err)
+	renewed, err := testcerts.NewCAWith(pki, "kubernetes-renewed", testcerts.CAOptions{Key: cluster.Key()})
+	must(err)
+	next, err := testcerts.NewCA(pki, "podvisor-clients-2")
+	must(err)
 	clusterFile := filepath.Join(d.dir, "cluster-ca.crt")
-	replaceFile(t, clusterFile, cluster.pem(), 0o644)
+	replaceFile(t, clusterFile, cluster.PEM(), 0o644)
 	kubeconfig := tokenKubeconfig(t, d.dir, clusterFile)
 
 	serverCA, err := testcerts.NewCA(d.dir, "serving")
@@ -217,7 +163,7 @@ func TestAuthHardeningClientCAReload(t *testing.T) {
 	server, err := serverCA.Server(d.dir, "server", net.IPv4(127, 0, 0, 1))
 	must(err)
 	clientCA := filepath.Join(d.dir, "client-ca.crt")
-	replaceFile(t, clientCA, own.pem(), 0o644)
+	replaceFile(t, clientCA, own.PEM(), 0o644)
 	policy := filepath.Join(d.dir, "policy.yaml")
 	writeFile(t, policy, "apiVersion: podvisor.io/v1alpha1\nkind: AuthorizationPolicy\nget:\n- user: admin\n- group: system:masters\n")
 
@@ -227,10 +173,7 @@ func TestAuthHardeningClientCAReload(t *testing.T) {
 		"--kubeconfig", kubeconfig, "--rotate-certificates=false", "--authorization-mode", "Policy", "--authorization-policy-file", policy)
 	d.start()
 
-	roots := x509.NewCertPool()
-	b, err := os.ReadFile(serverCA.CertFile)
-	must(err)
-	roots.AppendCertsFromPEM(b)
+	roots := caPool(t, serverCA)
 	// get answers how a GET /pods with cert went: "" when 200.
 	get := func(cert tls.Certificate) string {
 		// TLS 1.2: a refused certificate fails the handshake itself.
@@ -246,22 +189,22 @@ func TestAuthHardeningClientCAReload(t *testing.T) {
 		}
 		return ""
 	}
-	admin := own.client(t, "admin")
-	node := renewed.client(t, "system:node:other", "system:masters")
+	admin := clientCert(t, own, "admin")
+	node := clientCert(t, renewed, "system:node:other", "system:masters")
 	d.poll("admin's GET /pods over TLS", 30*time.Second, func() (bool, string) {
 		e := get(admin)
 		return e == "", e
 	})
 
 	for i, bad := range []struct {
-		ca   *keyedCA
+		ca   *testcerts.CA
 		how  string
 		cert tls.Certificate
 	}{
 		{renewed, `kubernetes-renewed\" has the public key of the cluster CA`, node},
-		{cluster, `kubernetes\" has the public key of the cluster CA`, cluster.client(t, "admin")},
+		{cluster, `kubernetes\" has the public key of the cluster CA`, clientCert(t, cluster, "admin")},
 	} {
-		replaceFile(t, clientCA, bad.ca.pem(), 0o644)
+		replaceFile(t, clientCA, bad.ca.PEM(), 0o644)
 		// The file is read again at the next handshake.
 		if e := get(admin); e != "" {
 			t.Fatalf("%d: admin of the previous CA after the refused reload: %s\n%s", i, e, d.logTail())
@@ -277,8 +220,8 @@ func TestAuthHardeningClientCAReload(t *testing.T) {
 	}
 
 	// A CA of its own is taken from the next handshake.
-	replaceFile(t, clientCA, next.pem(), 0o644)
-	nextAdmin := next.client(t, "admin")
+	replaceFile(t, clientCA, next.PEM(), 0o644)
+	nextAdmin := clientCert(t, next, "admin")
 	d.poll("the new CA's admin let in", 20*time.Second, func() (bool, string) {
 		e := get(nextAdmin)
 		return e == "", e

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -54,17 +52,9 @@ func tlsPolicyArgs(t *testing.T, d *daemon) []string {
 // CA are allowed what the policy file says and nothing more, and each
 // exec is logged with its user and decision.
 func checkTLSPolicy(t *testing.T, d *daemon, addr string, ca *testcerts.CA) {
-	url := "https://" + addr
 	cert := func(name string, groups ...string) *api.Client {
 		t.Helper()
-		p, err := ca.ClientInGroups(d.dir, name, groups...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := api.NewTLSClient(url, p.CertFile, p.KeyFile, ca.CertFile)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c, _ := tlsClient(t, d, addr, ca, name, groups...)
 		return c
 	}
 	ctx := t.Context()
@@ -105,15 +95,12 @@ func checkTLSPolicy(t *testing.T, d *daemon, addr string, ca *testcerts.CA) {
 		t.Errorf("stranger: GET /pods: %v, want 403", err)
 	}
 	// pprof is not on the TLS port without --enable-profiling-handler.
-	roots := x509.NewCertPool()
-	b, _ := os.ReadFile(ca.CertFile)
-	roots.AppendCertsFromPEM(b)
 	pair, err := tls.LoadX509KeyPair(filepath.Join(d.dir, "admin.crt"), filepath.Join(d.dir, "admin.key"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{pair}}}}
-	if resp, err := hc.Get(url + "/debug/pprof/"); err != nil || resp.StatusCode != http.StatusNotFound {
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: caPool(t, ca), Certificates: []tls.Certificate{pair}}}}
+	if resp, err := hc.Get("https://" + addr + "/debug/pprof/"); err != nil || resp.StatusCode != http.StatusNotFound {
 		t.Errorf("GET /debug/pprof/ as admin: %v %v, want 404", resp, err)
 	} else {
 		resp.Body.Close()
@@ -138,19 +125,11 @@ func TestTLSRefusedAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	kubeconfig := filepath.Join(dir, "kubelet.conf")
-	writeFile(t, kubeconfig, fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster: {server: "https://127.0.0.1:1", certificate-authority: %s}
-contexts:
-- name: x
-  context: {cluster: c, user: u}
-current-context: x
-users:
-- name: u
-  user: {client-certificate: /var/lib/kubelet/pki/kubelet-client-current.pem, client-key: /var/lib/kubelet/pki/kubelet-client-current.pem}
-`, cluster.CertFile))
+	// A client certificate that need not exist, as in kubeadm's
+	// kubelet.conf before the TLS bootstrap.
+	if err := testcerts.Kubeconfig(kubeconfig, cluster.CertFile, "{client-certificate: /var/lib/kubelet/pki/kubelet-client-current.pem, client-key: /var/lib/kubelet/pki/kubelet-client-current.pem}"); err != nil {
+		t.Fatal(err)
+	}
 	badPolicy := filepath.Join(dir, "policy.yaml")
 	writeFile(t, badPolicy, tlsPolicy+"- cn: mallory\n")
 	tlsArgs := []string{"--tls-bind-address", "127.0.0.1:1", "--tls-cert-file", server.CertFile, "--tls-private-key-file", server.KeyFile, "--client-ca-file", cluster.CertFile}
@@ -196,18 +175,9 @@ func writeFile(t *testing.T, path, content string) {
 func (c *mirrorCluster) tlsWebhook(t *testing.T) {
 	d := c.d
 	ctx := t.Context()
-	ca, err := testcerts.NewCA(d.dir, "tls-clients")
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, err := ca.Server(d.dir, "tls-server", net.IPv4(127, 0, 0, 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := freePort(t)
 	d.stop(syscall.SIGTERM)
-	d.extraArgs = append(d.extraArgs, "--tls-bind-address", addr, "--tls-cert-file", server.CertFile,
-		"--tls-private-key-file", server.KeyFile, "--client-ca-file", ca.CertFile, "--authentication-token-webhook")
+	addr, ca := tlsPort(t, d, "tls-clients")
+	d.extraArgs = append(d.extraArgs, "--authentication-token-webhook")
 	d.start()
 
 	const ns = "default"
@@ -236,12 +206,7 @@ func (c *mirrorCluster) tlsWebhook(t *testing.T) {
 	reader := token("node-reader", "get")
 	execer := token("node-execer", "get", "create")
 
-	roots := x509.NewCertPool()
-	b, _ := os.ReadFile(server.CertFile)
-	roots.AppendCertsFromPEM(b)
-	b, _ = os.ReadFile(ca.CertFile)
-	roots.AppendCertsFromPEM(b)
-	hc := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	hc := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: caPool(t, ca)}}}
 	do := func(method, path, tok string) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequestWithContext(ctx, method, "https://"+addr+path, nil)

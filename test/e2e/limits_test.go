@@ -47,20 +47,10 @@ create:
 // returns the port's address.
 func tlsDaemon(t *testing.T, d *daemon, policy string) (string, *testcerts.CA) {
 	t.Helper()
-	ca, err := testcerts.NewCA(d.dir, "podvisor")
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, err := ca.Server(d.dir, "server", net.IPv4(127, 0, 0, 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := freePort(t)
+	addr, ca := tlsPort(t, d, "podvisor")
 	policyFile := filepath.Join(d.dir, "policy.yaml")
 	writeFile(t, policyFile, policy)
-	d.extraArgs = append(d.extraArgs, "--tls-bind-address", addr,
-		"--tls-cert-file", server.CertFile, "--tls-private-key-file", server.KeyFile, "--client-ca-file", ca.CertFile,
-		"--authorization-policy-file", policyFile)
+	d.extraArgs = append(d.extraArgs, "--authorization-policy-file", policyFile)
 	d.start()
 	return addr, ca
 }
@@ -117,14 +107,7 @@ func TestRemoteSessionsLeaveRootsSocket(t *testing.T) {
 	addr, ca := tlsDaemon(t, d, limitsPolicy)
 	d.waitPod("hold", 60*time.Second, "running", running)
 	pod := "hold-" + node
-	admin, err := ca.Client(d.dir, "admin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	remote, err := api.NewTLSClient("https://"+addr, admin.CertFile, admin.KeyFile, ca.CertFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	remote, admin := tlsClient(t, d, addr, ca, "admin")
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 
@@ -163,7 +146,7 @@ func TestRemoteSessionsLeaveRootsSocket(t *testing.T) {
 	// The TLS port is full: its next session is refused, naming it.
 	want := fmt.Sprintf("too many exec, attach and port-forward sessions: %d are open on this podvisor's TLS port", tlsSessionCap)
 	ectx, ecancel := context.WithTimeout(ctx, 30*time.Second)
-	err = remote.Exec(ectx, "default/"+pod, []string{"true"}, api.StreamOptions{Container: "main", Stdout: io.Discard, Stderr: io.Discard})
+	err := remote.Exec(ectx, "default/"+pod, []string{"true"}, api.StreamOptions{Container: "main", Stdout: io.Discard, Stderr: io.Discard})
 	ecancel()
 	var ae *api.APIError
 	if !errors.As(err, &ae) || ae.Code != http.StatusTooManyRequests || !strings.Contains(ae.Message, want) {
@@ -180,14 +163,7 @@ func TestRemoteSessionsLeaveRootsSocket(t *testing.T) {
 		base := "https://" + addr
 		user := func(name string) *http.Client {
 			t.Helper()
-			p, err := ca.ClientInGroups(d.dir, name, "watchers")
-			if err != nil {
-				t.Fatal(err)
-			}
-			cert, err := tls.LoadX509KeyPair(p.CertFile, p.KeyFile)
-			if err != nil {
-				t.Fatal(err)
-			}
+			cert := clientCert(t, ca, name, "watchers")
 			return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: caPool(t, ca), Certificates: []tls.Certificate{cert}}}}
 		}
 		watch := func(hc *http.Client, base, path string) (int, string) {

@@ -3,14 +3,12 @@ package e2e
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/podvisor/podvisor/api"
-	"github.com/podvisor/podvisor/test/testcerts"
 )
 
 // TestRolloutUndoRootOnly: rollout undo changes what the node runs, which
@@ -23,17 +21,7 @@ import (
 func TestRolloutUndoRootOnly(t *testing.T) {
 	t.Parallel()
 	d := newDaemon(t)
-	ca, err := testcerts.NewCA(d.dir, "podvisor")
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, err := ca.Server(d.dir, "server", net.IPv4(127, 0, 0, 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := freePort(t)
-	d.extraArgs = append(d.extraArgs, "--tls-bind-address", addr,
-		"--tls-cert-file", server.CertFile, "--tls-private-key-file", server.KeyFile, "--client-ca-file", ca.CertFile)
+	addr, ca := tlsPort(t, d, "podvisor")
 	d.extraArgs = append(d.extraArgs, tlsPolicyArgs(t, d)...) // admin: get and create
 	d.start()
 	name := "web-" + node
@@ -75,14 +63,7 @@ func TestRolloutUndoRootOnly(t *testing.T) {
 
 	// (1) The TLS port: authenticated and authorized (admin may create
 	// nodes/proxy), then refused by podvisor itself.
-	admin, err := ca.Client(d.dir, "admin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	remote, err := api.NewTLSClient("https://"+addr, admin.CertFile, admin.KeyFile, ca.CertFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	remote, _ := tlsClient(t, d, addr, ca, "admin")
 	_, err = remote.RolloutUndo(t.Context(), "web", 2)
 	var ae *api.APIError
 	if !errors.As(err, &ae) || ae.Code != http.StatusForbidden || !strings.Contains(ae.Message, "undo changes what the node runs") ||
@@ -93,14 +74,7 @@ func TestRolloutUndoRootOnly(t *testing.T) {
 	keepsRev3("revision 3 after the refused remote undo")
 	// A client the policy does not allow is the Filter's to refuse, as
 	// before: the handler's refusal comes after authorization.
-	stranger, err := ca.Client(d.dir, "stranger")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := api.NewTLSClient("https://"+addr, stranger.CertFile, stranger.KeyFile, ca.CertFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc, _ := tlsClient(t, d, addr, ca, "stranger")
 	if _, err := sc.RolloutUndo(t.Context(), "web", 2); !errors.As(err, &ae) || ae.Code != http.StatusForbidden ||
 		!strings.Contains(ae.Message, "Forbidden (user=stranger, verb=create, resource=nodes, subresource=proxy)") {
 		t.Errorf("undo over TLS as a stranger: %v, want the Filter's 403", err)

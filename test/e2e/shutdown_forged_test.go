@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"os/user"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,7 +16,6 @@ import (
 	"time"
 
 	"github.com/podvisor/podvisor/api"
-	v1 "k8s.io/api/core/v1"
 )
 
 // forge sends a signal on bus from a connection of the unprivileged user
@@ -67,11 +65,7 @@ func TestGracefulNodeShutdownForgedSignals(t *testing.T) {
 	if !strings.Contains(l, "who=podvisor") || podvisorConn == "" {
 		t.Fatalf("lock taken: %s, want podvisor's with its connection's name", l)
 	}
-	dir := d.hostDir("stamps")
-	normal, critical := "normal-"+node, "critical-"+node
-	d.writeManifest("normal.yaml", shutdownManifest("normal", "default", "", dir))
-	d.writeManifest("critical.yaml", shutdownManifest("critical", "kube-system", "system-node-critical", dir))
-	logs := map[string]string{normal: filepath.Join(dir, "normal.log"), critical: filepath.Join(dir, "critical.log")}
+	normal, _, logs := writeShutdownPods(d)
 	for name, log := range logs {
 		d.waitPod(name, 60*time.Second, "Running", running)
 		d.poll(name+"'s trap set", 20*time.Second, func() (bool, string) {
@@ -140,26 +134,7 @@ func TestGracefulNodeShutdownForgedSignals(t *testing.T) {
 	if proceed := ld.next("proceed ", 30*time.Second); !strings.HasPrefix(proceed, "proceed released") {
 		t.Errorf("logind went on with %q, want the lock released before its 30s bound", proceed)
 	}
-	at := map[string]map[string]float64{}
-	for name, log := range logs {
-		d.waitPod(name, 10*time.Second, "stopped for the shutdown, its container terminated", func(p *v1.Pod) bool {
-			return stoppedForShutdown(p) && containerStatus(p, "main").State.Terminated != nil
-		})
-		order, ts := stamps(t, log, 0)
-		if strings.Join(order, " ") != "main preStop TERM" {
-			t.Errorf("%s: %q in the container, want its start, then its preStop hook, then SIGTERM", name, order)
-		}
-		at[name] = ts
-	}
-	if el := at[normal]["TERM"] - start; el > 8.5 {
-		t.Errorf("normal pod's SIGTERM %.2fs after the announcement, want within its group's 8s", el)
-	}
-	if at[critical]["preStop"] < at[normal]["TERM"] {
-		t.Errorf("critical pod's preStop at %.2f, before the normal pod's SIGTERM at %.2f", at[critical]["preStop"], at[normal]["TERM"])
-	}
-	if el := at[critical]["TERM"] - at[critical]["preStop"]; el > 8.5 {
-		t.Errorf("critical pod's SIGTERM %.2fs after its preStop, want within its group's 8s", el)
-	}
+	checkStoppedInOrder(t, d, logs, nil, "shutdown", "main preStop TERM", start)
 }
 
 // getHealthz is GET http://addr/healthz's status and body.

@@ -246,6 +246,17 @@ spec:
 `, name, namespace, prio, fmt.Sprintf(shutdownScript, name), dir)
 }
 
+// writeShutdownPods writes the manifests of a normal and a critical pod
+// whose containers stamp what they do in files of d's, and returns the
+// pods' names and each one's file, by name.
+func writeShutdownPods(d *daemon) (normal, critical string, logs map[string]string) {
+	dir := d.hostDir("stamps")
+	normal, critical = "normal-"+node, "critical-"+node
+	d.writeManifest("normal.yaml", shutdownManifest("normal", "default", "", dir))
+	d.writeManifest("critical.yaml", shutdownManifest("critical", "kube-system", "system-node-critical", dir))
+	return normal, critical, map[string]string{normal: filepath.Join(dir, "normal.log"), critical: filepath.Join(dir, "critical.log")}
+}
+
 // stamps reads NAME.log: each line's word and uptime, from line from on.
 func stamps(t *testing.T, path string, from int) ([]string, map[string]float64) {
 	t.Helper()
@@ -282,6 +293,38 @@ func lineCount(path string) int {
 	return strings.Count(string(b), "\n")
 }
 
+// checkStoppedInOrder waits for the normal and the critical pod (logs
+// holds each one's stamps file) to be stopped for the shutdown, their
+// containers terminated; checks that each container stamped want from
+// line from[name] of its file on; and that they were stopped in order: the
+// normal pod's SIGTERM within its group's 8s of start (the uptime when
+// logind announced the shutdown, called what), the critical pod's preStop
+// only after it, and its SIGTERM within its own group's 8s.
+func checkStoppedInOrder(t *testing.T, d *daemon, logs map[string]string, from map[string]int, what, want string, start float64) {
+	t.Helper()
+	normal, critical := "normal-"+node, "critical-"+node
+	at := map[string]map[string]float64{}
+	for name, log := range logs {
+		d.waitPod(name, 10*time.Second, "stopped for the "+what+", its container terminated", func(p *v1.Pod) bool {
+			return stoppedForShutdown(p) && containerStatus(p, "main").State.Terminated != nil
+		})
+		order, ts := stamps(t, log, from[name])
+		if strings.Join(order, " ") != want {
+			t.Errorf("%s: %q in the container after the %s, want %q", name, order, what, want)
+		}
+		at[name] = ts
+	}
+	if el := at[normal]["TERM"] - start; el > 8.5 {
+		t.Errorf("normal pod's SIGTERM %.2fs after the announcement, want within its group's 8s", el)
+	}
+	if at[critical]["preStop"] < at[normal]["TERM"] {
+		t.Errorf("critical pod's preStop at %.2f, before the normal pod's SIGTERM at %.2f", at[critical]["preStop"], at[normal]["TERM"])
+	}
+	if el := at[critical]["TERM"] - at[critical]["preStop"]; el > 8.5 {
+		t.Errorf("critical pod's SIGTERM %.2fs after its preStop, want within its group's 8s", el)
+	}
+}
+
 func stoppedForShutdown(p *v1.Pod) bool {
 	return p.Status.Phase == v1.PodFailed && p.Status.Reason == shutdownReason && p.Status.Message == shutdownMessage
 }
@@ -308,11 +351,7 @@ func TestGracefulNodeShutdown(t *testing.T) {
 	if l := ld.next("inhibit ", 20*time.Second); !strings.Contains(l, "what=shutdown who=podvisor") || !strings.Contains(l, "mode=delay") {
 		t.Fatalf("lock taken: %s, want a delay lock on shutdown by podvisor", l)
 	}
-	dir := d.hostDir("stamps")
-	normal, critical := "normal-"+node, "critical-"+node
-	d.writeManifest("normal.yaml", shutdownManifest("normal", "default", "", dir))
-	d.writeManifest("critical.yaml", shutdownManifest("critical", "kube-system", "system-node-critical", dir))
-	logs := map[string]string{normal: filepath.Join(dir, "normal.log"), critical: filepath.Join(dir, "critical.log")}
+	normal, critical, logs := writeShutdownPods(d)
 	mains := func(log string) int {
 		order, _ := stamps(t, log, 0)
 		n := 0
@@ -384,28 +423,7 @@ func TestGracefulNodeShutdown(t *testing.T) {
 	if !strings.HasPrefix(proceed, "proceed released") {
 		t.Errorf("logind went on with %q, want the lock released before its 30s bound", proceed)
 	}
-	at := map[string]map[string]float64{}
-	for name, log := range logs {
-		d.waitPod(name, 10*time.Second, "stopped for the reboot, its container terminated", func(p *v1.Pod) bool {
-			return stoppedForShutdown(p) && containerStatus(p, "main").State.Terminated != nil
-		})
-		order, ts := stamps(t, log, from[name])
-		if strings.Join(order, " ") != "preStop TERM" {
-			t.Errorf("%s: %q in the container, want its preStop hook, then SIGTERM", name, order)
-		}
-		at[name] = ts
-	}
-	// The normal pod within its group's 8s of the announcement; the
-	// critical one only after it, within its own 8s.
-	if el := at[normal]["TERM"] - start; el > 8.5 {
-		t.Errorf("normal pod's SIGTERM %.2fs after the announcement, want within its group's 8s", el)
-	}
-	if at[critical]["preStop"] < at[normal]["TERM"] {
-		t.Errorf("critical pod's preStop at %.2f, before the normal pod's SIGTERM at %.2f", at[critical]["preStop"], at[normal]["TERM"])
-	}
-	if el := at[critical]["TERM"] - at[critical]["preStop"]; el > 8.5 {
-		t.Errorf("critical pod's SIGTERM %.2fs after its preStop, want within its group's 8s", el)
-	}
+	checkStoppedInOrder(t, d, logs, from, "reboot", "preStop TERM", start)
 
 	// Nothing is left for systemd's last stage to wait on (k3s#2400).
 	d.poll("no shim left after the pods stopped", 15*time.Second, func() (bool, string) {

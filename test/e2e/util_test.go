@@ -7,13 +7,52 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"testing"
 	"time"
 
+	"github.com/podvisor/podvisor/api"
 	"github.com/podvisor/podvisor/internal/crilog"
+	"github.com/podvisor/podvisor/test/testcerts"
 	v1 "k8s.io/api/core/v1"
 )
 
 func netIP(s string) net.IP { return net.ParseIP(s) }
+
+// tlsPort makes a CA called caName in d's directory and, from it, a
+// server certificate for 127.0.0.1; picks a free port; and adds to d's
+// arguments the flags that serve the TLS port there with that CA as the
+// client CA. It returns the port's address and the CA.
+func tlsPort(t *testing.T, d *daemon, caName string) (string, *testcerts.CA) {
+	t.Helper()
+	ca, err := testcerts.NewCA(d.dir, caName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := ca.Server(d.dir, caName+"-server", net.IPv4(127, 0, 0, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := freePort(t)
+	d.extraArgs = append(d.extraArgs, "--tls-bind-address", addr,
+		"--tls-cert-file", server.CertFile, "--tls-private-key-file", server.KeyFile, "--client-ca-file", ca.CertFile)
+	return addr, ca
+}
+
+// tlsClient is a client of the TLS port at addr with a certificate from
+// ca, written to d's directory, for user in groups; the certificate is
+// returned too.
+func tlsClient(t *testing.T, d *daemon, addr string, ca *testcerts.CA, user string, groups ...string) (*api.Client, *testcerts.Pair) {
+	t.Helper()
+	p, err := ca.ClientInGroups(d.dir, user, groups...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := api.NewTLSClient("https://"+addr, p.CertFile, p.KeyFile, ca.CertFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, p
+}
 
 // hostDir makes a directory under the daemon's own directory for a pod's
 // hostPath volume: the test writes state files into it and reads what the

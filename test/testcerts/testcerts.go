@@ -32,24 +32,60 @@ type Pair struct {
 
 // NewCA makes a CA called name, written to dir/name-ca.crt.
 func NewCA(dir, name string) (*CA, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
+	return NewCAWith(dir, name, CAOptions{})
+}
+
+// CAOptions say how NewCAWith makes a CA.
+type CAOptions struct {
+	// Key is the CA's key; nil makes a new one. Another CA's key makes
+	// this CA that one re-issued.
+	Key *ecdsa.PrivateKey
+	// Parent issues the CA, an intermediate; nil makes it self-signed.
+	Parent *CA
+	// File is the name of the certificate's file in dir; "" is
+	// name-ca.crt.
+	File string
+}
+
+// NewCAWith makes a CA called name as o says, written to dir.
+func NewCAWith(dir, name string, o CAOptions) (*CA, error) {
+	key := o.Key
+	if key == nil {
+		var err error
+		if key, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader); err != nil {
+			return nil, err
+		}
 	}
 	tmpl := template(name)
 	tmpl.IsCA = true
 	tmpl.BasicConstraintsValid = true
 	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	issuer, signer := tmpl, key
+	if o.Parent != nil {
+		issuer, signer = o.Parent.cert, o.Parent.key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, issuer, &key.PublicKey, signer)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("sign CA %s: %w", name, err)
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
 		return nil, err
 	}
-	ca := &CA{cert: cert, key: key, CertFile: filepath.Join(dir, name+"-ca.crt")}
+	file := o.File
+	if file == "" {
+		file = name + "-ca.crt"
+	}
+	ca := &CA{cert: cert, key: key, CertFile: filepath.Join(dir, file)}
 	return ca, writePEM(ca.CertFile, "CERTIFICATE", der, 0o644)
+}
+
+// Key is the CA's private key: a CA made with it is this one re-issued.
+func (ca *CA) Key() *ecdsa.PrivateKey { return ca.key }
+
+// PEM is the CA's certificate, PEM-encoded.
+func (ca *CA) PEM() []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.cert.Raw})
 }
 
 // Server makes a server certificate for ips, written to dir/name.crt and
