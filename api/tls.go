@@ -168,10 +168,15 @@ type loaded[T any] struct {
 	stamp, refused [2]fileStamp
 }
 
+// fileStamp tells one version of a file from another without reading
+// it: a file renamed into place has a new inode (the one it replaces is
+// still linked while the new one is written), and one rewritten or
+// chmodded in place a new change time.
 type fileStamp struct {
 	size    int64
 	modTime time.Time
 	ino     uint64
+	ctime   time.Time
 }
 
 func stampOf(path string) (fileStamp, error) {
@@ -180,9 +185,7 @@ func stampOf(path string) (fileStamp, error) {
 		return fileStamp{}, err
 	}
 	st := fileStamp{size: fi.Size(), modTime: fi.ModTime()}
-	if sys, ok := fi.Sys().(interface{ Ino() uint64 }); ok {
-		st.ino = sys.Ino()
-	}
+	st.ino, st.ctime = inodeStamp(fi)
 	return st, nil
 }
 
