@@ -101,6 +101,9 @@ type host struct {
 	appArmorLoaded func(string) (bool, error)
 	// hostname is the node's hostname.
 	hostname func() (string, error)
+	// lookupMount returns the mount holding a path (the source of an
+	// rslave or rshared volume mount).
+	lookupMount func(string) (*mountinfo.Info, error)
 	// imageUser gives the USER of the container's image (specOpts sets
 	// it per container).
 	imageUser imageUserFunc
@@ -119,6 +122,7 @@ var thisHost = sync.OnceValue(func() host {
 		appArmor:         apparmorhost.HostSupports(),
 		appArmorLoaded:   appArmorLoaded,
 		hostname:         os.Hostname,
+		lookupMount:      lookupMount,
 	}
 })
 
@@ -221,6 +225,11 @@ func (h host) specOpts(in supervise.ContainerConfig, imageEntrypoint, imageCmd [
 	}
 	mounts := withoutShadowed(append([]specs.Mount{shm}, cg...), in.Mounts)
 	opts = append(opts, withReplacedMounts(append(mounts, in.Mounts...)))
+	rootProp, err := rootfsPropagation(in.Mounts, h.lookupMount)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, withRootfsPropagation(rootProp))
 
 	// Resources.
 	r := in.Resources
