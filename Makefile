@@ -110,7 +110,7 @@ CONTROLPLANE_TESTS := ^(TestMirror|TestMirrorLocalObjects|TestKubeadmControlPlan
 # change (the writes at rest, node shutdown through logind, pressure
 # eviction): they run once, against the Debian containerd, which keeps
 # make test inside CI's time.
-ONCE_TESTS := ^(TestFlashIdle|TestImagesArchiveThroughLinkRefused|TestSecretLeak|TestSecretManifestPermissions|TestGracefulNodeShutdown|TestGracefulNodeShutdownForgedSignals|TestFSGroupEscape|TestRolloutUndoRootOnly|TestLogsFollowFastRotation|TestLogsSymlinkRefused|TestAuthHardeningRefusedAtStart|TestAuthHardeningClientCAReload|TestRemoteSessionsLeaveRootsSocket|TestDiskPressureEviction|TestDiskPressureReclaimsFirst|TestMemoryPressureEviction|TestInsecureManifestRefused|TestTLSSelfSignedServing|TestPodWaitFor|TestDescribeStuck|TestDoctor|TestRollout)$$
+ONCE_TESTS := ^(TestFlashIdle|TestServiceAccountName|TestMountPropagation|TestImagesArchiveThroughLinkRefused|TestSecretLeak|TestSecretManifestPermissions|TestGracefulNodeShutdown|TestGracefulNodeShutdownForgedSignals|TestFSGroupEscape|TestRolloutUndoRootOnly|TestLogsFollowFastRotation|TestLogsSymlinkRefused|TestAuthHardeningRefusedAtStart|TestAuthHardeningClientCAReload|TestRemoteSessionsLeaveRootsSocket|TestDiskPressureEviction|TestDiskPressureReclaimsFirst|TestMemoryPressureEviction|TestInsecureManifestRefused|TestTLSSelfSignedServing|TestPodWaitFor|TestDescribeStuck|TestDoctor|TestRollout)$$
 # A test binary's bound: the e2e package takes 6-7 minutes here, close to go
 # test's default of 10 on a slower machine; a wedged test still ends.
 TEST_TIMEOUT := 20m

@@ -56,7 +56,9 @@
 //     volumes, and projected volumes with a source other than downwardAPI,
 //     are emptyDir volumes of the same name, their mounts unchanged; an env
 //     var from configMapKeyRef or secretKeyRef keeps its name with no value;
-//     envFrom and imagePullSecrets are left out. downwardAPI volumes and
+//     envFrom and imagePullSecrets are left out, and so is a service
+//     account's name with automountServiceAccountToken (a static pod gets
+//     no token, as under kubelet). downwardAPI volumes and
 //     fieldRef and resourceFieldRef env stay. Each reference rewritten is
 //     listed, names and keys only, in the annotation
 //     podvisor.io/local-references: a JSON array of {field, kind, name,

@@ -50,7 +50,11 @@ type LocalReference struct {
 //   - an env var from a configMapKeyRef or secretKeyRef keeps its name and
 //     has no value and no valueFrom;
 //   - envFrom entries and imagePullSecrets are left out;
-//   - serviceAccountName (podvisor rejects it locally) is left out.
+//   - serviceAccountName (and the deprecated serviceAccount) is left out,
+//     with automountServiceAccountToken, which asks for that account's
+//     token: a static pod gets no token, and NodeRestriction and the
+//     ServiceAccount admission plugin refuse a mirror that names one. The
+//     one entry spec.serviceAccountName lists the rewrite.
 //
 // downwardAPI volumes and fieldRef and resourceFieldRef env vars stay:
 // NodeRestriction takes them.
@@ -137,6 +141,7 @@ func mirrorSpec(local *v1.PodSpec) (v1.PodSpec, []LocalReference) {
 		}
 		add("spec.serviceAccountName", "ServiceAccount", name, "")
 		spec.ServiceAccountName, spec.DeprecatedServiceAccount = "", ""
+		spec.AutomountServiceAccountToken = nil
 	}
 	return spec, refs
 }

@@ -288,6 +288,10 @@ func TestMirrorSpecEachReference(t *testing.T) {
 			[]LocalReference{{Field: "spec.imagePullSecrets[0]", Kind: "Secret", Name: "sec"}, {Field: "spec.imagePullSecrets[1]", Kind: "Secret", Name: "other"}}},
 		{"serviceAccountName", func(s *v1.PodSpec) { s.ServiceAccountName = "sa" },
 			[]LocalReference{{Field: "spec.serviceAccountName", Kind: "ServiceAccount", Name: "sa"}}},
+		{"serviceAccountName with its alias and automount", func(s *v1.PodSpec) {
+			s.ServiceAccountName, s.DeprecatedServiceAccount, s.AutomountServiceAccountToken = "sa", "sa", ptr.To(true)
+		}, []LocalReference{{Field: "spec.serviceAccountName", Kind: "ServiceAccount", Name: "sa"}}},
+		{"automountServiceAccountToken alone", func(s *v1.PodSpec) { s.AutomountServiceAccountToken = ptr.To(false) }, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			local := localPod("p", "u1", v1.PodRunning)
@@ -315,6 +319,11 @@ func TestMirrorSpecEachReference(t *testing.T) {
 			var got []LocalReference
 			if err := json.Unmarshal([]byte(a), &got); err != nil || !slices.Equal(got, tc.want) {
 				t.Errorf("annotation %s = %s (%v), want %+v", LocalReferencesAnnotation, a, err, tc.want)
+			}
+			// A service account goes with its token's automount.
+			if s := m.Spec; s.ServiceAccountName != "" || s.DeprecatedServiceAccount != "" || s.AutomountServiceAccountToken != nil {
+				t.Errorf("mirror serviceAccountName %q, serviceAccount %q, automountServiceAccountToken set %t; want none",
+					s.ServiceAccountName, s.DeprecatedServiceAccount, s.AutomountServiceAccountToken != nil)
 			}
 		})
 	}

@@ -83,9 +83,9 @@ var fieldTable = []FieldSupport{
 	{"PodSpec", "activeDeadlineSeconds", reject, ""},
 	{"PodSpec", "dnsPolicy", impl, ""},
 	{"PodSpec", "nodeSelector", ignore, "there is only this node"},
-	{"PodSpec", "serviceAccountName", reject, "static pods cannot use service account tokens"},
-	{"PodSpec", "serviceAccount", reject, "deprecated alias of serviceAccountName; static pods cannot use service account tokens"},
-	{"PodSpec", "automountServiceAccountToken", ignore, "no token is ever mounted"},
+	{"PodSpec", "serviceAccountName", impl, "accepted with a warning that no token is mounted: a static pod gets none, as under kubelet; fieldRef spec.serviceAccountName reads it; the mirror pod leaves it out (NodeRestriction refuses it) and lists it in podvisor.io/local-references"},
+	{"PodSpec", "serviceAccount", impl, "deprecated alias of serviceAccountName, taken as it when serviceAccountName is empty"},
+	{"PodSpec", "automountServiceAccountToken", ignore, "no token is ever mounted: a static pod gets none, as under kubelet; true is warned about (with serviceAccountName, in its one warning), false is quiet; the mirror pod of a pod naming a service account leaves it out"},
 	{"PodSpec", "nodeName", ignore, "set to this node"},
 	{"PodSpec", "hostNetwork", impl, ""},
 	{"PodSpec", "hostPID", impl, ""},
@@ -131,7 +131,7 @@ var fieldTable = []FieldSupport{
 	{"Container", "resizePolicy", ignore, "resources change only by editing the manifest"},
 	{"Container", "restartPolicy", impl, "Always on initContainers only (sidecar containers); app containers follow the pod's restartPolicy"},
 	{"Container", "restartPolicyRules", reject, "container restart rules"},
-	{"Container", "volumeMounts", impl, "mountPropagation None, recursiveReadOnly Disabled; subPathExpr and bindMountOptions rejected; configMap, secret, downwardAPI and projected volumes are always read-only, and a subPath of one is a copy taken at start that is never updated, as kubelet's"},
+	{"Container", "volumeMounts", impl, "mountPropagation None, HostToContainer (rslave; the source must be on a shared or slave mount) and Bidirectional (rshared, privileged containers only; the source must be on a shared mount, else the container waits in CreateContainerError; podvisor changes no host mount's propagation), as containerd's CRI; recursiveReadOnly Disabled; subPathExpr and bindMountOptions rejected; configMap, secret, downwardAPI and projected volumes are always read-only, and a subPath of one is a copy taken at start that is never updated, as kubelet's"},
 	{"Container", "volumeDevices", reject, ""},
 	{"Container", "livenessProbe", impl, probeNote},
 	{"Container", "readinessProbe", impl, probeNote},
@@ -250,9 +250,6 @@ func isDefaultValue(structName, field string, v reflect.Value, nodeName string) 
 		return v.String() == v1.DefaultSchedulerName
 	case "PodSpec.enableServiceLinks":
 		return v.Bool()
-	case "PodSpec.automountServiceAccountToken":
-		return !v.Bool() // podvisor never mounts a token
-
 	case "PodSpec.nodeName":
 		return v.String() == nodeName
 	case "PodSpec.preemptionPolicy":
@@ -284,6 +281,9 @@ func (c *supportChecker) checkStruct(path string, v reflect.Value) {
 		if isUnset(fv) {
 			continue
 		}
+		if name == "PodSpec" && serviceAccountFields[jn] {
+			continue // checkServiceAccount: one warning for the three
+		}
 		fp := joinField(path, jn)
 		row, ok := fieldIndex[name+"."+jn]
 		if !ok {
@@ -298,6 +298,9 @@ func (c *supportChecker) checkStruct(path string, v reflect.Value) {
 				c.p.warn(ignoredWarning(fp, row.Note))
 			}
 		}
+	}
+	if name == "PodSpec" && v.CanAddr() {
+		c.checkServiceAccount(path, v.Addr().Interface().(*v1.PodSpec))
 	}
 }
 
@@ -462,9 +465,6 @@ func (c *supportChecker) checkContainer(path string, ctr *v1.Container) {
 	}
 	for i, m := range ctr.VolumeMounts {
 		mp := fmt.Sprintf("%s.volumeMounts[%d]", path, i)
-		if m.MountPropagation != nil && *m.MountPropagation != v1.MountPropagationNone {
-			c.p.invalid(mp+".mountPropagation", notSupported(fmt.Sprintf("%q; None only", *m.MountPropagation)))
-		}
 		if m.RecursiveReadOnly != nil && *m.RecursiveReadOnly != v1.RecursiveReadOnlyDisabled {
 			c.p.invalid(mp+".recursiveReadOnly", notSupported(fmt.Sprintf("%q; Disabled only", *m.RecursiveReadOnly)))
 		}

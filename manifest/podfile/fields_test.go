@@ -131,7 +131,8 @@ func TestWriteFieldTableMarkdown(t *testing.T) {
 	md := b.String()
 	for _, want := range []string{
 		"### PodSpec\n\n| field | support | note |\n| --- | --- | --- |\n",
-		"| `serviceAccountName` | rejected | static pods cannot use service account tokens |",
+		"| `serviceAccountName` | implemented | accepted with a warning that no token is mounted",
+		"| `readinessGates` | rejected | conditions are set by controllers that static pods do not have |",
 		"| `tolerations` | ignored (warning) | scheduling only |",
 		"### SecurityContext\n",
 		"| `seccompProfile` | implemented | RuntimeDefault and Unconfined only |",

@@ -78,7 +78,9 @@ var mirrorLocalVolumes = []localVolume{
 
 // mirrorLocalPod reads the local objects in every way: the volumes of
 // mirrorLocalVolumes, secretKeyRef, envFrom secretRef, imagePullSecrets and
-// configMapKeyRef, beside a fieldRef the mirror keeps.
+// configMapKeyRef, beside a fieldRef the mirror keeps; and it names a
+// service account and asks for its token, which NodeRestriction refuses in
+// a mirror pod.
 func mirrorLocalPod() string {
 	var mounts, vols strings.Builder
 	for _, v := range mirrorLocalVolumes {
@@ -92,6 +94,8 @@ metadata:
 spec:
   terminationGracePeriodSeconds: 1
   imagePullSecrets: [{name: regcred}]
+  serviceAccountName: app-sa
+  automountServiceAccountToken: true
   containers:
   - name: main
     image: busybox
@@ -180,6 +184,16 @@ func TestMirrorLocalObjects(t *testing.T) {
 	if out, err := cp.RunKubectl(t.Context(), "--kubeconfig", cp.KubeletKubeconfig, "create", "-f", probe); err == nil || !strings.Contains(err.Error(), "reference secrets") {
 		t.Fatalf("kubelet.conf created a mirror pod that names a Secret (%q, %v)", out, err)
 	}
+	// And one that names a service account.
+	refusedSA := strings.Replace(refused, `"containers":`, `"serviceAccountName":"app-sa","containers":`, 1)
+	refusedSA = strings.Replace(refusedSA, `"name":"probe"`, `"name":"probe-sa"`, 1)
+	refusedSA = strings.Replace(refusedSA, `,"env":[{"name":"P","valueFrom":{"secretKeyRef":{"name":"creds","key":"password"}}}]`, "", 1)
+	if err := os.WriteFile(probe, []byte(refusedSA), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := cp.RunKubectl(t.Context(), "--kubeconfig", cp.KubeletKubeconfig, "create", "-f", probe); err == nil || !strings.Contains(err.Error(), "service account") {
+		t.Fatalf("kubelet.conf created a mirror pod that names a service account (%q, %v)", out, err)
+	}
 	if out, err := cp.RunKubectl(t.Context(), "--kubeconfig", cp.KubeletKubeconfig, "label", "node", node, "node-role.kubernetes.io/control-plane="); err == nil || !strings.Contains(err.Error(), "is not allowed to modify labels") {
 		t.Errorf("kubelet.conf labelled its node (%q, %v): NodeRestriction is not in force", out, err)
 	}
@@ -228,6 +242,7 @@ func TestMirrorLocalObjects(t *testing.T) {
 		{Field: "spec.containers[0].env[0].valueFrom.secretKeyRef", Kind: "Secret", Name: "creds", Key: "password"},
 		{Field: "spec.containers[0].env[1].valueFrom.configMapKeyRef", Kind: "ConfigMap", Name: "appconf", Key: "LEVEL"},
 		{Field: "spec.imagePullSecrets[0]", Kind: "Secret", Name: "regcred"},
+		{Field: "spec.serviceAccountName", Kind: "ServiceAccount", Name: "app-sa"},
 	}
 	for i, v := range mirrorLocalVolumes {
 		want = slices.Insert(want, i, v.ref)
@@ -239,6 +254,10 @@ func TestMirrorLocalObjects(t *testing.T) {
 	wantEnv := []v1.EnvVar{{Name: "PASSWORD"}, {Name: "LEVEL"}, local.Spec.Containers[0].Env[2]}
 	if mc.EnvFrom != nil || m.Spec.ImagePullSecrets != nil || !equality.Semantic.DeepEqual(mc.Env, wantEnv) {
 		t.Errorf("mirror envFrom %+v, imagePullSecrets %+v, env %+v; want none, none, %+v", mc.EnvFrom, m.Spec.ImagePullSecrets, mc.Env, wantEnv)
+	}
+	if local.Spec.ServiceAccountName != "app-sa" || m.Spec.ServiceAccountName != "" || m.Spec.DeprecatedServiceAccount != "" || m.Spec.AutomountServiceAccountToken != nil {
+		t.Errorf("local serviceAccountName %q; mirror serviceAccountName %q, serviceAccount %q, automountServiceAccountToken set %t: want app-sa; none, none, none",
+			local.Spec.ServiceAccountName, m.Spec.ServiceAccountName, m.Spec.DeprecatedServiceAccount, m.Spec.AutomountServiceAccountToken != nil)
 	}
 	for _, v := range mirrorLocalVolumes {
 		for _, mv := range m.Spec.Volumes {
