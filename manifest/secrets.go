@@ -131,12 +131,25 @@ func (st *secretStore) write(secrets map[string]*v1.Secret) error {
 		return nil
 	}
 	data, err := json.Marshal(persistedSecrets{Version: secretsVersion, Key: st.key, Secrets: secrets})
-	if err != nil || bytes.Equal(data, st.last) {
+	if err == nil {
+		err = writeIfChanged(st.path, data, &st.last)
+	}
+	if err == nil {
+		st.logged = ""
+	}
+	return err
+}
+
+// writeIfChanged writes data to path atomically, mode 0600, unless it is
+// what was last written there (*last), which it then becomes: at rest
+// nothing is written.
+func writeIfChanged(path string, data []byte, last *[]byte) error {
+	if bytes.Equal(data, *last) {
+		return nil
+	}
+	if err := atomicfile.Write(path, data, 0o600); err != nil {
 		return err
 	}
-	if err := atomicfile.Write(st.path, data, 0o600); err != nil {
-		return err
-	}
-	st.last, st.logged = data, ""
+	*last = data
 	return nil
 }

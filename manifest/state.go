@@ -1,7 +1,6 @@
 package manifest
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/podvisor/podvisor/internal/atomicfile"
 	"github.com/podvisor/podvisor/manifest/podfile"
 	v1 "k8s.io/api/core/v1"
 )
@@ -190,11 +188,8 @@ func (s *scanner) persist() {
 		s.log.Error("cannot save the last good Secrets; a restart would lose those whose manifests are broken", "file", s.secrets.path, "error", err)
 	}
 	data, err := json.MarshalIndent(ps, "", "  ")
-	if err == nil && bytes.Equal(data, s.lastState) {
-		return
-	}
 	if err == nil {
-		err = atomicfile.Write(s.statePath, data, 0o600)
+		err = writeIfChanged(s.statePath, data, &s.lastState)
 	}
 	if err != nil {
 		if msg := err.Error(); msg != s.loggedState {
@@ -203,5 +198,5 @@ func (s *scanner) persist() {
 		}
 		return
 	}
-	s.lastState, s.loggedState = data, ""
+	s.loggedState = ""
 }
