@@ -234,9 +234,6 @@ func refresh[T any](f *tlsFiles, l *loaded[T], what string, paths []string, load
 func (f *tlsFiles) config() (*tls.Config, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.log == nil {
-		f.log = slog.New(slog.DiscardHandler)
-	}
 	get := f.cfg.GetCertificate
 	changed := false
 	if get == nil {

@@ -38,32 +38,6 @@ type Options struct {
 // rotatedSuffix matches what follows "<n>.log." in a rotated file's name.
 var rotatedSuffix = regexp.MustCompile(`^(1|[0-9]{8}-[0-9]{6}(\.gz)?)$`)
 
-// Files returns the files of the instance whose live file is live, in the
-// order they are read: rotated files in name order, then live itself
-// (listed whether it exists or not). The directory is listed as Read
-// lists it: beneath the log directory, no symlink followed.
-func Files(live string) ([]string, error) {
-	root, err := openRoot(live)
-	if err != nil {
-		return nil, err
-	}
-	defer closeRoot(root)
-	d, err := openContainerDir(root, live)
-	if err != nil || d == nil {
-		return []string{live}, err
-	}
-	defer d.close()
-	rotated, err := d.rotated(filepath.Base(live))
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, r := range rotated {
-		out = append(out, filepath.Join(d.path, r))
-	}
-	return append(out, live), nil
-}
-
 // rotated lists the names of the rotated files of the live file name in
 // d, in the order they are read. Anything named as one is listed, whatever
 // its type: opening it refuses what is not a regular file.
