@@ -57,6 +57,12 @@ type Object struct {
 	// DataSizes is the size in bytes of each value of a Secret's data,
 	// for describe's "key: N bytes".
 	DataSizes map[string]int `json:"dataSizes,omitempty"`
+	// PersistentVolumeClaim and PersistentVolume are such documents,
+	// whole; a claim's status says whether it is bound, and to what
+	// (spec.volumeName, or the provisioned directory in the
+	// podvisor.io/volume-path annotation).
+	PersistentVolumeClaim *v1.PersistentVolumeClaim `json:"persistentVolumeClaim,omitempty"`
+	PersistentVolume      *v1.PersistentVolume      `json:"persistentVolume,omitempty"`
 }
 
 // ObjectReference is a pod's use of a ConfigMap or Secret.
@@ -95,8 +101,8 @@ func registerObjects(mux *http.ServeMux, o Options) {
 			return
 		}
 		kind := r.URL.Query().Get("kind")
-		if kind != "" && kind != "ConfigMap" && kind != "Secret" {
-			writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, "", "kind "+kind+": want ConfigMap or Secret")
+		if kind != "" && kind != "ConfigMap" && kind != "Secret" && kind != "PersistentVolumeClaim" && kind != "PersistentVolume" {
+			writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, "", "kind "+kind+": want ConfigMap, Secret, PersistentVolumeClaim or PersistentVolume")
 			return
 		}
 		all := o.Objects.Objects()

@@ -50,7 +50,7 @@ func newDescribeCommand(g *globalOptions) *cobra.Command {
 		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd, g, args) },
 	}
 	o.addFlags(pod)
-	cmd.AddCommand(pod, newDescribeObjectsCommand(g, configMapKind), newDescribeObjectsCommand(g, secretKind), newDescribeNodeCommand(g))
+	cmd.AddCommand(pod, newDescribeObjectsCommand(g, configMapKind), newDescribeObjectsCommand(g, secretKind), newDescribeObjectsCommand(g, claimKind), newDescribeNodeCommand(g))
 	return cmd
 }
 

@@ -97,7 +97,7 @@ func newGetCommand(g *globalOptions) *cobra.Command {
 		},
 	}
 	events.addFlags(eventsCmd.Flags(), false)
-	cmd.AddCommand(podsCmd, eventsCmd, newGetObjectsCommand(g, configMapKind), newGetObjectsCommand(g, secretKind), newGetNodeCommand(g))
+	cmd.AddCommand(podsCmd, eventsCmd, newGetObjectsCommand(g, configMapKind), newGetObjectsCommand(g, secretKind), newGetObjectsCommand(g, claimKind), newGetNodeCommand(g))
 	return cmd
 }
 

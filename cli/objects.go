@@ -25,6 +25,7 @@ type objectKind struct {
 var (
 	configMapKind = objectKind{kind: "ConfigMap", plural: "configmaps", aliases: []string{"configmap", "cm"}}
 	secretKind    = objectKind{kind: "Secret", plural: "secrets", aliases: []string{"secret"}}
+	claimKind     = objectKind{kind: "PersistentVolumeClaim", plural: "persistentvolumeclaims", aliases: []string{"persistentvolumeclaim", "pvc"}}
 )
 
 // objectOptions are the flags of get configmaps|secrets and describe
@@ -80,6 +81,8 @@ func (o *objectOptions) list(cmd *cobra.Command, g *globalOptions, k objectKind,
 			l = obj.ConfigMap.Labels
 		} else if obj.Secret != nil {
 			l = obj.Secret.Labels
+		} else if obj.PersistentVolumeClaim != nil {
+			l = obj.PersistentVolumeClaim.Labels
 		}
 		if ns != "" && obj.Namespace != ns || !sel.Matches(labels.Set(l)) {
 			continue
@@ -182,8 +185,11 @@ func (o *objectOptions) describe(cmd *cobra.Command, g *globalOptions, k objectK
 			out.WriteString("\n\n")
 		}
 		describe := printers.DescribeConfigMap
-		if k.kind == "Secret" {
+		switch k.kind {
+		case "Secret":
 			describe = printers.DescribeSecret
+		case "PersistentVolumeClaim":
+			describe = printers.DescribeClaim
 		}
 		if err := describe(&out, &items[i], events.Items, now); err != nil {
 			return fmt.Errorf("describe %s %s: %w", singular, items[i].Name, err)
@@ -205,7 +211,7 @@ func objectArgs(args []string) (k objectKind, names []string, ok bool, err error
 		if !found {
 			return objectKind{}, "", false
 		}
-		for _, k := range []objectKind{configMapKind, secretKind} {
+		for _, k := range []objectKind{configMapKind, secretKind, claimKind} {
 			if strings.EqualFold(typ, k.plural) || slices.ContainsFunc(k.aliases, func(a string) bool { return strings.EqualFold(typ, a) }) {
 				return k, name, true
 			}

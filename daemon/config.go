@@ -9,6 +9,7 @@ import (
 	"github.com/podvisor/podvisor/api"
 	"github.com/podvisor/podvisor/auth"
 	"github.com/podvisor/podvisor/certs"
+	"github.com/podvisor/podvisor/internal/cdidev"
 	"github.com/podvisor/podvisor/internal/crilog"
 	"github.com/podvisor/podvisor/manifest"
 	"github.com/podvisor/podvisor/pressure"
@@ -27,11 +28,13 @@ type Config struct {
 	NodeName                  string        `yaml:"nodeName"`
 	UnknownFields             string        `yaml:"unknownFields"`
 	NodeIP                    string        `yaml:"nodeIP"`
+	ClusterDomain             string        `yaml:"clusterDomain"` // "": none
 	ContainerdAddress         string        `yaml:"containerdAddress"`
 	ContainerdNamespace       string        `yaml:"containerdNamespace"`
 	StateDir                  string        `yaml:"stateDir"`
 	RunDir                    string        `yaml:"runDir"`
 	LogDir                    string        `yaml:"logDir"`
+	VolumesDir                string        `yaml:"volumesDir"` // "": <state-dir>/volumes
 	CNIConfDir                string        `yaml:"cniConfDir"`
 	CNIBinDir                 string        `yaml:"cniBinDir"`
 	PodCIDR                   string        `yaml:"podCIDR"`
@@ -45,6 +48,7 @@ type Config struct {
 	RuntimeRequestTimeout     time.Duration `yaml:"runtimeRequestTimeout"` // 0: no bound
 	ImagePullProgressDeadline time.Duration `yaml:"imagePullProgressDeadline"`
 	RegistryConfigDir         string        `yaml:"registryConfigDir"`
+	CDISpecDirs               string        `yaml:"cdiSpecDirs"` // comma-separated
 	ImageCredentialsFile      string        `yaml:"imageCredentialsFile"`
 	RelistPeriod              time.Duration `yaml:"relistPeriod"`
 	ManifestRelistPeriod      time.Duration `yaml:"manifestRelistPeriod"`
@@ -94,6 +98,13 @@ type Config struct {
 	// Hardening (issue 17).
 	PodPidsLimit           int64 `yaml:"podPidsLimit"` // -1: none
 	AllowInsecureManifests bool  `yaml:"allowInsecureManifests"`
+	// Pod security.
+	AllowedUnsafeSysctls string `yaml:"allowedUnsafeSysctls"` // comma-separated
+	SeccompProfileRoot   string `yaml:"seccompProfileRoot"`
+
+	// The configuration file's sections, which no flag mirrors
+	// (configSections).
+	RuntimeClasses map[string]ctrd.RuntimeClass `yaml:"runtimeClasses"` // by name
 }
 
 // DefaultPodPidsLimit is --pod-pids-limit's default: kubelet's is
@@ -147,6 +158,7 @@ func Default() Config {
 		RelistPeriod:              10 * time.Second,
 		ImagePullProgressDeadline: ctrd.DefaultPullProgressDeadline,
 		RegistryConfigDir:         ctrd.DefaultRegistryConfigDir,
+		CDISpecDirs:               strings.Join(cdidev.DefaultSpecDirs, ","),
 		ImageCredentialsFile:      DefaultImageCredentialsFile,
 		CertDir:                   DefaultCertDir,
 		RotateCertificates:        true,
@@ -163,6 +175,7 @@ func Default() Config {
 		EvictionPressureTransitionPeriod: pressure.DefaultTransitionPeriod,
 		EvictionMonitoringInterval:       pressure.DefaultMonitoringInterval,
 		PodPidsLimit:                     DefaultPodPidsLimit,
+		SeccompProfileRoot:               DefaultSeccompProfileRoot,
 
 		AuthenticationTokenWebhookCacheTTL:       auth.DefaultTokenCacheTTL,
 		AuthorizationWebhookCacheAuthorizedTTL:   auth.DefaultAuthorizedCacheTTL,
@@ -190,11 +203,13 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.NodeName, "node-name", c.NodeName, "node name, a DNS-1123 subdomain once lowercased (default: the lowercased hostname, remembered in the state dir)")
 	AddUnknownFieldsFlag(fs, &c.UnknownFields)
 	fs.StringVar(&c.NodeIP, "node-ip", c.NodeIP, "this node's IP, reported as hostIP (default: the first global IPv4 address of an up interface)")
+	fs.StringVar(&c.ClusterDomain, "cluster-domain", c.ClusterDomain, "the cluster's DNS domain, kubelet's (cluster.local): a pod with a subdomain gets <hostname>.<subdomain>.<namespace>.svc.<domain> in /etc/hosts, and as its hostname with setHostnameAsFQDN (default: none; subdomain is then ignored)")
 	fs.StringVar(&c.ContainerdAddress, "containerd-address", c.ContainerdAddress, "containerd socket (ignored with --embedded-containerd)")
 	fs.StringVar(&c.ContainerdNamespace, "containerd-namespace", c.ContainerdNamespace, "containerd namespace podvisor owns")
 	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "persistent state")
 	fs.StringVar(&c.RunDir, "run-dir", c.RunDir, "runtime state (namespaces, API socket <run-dir>/podvisor.sock)")
 	fs.StringVar(&c.LogDir, "log-dir", c.LogDir, "container logs")
+	fs.StringVar(&c.VolumesDir, "volumes-dir", c.VolumesDir, "the directories provisioned for PersistentVolumeClaims bound to no PersistentVolume, one per claim, <namespace>_<name> (default: <state-dir>/volumes)")
 	fs.StringVar(&c.CNIConfDir, "cni-conf-dir", c.CNIConfDir, "CNI network configs (first in lexical order wins; none: the built-in network)")
 	fs.StringVar(&c.CNIBinDir, "cni-bin-dir", c.CNIBinDir, "colon-separated CNI plugin dirs")
 	fs.StringVar(&c.PodCIDR, "pod-cidr", c.PodCIDR, "subnet of the built-in network")
@@ -208,6 +223,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.RuntimeRequestTimeout, "runtime-request-timeout", c.RuntimeRequestTimeout, "bound of every containerd call, CNI ADD/DEL, image lookup, unpack and import (a pull is bounded by --image-pull-progress-deadline) (a CNI plugin still running then is killed; 0: none)")
 	fs.DurationVar(&c.ImagePullProgressDeadline, "image-pull-progress-deadline", c.ImagePullProgressDeadline, "an image pull that receives no byte for this long is cut (ErrImagePull); one that keeps receiving is never cut, whatever --runtime-request-timeout says")
 	fs.StringVar(&c.RegistryConfigDir, "registry-config-dir", c.RegistryConfigDir, "per-registry mirrors, CAs and plain HTTP in containerd's layout, <dir>/<host>/hosts.toml (a registry on localhost needs none: plain HTTP or unverified HTTPS)")
+	fs.StringVar(&c.CDISpecDirs, "cdi-spec-dirs", c.CDISpecDirs, "directories of CDI specs (Container Device Interface), comma-separated, later ones taking precedence, as containerd's cdi_spec_dirs: an extended resource such as nvidia.com/gpu is given devices of that CDI kind, and pod annotations cdi.k8s.io/<key> name devices (\"\": no devices)")
 	fs.StringVar(&c.ImageCredentialsFile, "image-credentials-file", c.ImageCredentialsFile, "node-wide registry credentials, a docker config.json whose auths match by registry host and path as kubelet's; with the default, "+KubeletCredentialsFile+" is read when it is missing")
 	fs.DurationVar(&c.RelistPeriod, "relist-period", c.RelistPeriod, "how often containerd's tasks are listed and the pods whose containers changed re-checked (a safety net: exits arrive as events)")
 	fs.DurationVar(&c.ManifestRelistPeriod, "manifest-relist-period", c.ManifestRelistPeriod, "how often the manifests directory is re-read in full (a safety net: changes arrive through inotify)")
@@ -243,6 +259,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.EvictionMonitoringInterval, "eviction-monitoring-interval", c.EvictionMonitoringInterval, "how often the eviction signals are measured and acted on")
 	fs.Int64Var(&c.PodPidsLimit, "pod-pids-limit", c.PodPidsLimit, "processes (pids.max) each pod's cgroup may hold, as kubelet's podPidsLimit (kubelet's default is unlimited; -1: none)")
 	AddAllowInsecureFlag(fs, &c.AllowInsecureManifests)
+	fs.StringVar(&c.AllowedUnsafeSysctls, "allowed-unsafe-sysctls", c.AllowedUnsafeSysctls, "unsafe sysctls pods may set besides kubelet's safe ones, comma-separated names and prefix* globs (kernel.msg*,net.core.somaxconn), each namespaced: kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*, net.*; a pod setting any other fails with SysctlForbidden, as under kubelet")
+	fs.StringVar(&c.SeccompProfileRoot, "seccomp-profile-root", c.SeccompProfileRoot, "directory of the seccomp profiles (JSON, as containerd's CRI loads them) that seccompProfile type Localhost names by localhostProfile, kubelet's")
 }
 
 // AddAllowInsecureFlag defines --allow-insecure-manifests (run and

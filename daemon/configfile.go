@@ -109,6 +109,38 @@ func runFlagSet(c *Config) *pflag.FlagSet {
 	return fs
 }
 
+// configSection is a key of the file that no flag mirrors: a structured
+// setting with its own reader (its errors name their lines and keys) and
+// writer. The command line cannot override it.
+type configSection struct {
+	key, usage string
+	// read checks v and returns what sets it in a Config.
+	read  func(path string, v *yaml.Node) (func(*Config), error)
+	write func(c *Config) *yaml.Node
+}
+
+// configSections are the file's sections, in the order WriteConfig
+// writes them (after the flags' keys).
+var configSections = []configSection{{
+	key:   RuntimeClassesKey,
+	usage: runtimeClassesUsage,
+	read: func(path string, v *yaml.Node) (func(*Config), error) {
+		classes, err := readRuntimeClasses(path, v)
+		return func(c *Config) { c.RuntimeClasses = classes }, err
+	},
+	write: func(c *Config) *yaml.Node { return runtimeClassesNode(c.RuntimeClasses) },
+}}
+
+// sectionOf is the section whose key is key, or nil.
+func sectionOf(key string) *configSection {
+	for i := range configSections {
+		if configSections[i].key == key {
+			return &configSections[i]
+		}
+	}
+	return nil
+}
+
 // Load completes the configuration of `podvisor run` (and `config view`):
 // c holds the command line's values, parsed by fs (which AddFlags made);
 // the configuration file at path ("-": stdin; "": none) sets every key
@@ -200,6 +232,7 @@ func applyConfig(path string, data []byte, fs *pflag.FlagSet, c *Config) (map[st
 		line  int
 	}
 	var values []pending
+	var sections []func(*Config) // each sets a section's value
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
 		key := k.Value
@@ -213,6 +246,14 @@ func applyConfig(path string, data []byte, fs *pflag.FlagSet, c *Config) (map[st
 			continue
 		case "kind":
 			kind = v
+			continue
+		}
+		if s := sectionOf(key); s != nil {
+			set, err := s.read(path, v)
+			if err != nil {
+				return nil, err
+			}
+			sections = append(sections, set)
 			continue
 		}
 		cf, ok := byKey[key]
@@ -248,6 +289,9 @@ func applyConfig(path string, data []byte, fs *pflag.FlagSet, c *Config) (map[st
 		}
 		set[p.c.name] = true
 	}
+	for _, setSection := range sections {
+		setSection(c)
+	}
 	return set, nil
 }
 
@@ -258,6 +302,9 @@ func configValue(c configurable, v *yaml.Node) (string, error) {
 	}
 	if sep, ok := mapFlags[c.name]; ok && v.Kind == yaml.MappingNode {
 		return mapValue(v, sep)
+	}
+	if listFlags[c.name] && v.Kind == yaml.SequenceNode {
+		return listValue(v)
 	}
 	if v.Kind != yaml.ScalarNode {
 		return "", fmt.Errorf("want %s", c.kind)
@@ -303,6 +350,11 @@ func suggestKey(key string, byKey map[string]configurable) string {
 			return fmt.Sprintf(" (did you mean %s?)", k)
 		}
 	}
+	for _, s := range configSections {
+		if strings.EqualFold(s.key, key) {
+			return fmt.Sprintf(" (did you mean %s?)", s.key)
+		}
+	}
 	return ""
 }
 
@@ -339,6 +391,9 @@ func WriteConfig(w io.Writer, c Config) error {
 			return fmt.Errorf("--%s: a flag type the configuration file cannot hold", f.name)
 		}
 		add(f.key, "--"+f.name+": "+f.flag.Usage, scalar(tag, f.flag.Value.String()))
+	}
+	for _, s := range configSections {
+		add(s.key, s.usage, s.write(&c))
 	}
 	enc := yaml.NewEncoder(w)
 	enc.SetIndent(2)

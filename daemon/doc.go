@@ -10,7 +10,11 @@
 //     configuration file's (apiVersion podvisor.io/v1alpha1, kind
 //     PodvisorConfiguration). AddFlags defines the flags, Load merges a
 //     file under the command line, WriteConfig writes a file that Load
-//     reads back to the same Config (`podvisor config view`).
+//     reads back to the same Config (`podvisor config view`). A structured
+//     setting no flag mirrors is a section of the file (configSections:
+//     runtimeClasses), with its own reader and writer.
+//   - NodeWarnings checks a pod against the node's configuration for
+//     `podvisor validate` (nodeChecks, one function per check).
 //   - Validate is the one place values are checked; Run calls it before
 //     anything starts. Each bad value is refused naming its flag (or, from
 //     a file, FILE:LINE: key) and why; every such error matches ErrInvalid.

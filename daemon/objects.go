@@ -78,6 +78,16 @@ func (v *objectsView) build(snap manifest.Snapshot) api.ObjectList {
 			ref.Exists, ref.KeyMissing = true, r.Key != "" && !o.HasKey(r.Key)
 			users[o.ID()] = append(users[o.ID()], ref)
 		}
+		for _, r := range podfile.ClaimReferences(p.Pod) {
+			ref := api.ObjectReference{Pod: p.Key(), Kind: "PersistentVolumeClaim", Name: r.Claim, Field: r.Field}
+			id := "PersistentVolumeClaim " + ns + "/" + r.Claim
+			if byID[id] == nil {
+				list.Missing = append(list.Missing, ref)
+				continue
+			}
+			ref.Exists = true
+			users[id] = append(users[id], ref)
+		}
 	}
 	fileErrs := map[string][]string{}
 	for _, e := range snap.Errors {
@@ -94,11 +104,19 @@ func (v *objectsView) build(snap manifest.Snapshot) api.ObjectList {
 			item.Warnings = append(item.Warnings, w.Error())
 		}
 		created := metav1.NewTime(seen[o.Hash])
-		if o.ConfigMap != nil {
+		switch {
+		case o.ConfigMap != nil:
 			cm := o.ConfigMap.DeepCopy()
 			cm.APIVersion, cm.Kind, cm.CreationTimestamp = "v1", "ConfigMap", created
 			item.ConfigMap = cm
-		} else {
+		case o.Claim != nil:
+			item.PersistentVolumeClaim = claimView(o.Claim, snap.Claims[o.Key], created)
+		case o.Volume != nil:
+			item.Namespace, item.Name = "", o.Key
+			pv := o.Volume.DeepCopy()
+			pv.APIVersion, pv.Kind, pv.CreationTimestamp = "v1", "PersistentVolume", created
+			item.PersistentVolume = pv
+		default:
 			// The API strips its values; the source's Secret is shared
 			// with the pod workers and is not copied here.
 			s := *o.Secret

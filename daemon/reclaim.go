@@ -190,6 +190,15 @@ func (r reclaimRuntime) Containers(ctx context.Context) ([]reclaim.Container, er
 	for _, c := range ctrs {
 		out = append(out, reclaim.Container{ID: c.ID, Image: c.Image, PodUID: c.PodUID})
 	}
+	if err != nil {
+		return out, err
+	}
+	// A mounted image volume uses its image as a container does, until its
+	// pod is gone.
+	views, err := r.rt.ImageVolumeViews(ctx)
+	for _, v := range views {
+		out = append(out, reclaim.Container{ID: v.Key, Image: v.Image, PodUID: v.PodUID})
+	}
 	return out, err
 }
 

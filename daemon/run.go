@@ -68,6 +68,7 @@ func Run(ctx context.Context, c Config) error {
 		return err
 	}
 	c.WarnUntrustedAuthFiles(log)
+	c.WarnUntrustedCDISpecs(log)
 	unlock, err := lockStateDir(c.StateDir)
 	if err != nil {
 		return err
@@ -169,12 +170,29 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 	defer store.CloseJournal()
 	mets := metrics.New(metrics.Options{Store: store, CgroupParent: c.ContainerdNamespace})
 	logRot := c.logPolicy()
+	// The node's CDI devices: given by the supervisor, injected by the
+	// runtime (none without spec dirs).
+	var devices supervise.DeviceSource
+	var cdiInject ctrd.DeviceInjector
+	cdiReg := c.cdiRegistry()
+	if cdiReg != nil {
+		devices, cdiInject = cdiReg, cdiReg
+	}
+	sysctls, err := c.sysctlAllowlist()
+	if err != nil {
+		return fmt.Errorf("--allowed-unsafe-sysctls: %w", err)
+	}
 	rt := ctrd.New(client, ctrd.Options{
+		CDI:                  cdiInject,
+		SeccompProfileRoot:   c.SeccompProfileRoot,
 		Namespace:            c.ContainerdNamespace,
 		LogDriver:            d.logDriver,
 		LogMaxSize:           logRot.MaxSize,
 		LogMaxFiles:          logRot.MaxFiles,
 		StdinDir:             filepath.Join(d.paths.RunDir, "stdin"),
+		PodInit:              d.logDriver,
+		PodInitRoot:          filepath.Join(d.paths.RunDir, "pod-init"),
+		RuntimeClasses:       c.RuntimeClasses,
 		PullProgressDeadline: c.ImagePullProgressDeadline,
 		RequestTimeout:       c.RuntimeRequestTimeout,
 		RegistryConfigDir:    c.RegistryConfigDir,
@@ -257,6 +275,7 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 			StorageDir:              c.StateDir,
 			KubeletPort:             kubeletPort(c.TLSBindAddress),
 			Conditions:              pm.NodeConditions,
+			ExtendedResources:       cdiCapacity(cdiReg),
 			Log:                     log.With("component", "mirror"),
 		})
 		if err != nil {
@@ -292,6 +311,8 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 		CgroupParent: c.ContainerdNamespace,
 		RelistPeriod: c.RelistPeriod,
 		Images:       imgs,
+		// Pods' host domain: /etc/hosts and setHostnameAsFQDN.
+		ClusterDomain: c.ClusterDomain,
 		// 0 would mean the default; a bound of 0 means none.
 		RequestTimeout:  cmp.Or(c.RuntimeRequestTimeout, -1),
 		Heartbeat:       d.sd.heartbeat(),
@@ -299,6 +320,10 @@ func (d *daemon) serve(ctx context.Context, address string, ready <-chan struct{
 		ProbeRuns:       mets.ProbeRun,
 		LogLinks:        c.ContainerLogLinks,
 		PodPidsLimit:    c.PodPidsLimit,
+		RuntimeClass:    c.lookupRuntimeClass,
+		Devices:         devices,
+		Admit:           admitPod(sysctls),
+		VolumesDir:      cmp.Or(c.VolumesDir, d.paths.Volumes()),
 	})
 	sup.p.Store(s)
 	// Between the manifests and the supervisor: a changed pod that is not

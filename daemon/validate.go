@@ -20,6 +20,9 @@ import (
 // why the value is refused. A configuration file's key is checked as it
 // is read (its error names the line), and Validate runs them all.
 var fieldChecks = map[string]func(c *Config) error{
+	"allowed-unsafe-sysctls": checkAllowedUnsafeSysctls,
+	"seccomp-profile-root":   checkSeccompProfileRoot,
+	"volumes-dir":            checkVolumesDir,
 	"pod-pids-limit": func(c *Config) error {
 		if c.PodPidsLimit == 0 || c.PodPidsLimit < -1 {
 			return fmt.Errorf("%d: must be more than 0, or -1 for none", c.PodPidsLimit)
@@ -39,6 +42,15 @@ var fieldChecks = map[string]func(c *Config) error{
 	"unknown-fields": func(c *Config) error {
 		_, err := manifest.ParseUnknownFieldPolicy(c.UnknownFields)
 		return err
+	},
+	"cluster-domain": func(c *Config) error {
+		if c.ClusterDomain == "" {
+			return nil
+		}
+		if errs := validation.IsDNS1123Subdomain(c.ClusterDomain); len(errs) > 0 {
+			return fmt.Errorf("%q: not a valid DNS domain: %s", c.ClusterDomain, strings.Join(errs, "; "))
+		}
+		return nil
 	},
 	"node-ip": func(c *Config) error {
 		if c.NodeIP != "" && net.ParseIP(c.NodeIP) == nil {
@@ -82,6 +94,7 @@ var fieldChecks = map[string]func(c *Config) error{
 	"image-pull-progress-deadline": func(c *Config) error { return positive(c.ImagePullProgressDeadline) },
 	"manifest-relist-period":       func(c *Config) error { return positive(c.ManifestRelistPeriod) },
 	"progress-deadline":            func(c *Config) error { return notNegative(c.ProgressDeadline) },
+	"cdi-spec-dirs":                checkCDISpecDirs,
 	"min-ready":                    func(c *Config) error { return notNegative(c.MinReady) },
 }
 
@@ -130,6 +143,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, c.validateAuth()...)
+	errs = append(errs, c.validateRuntimeClasses()...)
 	if err := c.validateCerts(); err != nil {
 		errs = append(errs, err)
 	}

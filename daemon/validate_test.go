@@ -60,6 +60,7 @@ func TestValidate(t *testing.T) {
 		{"timeout", func(c *Config) { c.RuntimeRequestTimeout = -time.Second }, "--runtime-request-timeout: -1s: must not be negative"},
 		{"pull deadline", func(c *Config) { c.ImagePullProgressDeadline = 0 }, "--image-pull-progress-deadline: 0s: must be more than 0"},
 		{"zero pids limit", func(c *Config) { c.PodPidsLimit = 0 }, "--pod-pids-limit: 0: must be more than 0, or -1 for none"},
+		{"bad cluster domain", func(c *Config) { c.ClusterDomain = "Cluster_Local" }, `--cluster-domain: "Cluster_Local": not a valid DNS domain`},
 		{"pids limit below -1", func(c *Config) { c.PodPidsLimit = -2 }, "--pod-pids-limit: -2: must be more than 0, or -1 for none"},
 		{"tls without address", func(c *Config) { c.TLSCertFile = "/x" }, "need --tls-bind-address"},
 	} {

@@ -116,7 +116,13 @@ type Snapshot struct {
 	// Secrets are the Secret documents, keyed like ConfigMaps; stringData is
 	// merged into data, as the apiserver does.
 	Secrets map[string]*v1.Secret
-	// Objects are the same ConfigMaps and Secrets with the file and line
+	// Claims are the PersistentVolumeClaim documents' bindings, keyed
+	// like ConfigMaps (podfile.BindClaims): the PersistentVolume document
+	// or the provisioned directory each claim uses, or why it is unbound.
+	// Nil when there are none.
+	Claims map[string]podfile.ClaimBinding
+	// Objects are the same ConfigMaps and Secrets (and the
+	// PersistentVolumeClaims and PersistentVolumes) with the file and line
 	// each is taken from (a kept last good version when its document is
 	// invalid now), sorted by Object.ID.
 	Objects []*Object

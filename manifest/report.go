@@ -114,7 +114,7 @@ func Validate(paths []string, nodeName string, opts ParseOptions) ValidateReport
 		snap, _ := sc.scan(scanRelist)
 		snaps = append(snaps, snap)
 	}
-	r.addAll(snaps)
+	r.addAll(snaps, nodeName)
 	sortErrors(r.Errors)
 	sortErrors(r.Warnings)
 	slices.SortFunc(r.Pods, func(a, b ReportPod) int {
@@ -128,8 +128,9 @@ func Validate(paths []string, nodeName string, opts ParseOptions) ValidateReport
 // addAll adds the scans of the paths given. References are checked
 // across all of them, as if they were one directory: a pod in one
 // directory may use a ConfigMap of a file named beside it.
-func (r *ValidateReport) addAll(snaps []Snapshot) {
+func (r *ValidateReport) addAll(snaps []Snapshot, nodeName string) {
 	objs := map[string]*Object{}
+	var all []*Object
 	pods := map[string]bool{}
 	for _, snap := range snaps {
 		for _, p := range snap.Pods {
@@ -138,12 +139,15 @@ func (r *ValidateReport) addAll(snaps []Snapshot) {
 		for _, o := range snap.Objects {
 			if objs[o.ID()] == nil {
 				objs[o.ID()] = o
+				all = append(all, o)
 			}
 		}
 	}
+	claims := podfile.BindClaims(all, nodeName)
 	for _, snap := range snaps {
 		r.add(snap)
 		for _, p := range snap.Pods {
+			r.Warnings = append(r.Warnings, podfile.MissingClaims(p, claims)...)
 			r.Warnings = append(r.Warnings, podfile.MissingReferences(p, func(id string) *Object { return objs[id] })...)
 			r.Warnings = append(r.Warnings, missingPods(p, func(k string) bool { return pods[k] })...)
 		}

@@ -76,6 +76,8 @@ func (s *scanner) build(dirErr *FileError, manifests []entry) Snapshot {
 				snap.ConfigMaps = map[string]*v1.ConfigMap{}
 			}
 			snap.ConfigMaps[c.obj.Key] = c.obj.ConfigMap
+		case c.obj != nil && (c.obj.Claim != nil || c.obj.Volume != nil):
+			// Bound below, all together.
 		case c.obj != nil:
 			if snap.Secrets == nil {
 				snap.Secrets = map[string]*v1.Secret{}
@@ -86,6 +88,10 @@ func (s *scanner) build(dirErr *FileError, manifests []entry) Snapshot {
 			warns = append(warns, podfile.MissingReferences(c.pod, func(id string) *podfile.Object { return objs[id] })...)
 			snap.Pods = append(snap.Pods, c.pod)
 		}
+	}
+	snap.Claims = podfile.BindClaims(snap.Objects, s.nodeName)
+	for _, p := range snap.Pods {
+		warns = append(warns, podfile.MissingClaims(p, snap.Claims)...)
 	}
 	var cycleErrs []*FileError
 	snap.Pods, cycleErrs = s.refuseCycles(snap.Pods)
@@ -148,6 +154,9 @@ func objectsSig(snap Snapshot) string {
 	}
 	for _, k := range slices.Sorted(maps.Keys(snap.Secrets)) {
 		fmt.Fprintf(&b, "secret %s %p\n", k, snap.Secrets[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(snap.Claims)) {
+		fmt.Fprintf(&b, "claim %s %v\n", k, snap.Claims[k])
 	}
 	return b.String()
 }

@@ -60,6 +60,9 @@ type persistedObject struct {
 	Secret *v1.Secret `json:"secret,omitempty"`
 	// SecretRef names a Secret whose content is kept in the secrets file.
 	SecretRef *persistedSecretRef `json:"secretRef,omitempty"`
+	// Claim and Volume are a PersistentVolumeClaim and a PersistentVolume.
+	Claim  *v1.PersistentVolumeClaim `json:"persistentVolumeClaim,omitempty"`
+	Volume *v1.PersistentVolume      `json:"persistentVolume,omitempty"`
 }
 
 // persistedSecretRef is what state.json says of a Secret: nothing that
@@ -133,6 +136,9 @@ func (s *scanner) loadState() {
 				}
 				o := podfile.NewObject(path, d.Doc, po.Line, po.ConfigMap, secret)
 				if o == nil {
+					o = podfile.NewVolumeObject(path, d.Doc, po.Line, po.Claim, po.Volume)
+				}
+				if o == nil {
 					continue
 				}
 				g.objs = append(g.objs, o)
@@ -167,7 +173,7 @@ func (s *scanner) persist() {
 				d.Pods = append(d.Pods, persistedPod{Pod: p.Pod, Warnings: p.Warnings, Line: p.Line})
 			}
 			for _, o := range g.objs {
-				po := persistedObject{Line: o.Line, ConfigMap: o.ConfigMap}
+				po := persistedObject{Line: o.Line, ConfigMap: o.ConfigMap, Claim: o.Claim, Volume: o.Volume}
 				if o.Secret != nil {
 					ref := s.secrets.ref(o.Secret)
 					po.SecretRef = &ref

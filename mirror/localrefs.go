@@ -30,7 +30,7 @@ type LocalReference struct {
 	// spec.containers[0].env[2].valueFrom.secretKeyRef,
 	// spec.initContainers[0].envFrom[1].configMapRef, spec.imagePullSecrets[0].
 	Field string `json:"field"`
-	// Kind is ConfigMap, Secret, ServiceAccount, or for a projected source
+	// Kind is ConfigMap, Secret, PersistentVolumeClaim, ServiceAccount, or for a projected source
 	// that names no object by name the source's kind (ClusterTrustBundle,
 	// PodCertificate).
 	Kind string `json:"kind"`
@@ -44,8 +44,9 @@ type LocalReference struct {
 // out: NodeRestriction takes it, and it carries nothing the local one does
 // not.
 //
-//   - configMap and secret volumes, and projected volumes with any source
-//     but downwardAPI, are emptyDir volumes of the same name (their mounts
+//   - configMap, secret and persistentVolumeClaim volumes (the claim is a
+//     local document too), and projected volumes with any source but
+//     downwardAPI, are emptyDir volumes of the same name (their mounts
 //     stay as they are);
 //   - an env var from a configMapKeyRef or secretKeyRef keeps its name and
 //     has no value and no valueFrom;
@@ -73,6 +74,8 @@ func mirrorSpec(local *v1.PodSpec) (v1.PodSpec, []LocalReference) {
 			add(path+".configMap", "ConfigMap", vol.ConfigMap.Name, "")
 		case vol.Secret != nil:
 			add(path+".secret", "Secret", vol.Secret.SecretName, "")
+		case vol.PersistentVolumeClaim != nil:
+			add(path+".persistentVolumeClaim", "PersistentVolumeClaim", vol.PersistentVolumeClaim.ClaimName, "")
 		case vol.Projected != nil && !onlyDownwardAPI(vol.Projected):
 			for j, s := range vol.Projected.Sources {
 				src := fmt.Sprintf("%s.projected.sources[%d]", path, j)

@@ -251,6 +251,8 @@ func TestMirrorSpecEachReference(t *testing.T) {
 			[]LocalReference{{Field: "spec.volumes[0].configMap", Kind: "ConfigMap", Name: "cm"}}},
 		{"secret volume", volume(v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "sec", Optional: ptr.To(true)}}),
 			[]LocalReference{{Field: "spec.volumes[0].secret", Kind: "Secret", Name: "sec"}}},
+		{"persistentVolumeClaim volume", volume(v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data", ReadOnly: true}}),
+			[]LocalReference{{Field: "spec.volumes[0].persistentVolumeClaim", Kind: "PersistentVolumeClaim", Name: "data"}}},
 		{"projected configMap", volume(v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: cmRef}}}}}),
 			[]LocalReference{{Field: "spec.volumes[0].projected.sources[0].configMap", Kind: "ConfigMap", Name: "cm"}}},
 		{"projected secret", volume(v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{{Secret: &v1.SecretProjection{LocalObjectReference: secRef}}}}}),

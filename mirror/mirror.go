@@ -121,6 +121,10 @@ type Options struct {
 	// Conditions, when set, returns the node's pressure conditions
 	// (MemoryPressure, DiskPressure, PIDPressure); nil: all False.
 	Conditions func() []v1.NodeCondition
+	// ExtendedResources, when set, returns the node's extended resources
+	// (CDI devices by kind), added to its capacity and allocatable as
+	// kubelet adds its device plugins' resources.
+	ExtendedResources func() v1.ResourceList
 	// KubeletPort is status.daemonEndpoints.kubeletEndpoint.Port: the port
 	// of podvisor's kubelet API (--tls-bind-address), which the apiserver
 	// dials for logs, exec, port-forward and the node proxy; 0 when none

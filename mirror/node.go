@@ -58,6 +58,11 @@ func (m *Mirror) setStatus(node *v1.Node) {
 	}
 	st.Addresses = append(st.Addresses, v1.NodeAddress{Type: v1.NodeHostName, Address: m.opts.Hostname})
 	capacity := m.host.capacity(m.opts.StorageDir)
+	if m.opts.ExtendedResources != nil {
+		for name, q := range m.opts.ExtendedResources() {
+			capacity[name] = q
+		}
+	}
 	st.Capacity = capacity
 	st.Allocatable = capacity.DeepCopy()
 	info := m.host.nodeInfo()
@@ -66,6 +71,10 @@ func (m *Mirror) setStatus(node *v1.Node) {
 	st.NodeInfo = info
 	st.Phase = ""
 	st.DaemonEndpoints.KubeletEndpoint.Port = m.opts.KubeletPort
+	// podvisor sets the processes' groups itself, on any containerd: as
+	// kubelet says of a runtime that supports supplementalGroupsPolicy.
+	strict := true
+	st.Features = &v1.NodeFeatures{SupplementalGroupsPolicy: &strict}
 
 	// Ready as GET /node builds it, from the same health.
 	var health error

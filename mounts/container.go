@@ -60,7 +60,22 @@ func ContainerMounts(p Pod, c *v1.Container, terminationLog string) ([]specs.Mou
 	var mounts []specs.Mount
 	mounted := make(map[string]bool)
 	for i, vm := range c.VolumeMounts {
-		m, err := volumeMount(p.Dir, volumes, vm, privileged, stagingPath(p.Dir, vm.Name, c.Name, i))
+		vols := volumes
+		if v := volumes[vm.Name]; v != nil && v.Image != nil {
+			iv, ivm, err := imageVolumeSource(p, v, vm)
+			if err != nil {
+				return nil, fmt.Errorf("container %s: volumeMount %q at %s: %w", c.Name, vm.Name, vm.MountPath, err)
+			}
+			vols, vm = map[string]*v1.Volume{vm.Name: iv}, ivm
+		}
+		if v := volumes[vm.Name]; v != nil && v.PersistentVolumeClaim != nil {
+			cv, cvm, err := claimVolumeSource(p, v, vm)
+			if err != nil {
+				return nil, fmt.Errorf("container %s: volumeMount %q at %s: %w", c.Name, vm.Name, vm.MountPath, err)
+			}
+			vols, vm = map[string]*v1.Volume{vm.Name: cv}, cvm
+		}
+		m, err := volumeMount(p.Dir, vols, vm, privileged, stagingPath(p.Dir, vm.Name, c.Name, i))
 		if err != nil {
 			return nil, fmt.Errorf("container %s: volumeMount %q at %s: %w", c.Name, vm.Name, vm.MountPath, err)
 		}

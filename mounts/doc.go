@@ -20,9 +20,14 @@
 //     again and never wipes emptyDir contents or remounts a tmpfs. It is run
 //     again when the pod IPs become known; the files are rewritten in place so
 //     containers that already bind-mount them see the change.
-//   - Volumes other than emptyDir, hostPath, configMap, secret, downwardAPI
-//     and projected are rejected with an error naming the volume; nothing is
-//     silently skipped.
+//   - Volumes other than emptyDir, hostPath, configMap, secret, downwardAPI,
+//     projected, image and persistentVolumeClaim are rejected with an error
+//     naming the volume; nothing is silently skipped.
+//   - A persistentVolumeClaim's storage (PrepareClaim) is never removed with
+//     the pod: a provisioned directory goes only through RemoveClaim, a
+//     PersistentVolume's path never. Image volumes are the runtime's to mount (at
+//     ImageVolumeDir, passed in Pod.ImageVolumes); ContainerMounts binds
+//     them read-only, a subPath only to a directory of the image.
 //   - A secret or projected volume's files are written only onto its tmpfs,
 //     never to disk; configMap, secret, downwardAPI and projected volumes
 //     are mounted read-only into containers.

@@ -32,6 +32,11 @@ type Pod struct {
 	Dir string
 	// Hostname is the pod's hostname, already computed by the caller.
 	Hostname string
+	// HostDomain, when set, is the pod's domain, kubelet's
+	// <subdomain>.<namespace>.svc.<cluster domain>: /etc/hosts names
+	// each pod IP <Hostname>.<HostDomain> and <Hostname>, as kubelet's,
+	// and with setHostnameAsFQDN /etc/hostname holds that FQDN.
+	HostDomain string
 	// PodIPs may be empty (hostNetwork, or before the network is set up).
 	PodIPs []string
 	// HostResolvConf is the host's resolv.conf (DefaultHostResolvConf if
@@ -42,6 +47,14 @@ type Pod struct {
 	// Log receives Setup's warnings (DNS limits, dropped nameservers, missing
 	// host files). Optional.
 	Log *slog.Logger
+	// ImageVolumes are the directories the pod's image volumes are
+	// mounted at (ImageVolumeDir), by volume name, for ContainerMounts:
+	// the runtime mounts images, Setup leaves image volumes to it.
+	ImageVolumes map[string]string
+	// Claims are the persistentVolumeClaim volumes' directories, by
+	// volume name, for ContainerMounts: the caller binds and prepares
+	// them (PrepareClaim), Setup leaves them alone.
+	Claims map[string]ClaimMount
 }
 
 // File names under Pod.Dir.
@@ -124,7 +137,7 @@ func writeFiles(p Pod, log *slog.Logger) error {
 		}
 		hostHosts = b
 	}
-	hosts := HostsFile(p.Hostname, p.PodIPs, spec.HostAliases, spec.HostNetwork, hostHosts)
+	hosts := HostsFile(hostsNames(p.Hostname, p.HostDomain), p.PodIPs, spec.HostAliases, spec.HostNetwork, hostHosts)
 
 	path := orDefaultPath(p.HostResolvConf, DefaultHostResolvConf)
 	hostResolv, err := os.ReadFile(path)
@@ -149,7 +162,7 @@ func writeFiles(p Pod, log *slog.Logger) error {
 		content []byte
 	}{
 		{hostsFile, hosts},
-		{hostnameFile, []byte(p.Hostname + "\n")},
+		{hostnameFile, []byte(hostnameContent(p) + "\n")},
 		{resolvFile, resolv},
 	} {
 		if err := writeInPlace(filepath.Join(p.Dir, f.name), f.content); err != nil {
@@ -179,8 +192,12 @@ func setupVolume(dir string, v *v1.Volume, psc *v1.PodSecurityContext) error {
 		return setupEmptyDir(dir, v.Name, v.EmptyDir, fsGroup)
 	case v.HostPath != nil:
 		return checkHostPath(v.HostPath)
+	case v.PersistentVolumeClaim != nil:
+		return nil // PrepareClaim's
 	case isContentVolume(v):
 		return setupContentDir(contentPath(dir, v), memoryBacked(v))
+	case v.Image != nil:
+		return nil // mounted by the runtime before a container that mounts it starts
 	default:
 		return fmt.Errorf("%s volumes are not supported", volumeKind(v))
 	}

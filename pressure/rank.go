@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // Priorities of the built-in priority classes (scheduling/v1).
@@ -91,8 +92,15 @@ func (u PodUsage) pids() int64 {
 
 // request is the pod's request of r as kubelet's GetResourceRequestQuantity
 // counts it: the larger of its containers' sum and its largest init
-// container's.
+// container's; with pod-level resources the pod's own request alone (none
+// for a resource pod-level resources do not cover).
 func request(pod *v1.Pod, r v1.ResourceName) int64 {
+	if resourcehelper.IsPodLevelResourcesSet(pod) {
+		if q, ok := pod.Spec.Resources.Requests[r]; ok && resourcehelper.IsSupportedPodLevelResource(r) {
+			return q.Value()
+		}
+		return 0
+	}
 	var sum, initMax int64
 	for _, c := range pod.Spec.Containers {
 		if q, ok := c.Resources.Requests[r]; ok {

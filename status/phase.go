@@ -71,8 +71,11 @@ func hasAnyRegularContainerStarted(spec *v1.PodSpec, statuses []v1.ContainerStat
 //   - podHasInitialized is derived from statuses: a regular container that
 //     runs or ran (HasAnyRegularContainerStarted).
 //
-// The ContainerRestartRules feature (per-container restartPolicy on regular
-// containers, alpha) is not modelled: the pod's restartPolicy decides.
+// With the ContainerRestartRules feature (on by default), a regular
+// container's own restartPolicy and restartPolicyRules decide whether it
+// restarts (ContainerShouldRestart), hence whether a terminated pod is
+// Running; init containers follow the pod's restartPolicy (podvisor
+// accepts no other on them).
 func Phase(spec *v1.PodSpec, initStatuses, statuses []v1.ContainerStatus) v1.PodPhase {
 	pendingRestartableInitContainers := 0
 	pendingRegularInitContainers := 0
@@ -142,8 +145,10 @@ func Phase(spec *v1.PodSpec, initStatuses, statuses []v1.ContainerStatus) v1.Pod
 		}
 	}
 
+	stoppedNotRestartable := 0
 	for i := range spec.Containers {
-		st, ok := containerStatus(statuses, spec.Containers[i].Name)
+		c := &spec.Containers[i]
+		st, ok := containerStatus(statuses, c.Name)
 		if !ok {
 			unknown++
 			continue
@@ -153,12 +158,18 @@ func Phase(spec *v1.PodSpec, initStatuses, statuses []v1.ContainerStatus) v1.Pod
 			running++
 		case st.State.Terminated != nil:
 			stopped++
+			if !ContainerShouldRestart(spec, c, st.State.Terminated.ExitCode) {
+				stoppedNotRestartable++
+			}
 			if st.State.Terminated.ExitCode == 0 {
 				succeeded++
 			}
 		case st.State.Waiting != nil:
 			if st.LastTerminationState.Terminated != nil {
 				stopped++
+				if !ContainerShouldRestart(spec, c, st.LastTerminationState.Terminated.ExitCode) {
+					stoppedNotRestartable++
+				}
 			} else {
 				waiting++
 			}
@@ -185,21 +196,17 @@ func Phase(spec *v1.PodSpec, initStatuses, statuses []v1.ContainerStatus) v1.Pod
 		// All containers have been started and at least one is running.
 		return v1.PodRunning
 	case running == 0 && stopped > 0 && unknown == 0:
-		// All containers are terminated.
-		if spec.RestartPolicy == v1.RestartPolicyAlways {
-			// ... and in the process of restarting.
+		// All containers are terminated: Running while one of them
+		// restarts (the pod's restartPolicy, or the container's own and
+		// its restartPolicyRules, say it does), as kubelet's with
+		// ContainerRestartRules.
+		if stopped != stoppedNotRestartable {
 			return v1.PodRunning
 		}
 		if stopped == succeeded {
-			// Not Always, and all terminated in success.
 			return v1.PodSucceeded
 		}
-		if spec.RestartPolicy == v1.RestartPolicyNever {
-			// Never, and at least one terminated in failure.
-			return v1.PodFailed
-		}
-		// OnFailure, at least one failed and is restarting.
-		return v1.PodRunning
+		return v1.PodFailed
 	default:
 		return v1.PodPending
 	}

@@ -3,6 +3,7 @@ package status
 import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // QOSClass computes the pod's QoS class as Kubernetes does
@@ -14,13 +15,14 @@ import (
 //   - Burstable: anything else.
 //
 // Pod-level resources (spec.resources, the PodLevelResources feature), when
-// set, decide alone, as they do in Kubernetes.
+// they request or limit cpu or memory, decide alone, as they do in
+// Kubernetes.
 //
 // Requests are compared as given: the API server defaults a missing request
 // to its limit, so a manifest should be defaulted the same way before this is
 // called.
 func QOSClass(spec *v1.PodSpec) v1.PodQOSClass {
-	if spec.Resources != nil {
+	if resourcehelper.IsPodLevelResourcesSet(&v1.Pod{Spec: v1.PodSpec{Resources: spec.Resources}}) {
 		return qosOf([]*v1.ResourceRequirements{spec.Resources})
 	}
 	reqs := make([]*v1.ResourceRequirements, 0, len(spec.Containers)+len(spec.InitContainers))

@@ -33,6 +33,7 @@ func (s *Supervisor) adopt(ctx context.Context) (map[types.UID]*podRecord, []lef
 	for _, err := range errs {
 		s.log.Error("pod record unreadable; its pod will be rebuilt from containerd labels", "err", err)
 	}
+	s.recordUserNamespaces(records)
 	list, err := s.rt.List(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -63,6 +64,9 @@ func (s *Supervisor) adopt(ctx context.Context) (map[types.UID]*podRecord, []lef
 		for _, cr := range r.Apps {
 			known[cr.ID] = true
 		}
+		if r.Sandbox != nil && r.Sandbox.PodInit != "" {
+			known[r.Sandbox.PodInit] = true // its sandbox's init
+		}
 		for _, c := range ctrs {
 			if !known[c.ID] {
 				s.log.Warn("removing a container no pod record names", "container", c.ID, "uid", uid)
@@ -81,6 +85,7 @@ func (s *Supervisor) adopt(ctx context.Context) (map[types.UID]*podRecord, []lef
 		return records, s.removeLeftovers(ctx, left), nil
 	}
 	left = append(left, s.sweep(records)...)
+	left = append(left, s.imageVolumeLeftovers(ctx, func(uid string) bool { _, ok := records[types.UID(uid)]; return ok })...)
 	// Leaked CNI attachments: any whose sandbox no record knows.
 	keep := map[string]bool{}
 	for _, r := range records {
@@ -147,10 +152,19 @@ func pathToken(s string) bool {
 // record (lost state dir); enough to adopt them or stop them.
 func (s *Supervisor) recordFromLabels(ctrs []ContainerInfo) *podRecord {
 	r := &podRecord{Init: map[string]*containerRecord{}, Apps: map[string]*containerRecord{}}
-	sandboxID := ""
+	sandboxID, podInit := "", ""
 	for _, c := range ctrs {
 		l := c.Labels
 		r.UID, r.Namespace, r.Name = types.UID(l[LabelPodUID]), l[LabelPodNamespace], l[LabelPodName]
+		if l[LabelContainerType] == containerTypePodInit {
+			// Not one of the pod's containers: its sandbox's init, removed
+			// with the sandbox.
+			podInit = c.ID
+			if id := l[LabelSandboxID]; id != "" {
+				sandboxID = id
+			}
+			continue
+		}
 		n, _ := strconv.Atoi(l[LabelRestartCount])
 		cr := &containerRecord{ID: c.ID, RestartCount: int32(n), StartedAt: c.CreatedAt}
 		if l[LabelContainerType] == containerTypeInit {
@@ -175,6 +189,7 @@ func (s *Supervisor) recordFromLabels(ctrs []ContainerInfo) *podRecord {
 	// network was attached (its IPs are not known any more).
 	if sandboxID != "" {
 		r.Sandbox = s.sandboxes.Find(sandboxID)
+		r.Sandbox.PodInit = podInit
 	}
 	r.Pod = placeholderPod(r)
 	return r
@@ -242,7 +257,11 @@ func (s *Supervisor) sweep(records map[types.UID]*podRecord) []leftover {
 			if err := mounts.Cleanup(s.layout.PodFiles(uid)); err != nil {
 				return err
 			}
-			return removeRecord(s.layout, types.UID(uid))
+			if err := removeRecord(s.layout, types.UID(uid)); err != nil {
+				return err
+			}
+			s.userns.release(types.UID(uid))
+			return nil
 		}})
 	}
 	for _, parent := range s.cg.dirs(s.opts.CgroupParent) {

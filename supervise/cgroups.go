@@ -72,6 +72,9 @@ func containerResources(c *v1.Container) Resources {
 // sum of requests; quota and memory limit only when every app container has
 // one, and never below the largest init container's.
 func podResources(spec *v1.PodSpec) Resources {
+	if podLevelSet(spec) {
+		return podLevelCgroup(spec)
+	}
 	var cpuReq, cpuLim, memLim int64
 	cpuLimited, memLimited := true, true
 	for i := range spec.Containers {

@@ -40,6 +40,10 @@ type workerDeps struct {
 	nodeIP       string
 	cgroupParent string
 	logLinks     string
+	// clusterDomain is Options.ClusterDomain.
+	clusterDomain string
+	// runtimeClass resolves a pod's runtime class (Options.RuntimeClass).
+	runtimeClass func(name string) error
 
 	prober Prober
 	// readDrops reads a log's drops status (crilog.ReadDrops; a test's
@@ -67,9 +71,24 @@ type workerDeps struct {
 
 	owners owners
 	probed probedSet
+	// userns hands out the pods' user namespace ranges; usernsRT tells
+	// what the runtime can do for them (nil: nothing).
+	userns   *usernsAllocator
+	usernsRT UserNSRuntime
+	// users tells containers' identities (nil: the runtime does not).
+	users UserReporter
 	// readiness is every pod's readiness, for the pods that wait for
 	// others (podvisor.io/wait-for).
 	readiness podReadiness
+	// devices are the CDI devices the pods hold (devices.go).
+	devices *devicePool
+	// admitPod is the node's own admission (admit.go; nil: all admitted).
+	admitPod AdmitFunc
+	// imageVolumes mounts image volumes (imagevolume.go; nil: the
+	// runtime cannot).
+	imageVolumes ImageVolumeMounter
+	// claims are the volumes root and the pods' claims (pvc.go).
+	claims *claimPool
 }
 
 // owners maps running containers to their workers, for routing the

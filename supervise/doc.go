@@ -92,6 +92,14 @@
 //     the volumes whose content changed (refreshVolumes), with a
 //     VolumeUpdated event and no restart; a volume whose object went
 //     missing keeps its files.
+//   - Image volumes (imagevolume.go) are made ready before each start of a
+//     container that mounts one, as kubelet does: the image ensured as its
+//     pullPolicy says with the pod's pull secrets, then mounted read-only
+//     by the runtime (an ImageVolumeMounter) under the pod's directory. A
+//     failure holds only those containers (ErrImagePull, ImagePullBackOff,
+//     ErrImageNeverPull, CreateContainerError for the mount or a subPath).
+//     The mounts go with the pod's directory, then what holds them; those
+//     of a pod no record names are collected at start.
 //   - The node may stop a pod itself (StopPod: an eviction, the node's
 //     shutdown; nodestop.go). The stop goes the termination path of a
 //     removal (preStop hooks within NodeStop.Grace, sandbox and network
@@ -103,6 +111,17 @@
 //     SetPressure after a start); a pod stopped for a shutdown starts again
 //     at the next Supervisor's start or on ResumeShutdownStops, its stop
 //     counted as no restart.
+//   - A pod asking for devices (extended resources, cdi.k8s.io/
+//     annotations) is admitted at its first step, before anything is
+//     made: it gets named CDI devices no other pod holds, recorded before
+//     any container uses them, or it is rejected as kubelet rejects it
+//     (Failed, OutOf<resource> or UnexpectedAdmissionError) and runs
+//     nothing (devices.go). The pods' records are the devices held: read
+//     at start before any admission, freed as a pod's worker ends.
+//   - Before that, Options.Admit (the node's sysctls allowlist) is asked
+//     once about a pod that never started; a refusal is final for the
+//     worker (Failed, the reason, "Pod was rejected: ..."), a pod found
+//     started is never asked (admit.go).
 //   - A pod whose annotation podvisor.io/wait-for names other pods starts
 //     nothing, not even its sandbox, until each is Ready (order.go); it
 //     shows WaitingFor:NAMES and the condition podvisor.io/DependenciesReady
@@ -127,5 +146,8 @@
 //     links' dir) runs at start and after each pod's removal.
 //
 // A pod's network and IPC namespaces are files bind-mounted under the run
-// dir (no pause process or image); its /dev/shm is a tmpfs beside them.
+// dir (no pause process or image); its /dev/shm is a tmpfs beside them. A
+// pod with shareProcessNamespace also has an init, a container of its
+// sandbox that is PID 1 of the PID namespace its containers share
+// (pidns_linux.go); the sandbox is lost when the init ends.
 package supervise

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/podvisor/podvisor/internal/expand"
+	"github.com/podvisor/podvisor/manifest/podfile"
 	v1 "k8s.io/api/core/v1"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/kubernetes/pkg/api/v1/resource"
@@ -19,6 +20,8 @@ import (
 type Objects struct {
 	ConfigMaps map[string]*v1.ConfigMap
 	Secrets    map[string]*v1.Secret
+	// Claims are the PersistentVolumeClaims' bindings (pvc.go).
+	Claims map[string]podfile.ClaimBinding
 }
 
 // envFacts are what fieldRef and resourceFieldRef resolve from beyond the
@@ -252,7 +255,8 @@ func fieldRefValue(path string, pod *v1.Pod, f envFacts) (string, error) {
 }
 
 // resourceFieldValue is kubelet's containerResourceRuntimeValue on the
-// container with unset limits defaulted to the node's allocatable; the
+// container with unset limits defaulted to the pod-level limits, else the
+// node's allocatable (kubelet's defaultPodLimitsForDownwardAPI); the
 // value is divided by the divisor and rounded up. c is the container whose
 // env it is; nil for a downward API volume, where containerName names it.
 func resourceFieldValue(fs *v1.ResourceFieldSelector, pod *v1.Pod, c *v1.Container, allocatable v1.ResourceList) (string, error) {
@@ -271,6 +275,6 @@ func resourceFieldValue(fs *v1.ResourceFieldSelector, pod *v1.Pod, c *v1.Contain
 		return "", fmt.Errorf("container %s not found", fs.ContainerName)
 	}
 	dc := ctr.DeepCopy()
-	resource.MergeContainerResourceLimits(dc, allocatable)
+	resource.MergeContainerResourceLimits(dc, downwardAllocatable(pod, allocatable))
 	return resource.ExtractContainerResourceValue(fs, dc)
 }

@@ -47,7 +47,7 @@ func (w *podWorker) execute(ctx context.Context, pod *v1.Pod, actions []action) 
 		case replaceSandbox:
 			w.replaceSandbox(ctx, pod)
 		case createSandbox:
-			err = w.sandboxStep(ctx, pod, w.createSandbox(pod))
+			err = w.sandboxStep(ctx, pod, w.createSandbox(ctx, pod))
 		case attachNetwork:
 			if overlapNetwork(pod, actions[i+1:]) {
 				w.attachNetworkBeside(ctx, pod)
@@ -55,7 +55,7 @@ func (w *podWorker) execute(ctx context.Context, pod *v1.Pod, actions []action) 
 				err = w.sandboxStep(ctx, pod, w.attachNetwork(ctx, pod))
 			}
 		case prepareSandbox:
-			err = w.sandboxStep(ctx, pod, w.prepareSandbox(pod))
+			err = w.sandboxStep(ctx, pod, w.prepareSandbox(ctx, pod))
 		case refreshVolumes:
 			w.refreshVolumes(pod)
 		case startContainer:
@@ -68,6 +68,8 @@ func (w *podWorker) execute(ctx context.Context, pod *v1.Pod, actions []action) 
 			w.markNodeStopped()
 		case resumePod:
 			w.resume(pod)
+		case exceedDeadline:
+			w.beginDeadlineStop(pod)
 		case cleanupPod:
 			if err := w.cleanup(ctx, pod); err != nil {
 				return false, err
@@ -274,7 +276,8 @@ func (w *podWorker) kill(ctx context.Context, pod *v1.Pod, a killContainers) err
 // containers again (kubelet does the same): what they prepared may have
 // been lost with the old one.
 func (w *podWorker) replaceSandbox(ctx context.Context, pod *v1.Pod) {
-	w.log.Info("pod sandbox is gone (reboot or cleared run dir); recreating it", "sandbox", w.rec.Sandbox.ID)
+	w.log.Info("pod sandbox is gone (reboot, cleared run dir, or its pod init ended); recreating it", "sandbox", w.rec.Sandbox.ID)
+	w.event(pod, "", v1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
 	for _, cr := range w.rec.Init {
 		if cr.Done || cr.Terminated != nil {
 			cr.Done, cr.Rerun = false, true
@@ -293,6 +296,9 @@ func (w *podWorker) replaceSandbox(ctx context.Context, pod *v1.Pod) {
 func (w *podWorker) removeSandbox(ctx context.Context, pod *v1.Pod) error {
 	sb := w.rec.Sandbox
 	var errs []error
+	if err := w.removePodInit(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	if !pod.Spec.HostNetwork {
 		w.setStopStep(pod, cniDelStep(w.d.net, sb.ID))
 		if err := w.d.net.Del(ctx, sb.ID, w.d.sandboxes.NetNS(sb), podRef(pod), sb.Ports); err != nil {
@@ -327,8 +333,18 @@ func (w *podWorker) sandboxStep(ctx context.Context, pod *v1.Pod, err error) err
 // ID of the container about to be created): a podvisor that dies before
 // that finds a sandbox, and any CNI attachment of it, that no record
 // names, and removes them at its start (adopt).
-func (w *podWorker) createSandbox(pod *v1.Pod) error {
-	sb, err := w.d.sandboxes.Create(pod)
+func (w *podWorker) createSandbox(ctx context.Context, pod *v1.Pod) error {
+	if err := w.checkHostname(pod); err != nil {
+		return err
+	}
+	if err := w.checkRuntimeClass(pod); err != nil {
+		return err
+	}
+	create, err := w.sandboxCreator(ctx, pod)
+	if err != nil {
+		return err
+	}
+	sb, err := create(pod)
 	if sb != nil {
 		sb.Created = w.d.clock.Now().Round(0)
 		sb.Ports = podPorts(pod)
@@ -355,11 +371,18 @@ func (w *podWorker) attachNetwork(ctx context.Context, pod *v1.Pod) error {
 	return nil
 }
 
-// prepareSandbox makes the pod cgroup and files, once per sandbox and
-// worker; a restarted podvisor redoes them once (both are idempotent).
-func (w *podWorker) prepareSandbox(pod *v1.Pod) error {
+// prepareSandbox makes the pod cgroup and files, and the pod's init when
+// its containers share a PID namespace, once per sandbox and worker; a
+// restarted podvisor redoes them once (all are idempotent).
+func (w *podWorker) prepareSandbox(ctx context.Context, pod *v1.Pod) error {
 	if err := w.d.cg.apply(w.podCgroup(), podResources(&pod.Spec)); err != nil {
 		return fmt.Errorf("pod cgroup: %w", err)
+	}
+	if err := w.ensurePodInit(ctx, pod); err != nil {
+		return err
+	}
+	if err := w.prepareClaims(pod); err != nil {
+		return fmt.Errorf("volumes: %w", err)
 	}
 	if err := mounts.Setup(w.mountsPod(pod)); err != nil {
 		return fmt.Errorf("volumes: %w", err)
@@ -430,6 +453,8 @@ func (w *podWorker) cleanup(ctx context.Context, pod *v1.Pod) error {
 	}
 	if err := mounts.Cleanup(w.d.layout.PodFiles(string(w.uid))); err != nil {
 		leaks = append(leaks, err)
+	} else if err := w.d.removeImageVolumes(ctx, w.uid); err != nil {
+		leaks = append(leaks, err)
 	}
 	if err := w.d.unlinkPodLogs(w.d.layout.PodLogs(pod.Namespace, pod.Name, string(pod.UID))); err != nil {
 		leaks = append(leaks, fmt.Errorf("remove pod log links: %w", err))
@@ -447,6 +472,7 @@ func (w *podWorker) cleanup(ctx context.Context, pod *v1.Pod) error {
 	if err := removeRecord(w.d.layout, w.uid); err != nil {
 		return err
 	}
+	w.d.userns.release(w.uid)
 	w.d.status.DeletePod(w.uid)
 	if err := errors.Join(leaks...); err != nil {
 		w.d.nodeEvent(v1.EventTypeWarning, "CleanupFailed",
@@ -496,10 +522,13 @@ func (w *podWorker) mountsPod(pod *v1.Pod) mounts.Pod {
 		Dir:      w.d.layout.PodFiles(string(w.uid)),
 		Hostname: podHostname(pod),
 		Log:      w.log,
+		// With a subdomain (hostname.go).
+		HostDomain: podHostDomain(pod, w.d.clusterDomain),
 	}
 	if w.rec.Sandbox != nil && !pod.Spec.HostNetwork {
 		p.PodIPs = w.rec.Sandbox.IPs
 	}
+	p.Claims = w.claimMounts
 	return p
 }
 

@@ -241,6 +241,8 @@ func planNodeStop(p *plan, in planInput) {
 			return
 		}
 		p.add(resumePod{})
+	case ReasonDeadlineExceeded:
+		// Terminal, as under kubelet: only a new manifest runs again.
 	default:
 		if in.ResumeShutdown {
 			p.add(resumePod{})
@@ -374,7 +376,8 @@ func (w *podWorker) resume(pod *v1.Pod) {
 // the node stops.
 func nodeStopConditions(conds []v1.PodCondition, ns *nodeStopRecord) []v1.PodCondition {
 	conds = slices.DeleteFunc(conds, func(c v1.PodCondition) bool { return c.Type == v1.DisruptionTarget })
-	if ns == nil {
+	if ns == nil || ns.Reason == ReasonDeadlineExceeded {
+		// kubelet marks a pod past its deadline Failed, not disrupted.
 		return conds
 	}
 	return append(conds, v1.PodCondition{

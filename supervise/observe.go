@@ -17,6 +17,7 @@ func (w *podWorker) observe(ctx context.Context, pod *v1.Pod) {
 			w.observeOne(ctx, ref, cr.ID)
 		}
 	})
+	w.observePodInit(ctx)
 }
 
 // claimRunning makes the worker the owner of each container it found

@@ -264,6 +264,9 @@ func planPod(in planInput) plan {
 		planNodeStop(&p, in)
 		return p
 	}
+	if planDeadline(&p, in) {
+		return p
+	}
 	if finishedPod(in.Pod, in.Rec) && !restartPending(in) {
 		// Its sidecars stop once the regular containers have ended, last
 		// first, as kubelet stops them.

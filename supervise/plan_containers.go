@@ -177,7 +177,7 @@ func planStarts(p *plan, in planInput) {
 			continue
 		}
 		ref := ctrRef{Type: containerTypeApp, Name: c.Name}
-		if cr.Terminated != nil && !shouldRestart(policy, cr.Terminated.ExitCode) && !in.Restarts[ref] {
+		if cr.Terminated != nil && !appShouldRestart(&pod.Spec, c, cr.Terminated.ExitCode) && !in.Restarts[ref] {
 			continue
 		}
 		startOrWait(p, in, ref, cr)
@@ -207,7 +207,7 @@ func startOrWait(p *plan, in planInput, ref ctrRef, cr *containerRecord) {
 // its restart policy: nothing will run in it again.
 func finishedPod(pod *v1.Pod, rec *podRecord) bool {
 	policy := pod.Spec.RestartPolicy
-	if policy == v1.RestartPolicyAlways {
+	if policy == v1.RestartPolicyAlways && !anyAppRestartPolicy(&pod.Spec) {
 		return false
 	}
 	for i := range pod.Spec.InitContainers {
@@ -218,9 +218,10 @@ func finishedPod(pod *v1.Pod, rec *podRecord) bool {
 		}
 		return policy == v1.RestartPolicyNever && cr.ID == "" && cr.Terminated != nil && cr.Terminated.ExitCode != 0
 	}
-	for _, c := range pod.Spec.Containers {
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
 		cr := rec.Apps[c.Name]
-		if cr.ID != "" || cr.Terminated == nil || shouldRestart(policy, cr.Terminated.ExitCode) {
+		if cr.ID != "" || cr.Terminated == nil || appShouldRestart(&pod.Spec, c, cr.Terminated.ExitCode) {
 			return false
 		}
 	}

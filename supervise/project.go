@@ -36,6 +36,8 @@ type projectInput struct {
 	// Deps, while the pod waits for other pods, is its
 	// ConditionDependenciesReady.
 	Deps *v1.PodCondition
+	// Rejected is why admission refused the pod (devices.go).
+	Rejected *rejection
 }
 
 // ConditionRuntimeReachable is the pod condition podvisor adds while
@@ -88,7 +90,7 @@ func projectStatus(in projectInput) *v1.Pod {
 			initDone = false
 		}
 	}
-	finished := finishedPod(pod, rec) || in.Deleting != nil || in.NodeStop != nil
+	finished := finishedPod(pod, rec) || in.Deleting != nil || in.NodeStop != nil || in.Rejected != nil
 	var initSt, appSt []v1.ContainerStatus
 	rec.each(pod, func(ref ctrRef, c *v1.Container, cr *containerRecord) {
 		cs := containerStatus(pod.Spec.RestartPolicy, ref, c, cr, in.Waiting[c.Name], initDone, finished, in.Probes[cr.ID])
@@ -106,6 +108,10 @@ func projectStatus(in projectInput) *v1.Pod {
 		// kubelet's status of a pod it evicts or stops for the node's
 		// shutdown: Failed from the start of the stop.
 		st.Phase, st.Reason, st.Message = v1.PodFailed, ns.Reason, ns.Message
+	}
+	if r := in.Rejected; r != nil {
+		// kubelet's rejectPod: Failed, never started.
+		st.Phase, st.Reason, st.Message = v1.PodFailed, r.Reason, rejectedPrefix+r.Message
 	}
 	st.Conditions = status.Conditions(&pod.Spec, st.Phase, initSt, appSt, sandboxReady, withoutRuntime(in.Conds), in.Now)
 	st.Conditions = nodeStopConditions(st.Conditions, in.NodeStop)
@@ -170,7 +176,7 @@ func containerStatus(policy v1.RestartPolicy, ref ctrRef, c *v1.Container, cr *c
 		cs.Ready = pv.Ready && (ref.Type == containerTypeApp || sidecar)
 	case waiting != nil:
 		cs.State.Waiting = waiting.DeepCopy()
-	case cr.Terminated != nil && (!shouldRestart(policy, cr.Terminated.ExitCode) || cr.Done):
+	case cr.Terminated != nil && (!statusRestarts(policy, ref, c, podDone, cr.Terminated.ExitCode) || cr.Done):
 		cs.State.Terminated = cr.Terminated.DeepCopy()
 		cs.ContainerID = cr.Terminated.ContainerID
 		// kubelet's prober manager marks an init container that
@@ -192,6 +198,11 @@ func containerStatus(policy v1.RestartPolicy, ref ctrRef, c *v1.Container, cr *c
 	case cr.LastState != nil:
 		cs.LastTerminationState.Terminated = cr.LastState.DeepCopy()
 	}
+	if cr.User != nil && cs.ContainerID != "" {
+		// The identity of the container's process, as kubelet reports
+		// what the runtime tells of it.
+		cs.User = cr.User.DeepCopy()
+	}
 	return cs
 }
 
@@ -210,6 +221,7 @@ func (w *podWorker) publish(pod *v1.Pod) {
 		NodeIP:       w.d.nodeIP,
 		Down:         w.d.down.Load(),
 		Deps:         w.depsCond,
+		Rejected:     w.rejected,
 	}
 	if d := w.desired; d != nil {
 		in.Path, in.ManErr = d.Path, d.Err
@@ -225,7 +237,7 @@ func (w *podWorker) publish(pod *v1.Pod) {
 		// A pod being removed shows the removal only.
 		in.NodeStop = w.rec.NodeStop
 	}
-	if in.Deleting == nil && w.nodeStopping() {
+	if in.Deleting == nil && w.nodeStopping() && w.rec.NodeStop.Reason != ReasonDeadlineExceeded {
 		// Terminating until its containers are stopped and its sandbox
 		// released, as a pod being deleted.
 		ns := w.rec.NodeStop

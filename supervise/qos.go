@@ -29,9 +29,10 @@ func nodeCritical(pod *v1.Pod) bool {
 }
 
 // oomScoreAdj is kubelet's GetContainerOOMScoreAdjust
-// (pkg/kubelet/qos/policy.go) for the pods podvisor accepts (no sidecar
-// containers, no pod-level resources): node-critical and Guaranteed pods
-// -997, BestEffort 1000, Burstable 1000 - 1000*request/capacity, at least
+// (pkg/kubelet/qos/policy.go) without its sidecar adjustment:
+// node-critical and Guaranteed pods -997, BestEffort 1000, Burstable
+// 1000 - 1000*request/capacity (the request plus an equal share of the
+// pod-level memory request its containers leave unrequested), at least
 // 1000 + -997 = 3 so a Burstable container never outranks a Guaranteed one,
 // and 999 rather than 1000 so it outlives BestEffort ones.
 func oomScoreAdj(pod *v1.Pod, c *v1.Container, memoryCapacity int64) int {
@@ -44,7 +45,7 @@ func oomScoreAdj(pod *v1.Pod, c *v1.Container, memoryCapacity int64) int {
 	case v1.PodQOSBestEffort:
 		return besteffortOOMScoreAdj
 	}
-	adj := 1000 - (1000*c.Resources.Requests.Memory().Value())/max(memoryCapacity, 1)
+	adj := 1000 - (1000*(c.Resources.Requests.Memory().Value()+podMemoryRemainder(pod)))/max(memoryCapacity, 1)
 	if adj < 1000+guaranteedOOMScoreAdj {
 		return 1000 + guaranteedOOMScoreAdj
 	}

@@ -20,7 +20,7 @@ func (s *Supervisor) reconcile(snap manifest.Snapshot, records map[types.UID]*po
 	for _, p := range snap.Pods {
 		want[p.Pod.UID] = p
 	}
-	objs := Objects{ConfigMaps: snap.ConfigMaps, Secrets: snap.Secrets}
+	objs := Objects{ConfigMaps: snap.ConfigMaps, Secrets: snap.Secrets, Claims: snap.Claims}
 	if !sameObjects(objs, s.objs) {
 		s.objs = objs
 		for _, w := range s.workers {
@@ -64,12 +64,13 @@ func (s *Supervisor) reconcile(snap manifest.Snapshot, records map[types.UID]*po
 		s.sent[uid] = p
 		start(w)
 	}
+	s.reclaimClaims(snap)
 }
 
 // sameObjects reports whether a and b hold the same objects: the Source
 // hands out an unchanged object as the same pointer.
 func sameObjects(a, b Objects) bool {
-	return maps.Equal(a.ConfigMaps, b.ConfigMaps) && maps.Equal(a.Secrets, b.Secrets)
+	return maps.Equal(a.ConfigMaps, b.ConfigMaps) && maps.Equal(a.Secrets, b.Secrets) && maps.Equal(a.Claims, b.Claims)
 }
 
 func (s *Supervisor) wakeAll() {

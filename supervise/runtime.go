@@ -37,7 +37,7 @@ type Runtime interface {
 	// starting it.
 	Create(ctx context.Context, cfg ContainerConfig) error
 	// Start starts the container's process with its output going to
-	// logPath in CRI format.
+	// logPath in CRI format ("": discarded, for a pod init).
 	Start(ctx context.Context, id, logPath string) error
 	// Stop sends the container's stop signal, waits up to grace for it to
 	// exit, then kills every process of it. grace 0 kills at once. A
@@ -130,6 +130,20 @@ type ContainerConfig struct {
 	CgroupsPath string
 	OOMScoreAdj int
 	Resources   Resources
+	// UserNS is the pod's user namespace (hostUsers: false); nil: the
+	// host's.
+	UserNS *UserNamespace
+	// CDIDevices are the fully qualified CDI devices injected into the
+	// container (vendor/class=name).
+	CDIDevices []string
+	// PIDNS is the pod's shared process namespace the container joins
+	// (shareProcessNamespace); "": its own, or the host's with hostPID.
+	PIDNS string
+	// PodInit makes the container its pod's init, PID 1 of the process
+	// namespace the pod's containers share, instead of one of them: it
+	// runs podvisor's own init binary with no image (Image, Container, Env
+	// and Mounts are unused), and is started with no log path.
+	PodInit bool
 }
 
 // Resources are the cgroup limits of a pod or container, in kubelet's

@@ -144,6 +144,12 @@ func (h hostSandboxes) Find(id string) *Sandbox {
 	if p := filepath.Join(dir, "shm"); isMountPoint(p) {
 		sb.Shm = p
 	}
+	if p := userNSPath(dir); nsfs.Is(p) {
+		sb.UserNS = p
+	}
+	if p := pidNSPath(dir); nsfs.Is(p) {
+		sb.PIDNS = p
+	}
 	return sb
 }
 
@@ -153,7 +159,7 @@ func (h hostSandboxes) Find(id string) *Sandbox {
 func (h hostSandboxes) Remove(sb *Sandbox) error {
 	var errs []error
 	dirs := []string{h.layout.SandboxDir(sb.ID)}
-	for _, p := range []string{sb.NetNS, sb.IPCNS, sb.Shm} {
+	for _, p := range []string{sb.NetNS, sb.IPCNS, sb.Shm, sb.UserNS, sb.PIDNS} {
 		if p != "" && filepath.Dir(p) != dirs[0] {
 			dirs = append(dirs, filepath.Dir(p))
 		}
@@ -163,6 +169,12 @@ func (h hostSandboxes) Remove(sb *Sandbox) error {
 			errs = append(errs, err)
 		}
 		if err := nsfs.Remove(filepath.Join(dir, "ipc")); err != nil {
+			errs = append(errs, err)
+		}
+		if err := nsfs.Remove(userNSPath(dir)); err != nil {
+			errs = append(errs, err)
+		}
+		if err := nsfs.Remove(pidNSPath(dir)); err != nil {
 			errs = append(errs, err)
 		}
 		shm := filepath.Join(dir, "shm")
@@ -187,6 +199,12 @@ func sandboxAlive(sb *Sandbox) bool {
 		return false
 	}
 	if sb.IPCNS != "" && nsGone(sb.IPCNS) {
+		return false
+	}
+	if sb.UserNS != "" && nsGone(sb.UserNS) {
+		return false
+	}
+	if sb.PIDNS != "" && nsGone(sb.PIDNS) {
 		return false
 	}
 	if sb.Shm != "" && mountGone(sb.Shm) {

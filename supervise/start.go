@@ -98,6 +98,12 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef,
 	pctx := WithPullSecrets(WithPullReporter(ctx, func(reason, msg string) {
 		w.event(pod, fp, v1.EventTypeNormal, reason, "%s", msg)
 	}), secrets)
+	imageVolumes, err := w.mountImageVolumes(ctx, pod, c, secrets)
+	if ivErr := (*imageVolumeStartError)(nil); errors.As(err, &ivErr) {
+		return fail(ivErr.reason, err)
+	} else if err != nil {
+		return err
+	}
 	img, err := w.d.ensureImage(pctx, c)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -141,7 +147,13 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef,
 	if err := os.WriteFile(termFile, nil, 0o666); err != nil {
 		return fail("CreateContainerConfigError", err)
 	}
-	ms, err := mounts.ContainerMounts(w.mountsPod(pod), c, termFile)
+	mc, err := expandSubPathExprs(c, env.Env)
+	if err != nil {
+		return fail("CreateContainerConfigError", err)
+	}
+	mp := w.mountsPod(pod)
+	mp.ImageVolumes = imageVolumes
+	ms, err := mounts.ContainerMounts(mp, mc, termFile)
 	if err != nil {
 		return fail("CreateContainerConfigError", err)
 	}
@@ -149,6 +161,10 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef,
 	if warn != "" && !w.warned["oom"] {
 		w.warned["oom"] = true
 		w.event(pod, fp, v1.EventTypeWarning, "OOMScoreAdjRefused", "%s", warn)
+	}
+	hostname, err := kernelHostname(pod, w.d.clusterDomain)
+	if err != nil {
+		return fail("CreateContainerConfigError", err)
 	}
 	sb := w.rec.Sandbox
 	cfg := ContainerConfig{
@@ -169,12 +185,15 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef,
 		SandboxID:   sb.ID,
 		NetNS:       sb.NetNS,
 		IPCNS:       sb.IPCNS,
+		PIDNS:       sb.PIDNS,
 		Shm:         sb.Shm,
-		Hostname:    podHostname(pod),
+		Hostname:    hostname,
 		Mounts:      ms,
 		CgroupsPath: w.containerCgroup(id),
 		OOMScoreAdj: adj,
-		Resources:   containerResources(c),
+		Resources:   containerResourcesIn(&pod.Spec, c),
+		CDIDevices:  w.rec.Devices[c.Name],
+		UserNS:      w.containerUserNS(),
 	}
 	// Record the ID before creating, so a podvisor that dies mid-way
 	// finds and removes a half-made container instead of leaking it.
@@ -207,6 +226,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef,
 		}
 		return fail("CreateContainerError", err)
 	}
+	w.recordUser(ctx, cr, id)
 	// The task starts in the pod's network: a CNI ADD run beside the
 	// create ends first.
 	if err := w.joinNetwork(ctx, pod); err != nil {

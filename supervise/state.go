@@ -36,6 +36,13 @@ type podRecord struct {
 	NodeStop *nodeStopRecord `json:"nodeStop,omitempty"`
 	// Evictions counts the pod's evictions in a row, for its back-off.
 	Evictions int `json:"evictions,omitempty"`
+	// Devices are the CDI devices each container got at admission, by
+	// container name (devices.go); nil until the pod is admitted.
+	Devices map[string][]string `json:"devices,omitempty"`
+	// UserNS is the range of host IDs of the pod's user namespace
+	// (hostUsers: false), kept for the pod's life: every sandbox of the
+	// pod maps the same IDs, so its files stay its own.
+	UserNS *idMapping `json:"userNamespace,omitempty"`
 }
 
 // Sandbox is the record of a pod's shared namespaces and network, as the
@@ -51,6 +58,15 @@ type Sandbox struct {
 	Created time.Time         `json:"created"`
 	// BootID is the host's boot the sandbox was made in.
 	BootID string `json:"bootID,omitempty"`
+	// UserNS is the pod's user namespace (hostUsers: false), which owns
+	// its network and IPC namespaces.
+	UserNS string `json:"userns,omitempty"`
+	// PodInit is the container of the pod's init, PID 1 of the process
+	// namespace its containers share (shareProcessNamespace), and PIDNS
+	// that namespace, bind-mounted in the sandbox's directory. The init's
+	// ID is recorded before its container is made.
+	PodInit string `json:"podInit,omitempty"`
+	PIDNS   string `json:"pidns,omitempty"`
 }
 
 // containerRecord is one container of the pod across its restarts.
@@ -76,6 +92,9 @@ type containerRecord struct {
 	// lost (a reboot): it runs again, as kubelet re-runs init containers
 	// in a new sandbox.
 	Rerun bool `json:"rerun,omitempty"`
+	// User is the identity the runtime gave the current (or last) run's
+	// process, for its status (containeruser.go).
+	User *v1.ContainerUser `json:"user,omitempty"`
 }
 
 func (r *podRecord) fullName() string { return r.Namespace + "/" + r.Name }

@@ -68,6 +68,9 @@ type Options struct {
 	Layout   layout.Layout
 	NodeName string
 	NodeIP   string
+	// ClusterDomain is kubelet's clusterDomain: a pod's subdomain names
+	// it <hostname>.<subdomain>.<namespace>.svc.<domain>; "": none.
+	ClusterDomain string
 	// CgroupRoot (default /sys/fs/cgroup) and CgroupParent (default
 	// "podvisor", the containerd namespace): pod cgroups are
 	// <parent>/pod<uid>.
@@ -109,6 +112,21 @@ type Options struct {
 	// LogLinks, when set, is the directory of kubelet's
 	// /var/log/containers links to the containers' live logs.
 	LogLinks string
+	// RuntimeClass resolves a pod's spec.runtimeClassName before its
+	// sandbox is made, as kubelet's RuntimeClass manager: an error (see
+	// RuntimeClassNotFound) keeps the pod waiting in a failed sandbox
+	// step. nil: the node has no runtime class.
+	RuntimeClass func(name string) error
+	// Devices are the node's CDI devices, given to pods for their
+	// extended resources and CDI annotations (devices.go); nil: none.
+	Devices DeviceSource
+	// Admit, when set, is the node's admission of a pod before it first
+	// starts (the sysctls it may set).
+	Admit AdmitFunc
+	// VolumesDir is where the directories of PersistentVolumeClaims
+	// bound to no PersistentVolume are provisioned (pvc.go; default
+	// Layout.Volumes()).
+	VolumesDir string
 }
 
 // Supervisor keeps the pods of the latest desired snapshot running. What
@@ -153,6 +171,9 @@ func New(opts Options) *Supervisor {
 	if opts.RequestTimeout == 0 {
 		opts.RequestTimeout = DefaultRequestTimeout
 	}
+	usernsRT, _ := opts.Runtime.(UserNSRuntime)
+	users, _ := opts.Runtime.(UserReporter)
+	imageVolumes, _ := opts.Runtime.(ImageVolumeMounter)
 	if opts.RequestTimeout > 0 {
 		opts.Runtime = Bounded(opts.Runtime, opts.RequestTimeout)
 		opts.Network = boundedNetwork{net: opts.Network, d: opts.RequestTimeout}
@@ -172,9 +193,19 @@ func New(opts Options) *Supervisor {
 			nodeIP:       opts.NodeIP,
 			cgroupParent: opts.CgroupParent,
 			logLinks:     opts.LogLinks,
+			runtimeClass: opts.RuntimeClass,
 			prober:       opts.Prober,
 			runHook:      opts.Hooks,
 			readDrops:    crilog.ReadDrops,
+			userns:       newUsernsAllocator(hostUserNSRange()),
+			usernsRT:     usernsRT,
+			users:        users,
+			devices:      newDevicePool(opts.Devices),
+			admitPod:     opts.Admit,
+			imageVolumes: imageVolumes,
+			claims:       newClaimPool(cmp.Or(opts.VolumesDir, opts.Layout.Volumes())),
+			// The pods' host domain (hostname.go).
+			clusterDomain: opts.ClusterDomain,
 		},
 		opts:    opts,
 		workers: map[types.UID]*podWorker{},
@@ -249,6 +280,8 @@ func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot
 	if err != nil {
 		return err
 	}
+	// Before any pod is admitted: what the pods found hold stays theirs.
+	s.devices.restore(records)
 	if len(left) > 0 {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.retryLeftovers(ctx, left) }()
@@ -269,6 +302,7 @@ func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot
 	workerDone := make(chan types.UID, 16)
 	start := func(w *podWorker) {
 		s.workers[w.uid] = w
+		s.claims.use(w.uid, w.pod())
 		if !s.synced.Load() {
 			w.firstPublish = true
 			s.unpublished.Add(1)
@@ -323,6 +357,13 @@ func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot
 				case <-w.done:
 					delete(s.workers, uid)
 					delete(s.sent, uid)
+					s.devices.release(uid)
+					if s.claims.release(uid) {
+						// A pod may wait for the ReadWriteOncePod claim it held.
+						for _, o := range s.workers {
+							o.inbox.send(wakeMsg{})
+						}
+					}
 				default:
 				}
 			}

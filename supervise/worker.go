@@ -10,6 +10,7 @@ import (
 
 	"github.com/podvisor/podvisor/internal/backoff"
 	"github.com/podvisor/podvisor/manifest"
+	"github.com/podvisor/podvisor/mounts"
 	"github.com/podvisor/podvisor/status"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -100,6 +101,10 @@ type podWorker struct {
 	volumesRetry time.Time
 	mountWait    string
 	preparedFor  string // the sandbox whose cgroup and files are set up
+	// claimMounts are the directories of the pod's persistentVolumeClaim
+	// volumes, by volume name, as its sandbox's preparation found them
+	// (pvc.go).
+	claimMounts map[string]mounts.ClaimMount
 	// ended are the containers of ended runs, removed at the end of the
 	// step (removeEnded); the record no longer names them.
 	ended []endedRun
@@ -114,6 +119,11 @@ type podWorker struct {
 	// depsCond is the ConditionDependenciesReady shown while the pod
 	// waits for other pods (order.go).
 	depsCond *v1.PodCondition
+	// rejected is why admission refused the pod (devices.go); the pod
+	// then runs nothing until it is removed.
+	rejected *rejection
+	// nodeAdmitted says the node's admission ran (admit.go).
+	nodeAdmitted bool
 }
 
 // published marks the worker's first publish (or its end) for
@@ -161,7 +171,7 @@ func newPodWorker(d *workerDeps, uid types.UID, desired *manifest.Pod, rec *podR
 		w.fullName = rec.fullName()
 		// A pod stopped for a shutdown starts again with the next
 		// podvisor: the boot after it, or a shutdown that never came.
-		w.resumeShutdown = rec.NodeStop != nil && rec.NodeStop.Reason != ReasonEvicted
+		w.resumeShutdown = rec.NodeStop != nil && rec.NodeStop.Reason == ReasonNodeShutdown
 	}
 	if desired != nil {
 		w.fullName = desired.Pod.Namespace + "/" + desired.Pod.Name
@@ -264,7 +274,7 @@ func (w *podWorker) receive(msgs []message) {
 			w.nodeStops = append(w.nodeStops, m.stop)
 			w.stopWaiters = append(w.stopWaiters, m.done)
 		case resumeShutdownMsg:
-			if w.rec != nil && w.rec.NodeStop != nil && w.rec.NodeStop.Reason != ReasonEvicted {
+			if w.rec != nil && w.rec.NodeStop != nil && w.rec.NodeStop.Reason == ReasonNodeShutdown {
 				w.resumeShutdown = true
 			}
 		}
@@ -317,6 +327,13 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 		w.publish(pod)
 	}
 	w.rec.ensureContainers(pod)
+	w.admitNode(pod)
+	if w.admit(pod) != nil && !w.stopping {
+		// Rejected at admission: nothing is made, the status says why.
+		// Removed, it is stopped as any pod is (there is nothing to stop).
+		w.publish(pod)
+		return time.Time{}, false
+	}
 	w.seeRecordedExits(pod, now)
 	if w.d.down.Load() != nil {
 		// Nothing can be observed or done, and nothing is charged to a
@@ -409,7 +426,7 @@ func (w *podWorker) planInput(pod *v1.Pod) planInput {
 		in.StopSince = w.deleting.Time
 	}
 	if sb := w.rec.Sandbox; sb != nil {
-		in.Sandbox.Alive = w.d.sandboxes.Alive(sb)
+		in.Sandbox.Alive = w.d.sandboxes.Alive(sb) && w.podInitAlive(sb)
 		in.Sandbox.Prepared = w.preparedFor == sb.ID
 	}
 	in.Sandbox.RetryUntil = w.sandboxRetry.at
@@ -420,6 +437,9 @@ func (w *podWorker) planInput(pod *v1.Pod) planInput {
 		} else {
 			in.MountWait = w.mountError(pod)
 		}
+	}
+	if in.MountWait == "" && !in.Sandbox.Prepared && !w.stopping {
+		in.MountWait = w.claimWait(pod)
 	}
 	gen := w.d.imageGen.Load()
 	w.rec.each(pod, func(ref ctrRef, _ *v1.Container, cr *containerRecord) {

@@ -56,6 +56,15 @@ func LocalObjects(w io.Writer, kind string, items []api.Object, single bool, o O
 			byKey[items[i].Namespace+"/"+items[i].Name] = &items[i]
 		}
 		objs, err = newObjects("Secret", secrets, func(m *map[string]any) string { name, _ := metaOf(*m); return name })
+	case "PersistentVolumeClaim":
+		var claims []v1.PersistentVolumeClaim
+		for i := range items {
+			if items[i].PersistentVolumeClaim != nil {
+				claims = append(claims, *items[i].PersistentVolumeClaim.DeepCopy())
+				byKey[items[i].Namespace+"/"+items[i].Name] = &items[i]
+			}
+		}
+		objs, err = newObjects("PersistentVolumeClaim", claims, func(c *v1.PersistentVolumeClaim) string { return c.Name })
 	default:
 		return fmt.Errorf("no printer for kind %q", kind)
 	}
@@ -79,6 +88,12 @@ func LocalObjects(w io.Writer, kind string, items []api.Object, single bool, o O
 		if kind == "Secret" {
 			h = []string{"NAME", "TYPE", "DATA", "AGE"}
 		}
+		if kind == "PersistentVolumeClaim" {
+			h = append([]string{}, claimHeader...)
+			if o.Output == "wide" {
+				h = append(h, "VOLUMEMODE")
+			}
+		}
 		if o.Output == "wide" {
 			h = append(h, "FILE", "PODS")
 		}
@@ -100,7 +115,9 @@ func localObjectRow(obj *api.Object, wide bool, now time.Time) []string {
 		name += " (!)"
 	}
 	var row []string
-	if obj.Secret != nil {
+	if obj.PersistentVolumeClaim != nil {
+		row = claimRow(name, obj.PersistentVolumeClaim, wide, now)
+	} else if obj.Secret != nil {
 		row = []string{name, string(obj.Secret.Type), fmt.Sprint(len(obj.Secret.Data)), sinceString(obj.Secret.CreationTimestamp, now)}
 	} else {
 		cm := obj.ConfigMap
@@ -125,6 +142,9 @@ func podsOf(obj *api.Object) []string {
 func objectLabels(obj *api.Object) map[string]string {
 	if obj.Secret != nil {
 		return obj.Secret.Labels
+	}
+	if obj.PersistentVolumeClaim != nil {
+		return obj.PersistentVolumeClaim.Labels
 	}
 	return obj.ConfigMap.Labels
 }

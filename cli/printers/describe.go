@@ -30,6 +30,9 @@ func PrintDescribe(w io.Writer, pod *v1.Pod, events []v1.Event, now time.Time) e
 	}
 	p(0, "Name:\t%s", pod.Name)
 	p(0, "Namespace:\t%s", pod.Namespace)
+	if rc := pod.Spec.RuntimeClassName; rc != nil && *rc != "" {
+		p(0, "Runtime Class Name:\t%s", *rc) // where kubectl shows it
+	}
 	p(0, "Node:\t%s", nodeString(pod))
 	if pod.Status.StartTime != nil {
 		p(0, "Start Time:\t%s", pod.Status.StartTime.Format(describeTime))
@@ -116,6 +119,10 @@ func PrintDescribe(w io.Writer, pod *v1.Pod, events []v1.Event, now time.Time) e
 			}
 		case v.ConfigMap != nil, v.Secret != nil, v.DownwardAPI != nil, v.Projected != nil:
 			describeObjectVolume(p, &v.VolumeSource)
+		case v.PersistentVolumeClaim != nil:
+			p(2, "Type:\tPersistentVolumeClaim (a reference to a PersistentVolumeClaim in the same namespace)")
+			p(2, "ClaimName:\t%s", v.PersistentVolumeClaim.ClaimName)
+			p(2, "ReadOnly:\t%t", v.PersistentVolumeClaim.ReadOnly)
 		default:
 			p(2, "Type:\t<unknown>")
 		}

@@ -11,6 +11,11 @@
 // falls back to `podvisor log-driver ARG` when this binary does not sit
 // beside it.
 //
+// The same small binary is PID 1 of each pod that shares its process
+// namespace (spec.shareProcessNamespace), run as `podvisor-log-driver
+// pod-init` in place of kubelet's pause container (see package podinit);
+// podvisor falls back to `podvisor pod-init` the same way.
+//
 // A container never blocks on its log: output the file cannot take (a full
 // disk) is dropped and counted in "<log>.dropped", and writing resumes,
 // after a gap record, when space returns (see package crilog).

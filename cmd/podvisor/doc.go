@@ -7,5 +7,7 @@
 //     a context that SIGINT and SIGTERM end, and exits with its code; the
 //     daemon is package daemon.
 //   - `podvisor log-driver ARG`, as the containerd shim runs it with no
-//     environment, takes a fast path before any CLI machinery.
+//     environment, takes a fast path before any CLI machinery, and so does
+//     `podvisor pod-init`, a pod's init when podvisor-log-driver is not
+//     beside podvisor.
 package main

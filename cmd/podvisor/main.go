@@ -9,6 +9,7 @@ import (
 
 	"github.com/podvisor/podvisor/cli"
 	"github.com/podvisor/podvisor/internal/crilog"
+	"github.com/podvisor/podvisor/internal/podinit"
 )
 
 func main() {
@@ -20,6 +21,11 @@ func main() {
 			os.Exit(1)
 		}
 		return
+	}
+	// PID 1 of a pod's shared process namespace, when podvisor-log-driver
+	// does not sit beside podvisor (see package podinit).
+	if len(os.Args) == 2 && os.Args[1] == podinit.Arg {
+		os.Exit(podinit.Run())
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	code := cli.Main(ctx)

@@ -35,6 +35,10 @@ func (l Layout) TerminationLog(uid, containerID string) string {
 	return filepath.Join(l.TerminationDir(uid, containerID), "termination-log")
 }
 
+// Volumes is the default volumes root: the directories provisioned for
+// PersistentVolumeClaims.
+func (l Layout) Volumes() string { return filepath.Join(l.StateDir, "volumes") }
+
 // EventJournal is where events survive a restart.
 func (l Layout) EventJournal() string { return filepath.Join(l.StateDir, "events.jsonl") }
 

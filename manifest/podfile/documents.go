@@ -104,7 +104,7 @@ func (t target) full(field string) string {
 }
 
 // documentKinds are the kinds a document (or a List item) may have.
-var documentKinds = []string{"Pod", "ConfigMap", "Secret"}
+var documentKinds = []string{"Pod", "ConfigMap", "Secret", "PersistentVolumeClaim", "PersistentVolume"}
 
 // parseDocument checks apiVersion and kind and parses the Pod, ConfigMap or
 // Secret, or each item of a List (of any of them) or PodList. j and jerr are
@@ -126,11 +126,11 @@ func parseDocument(path string, d rawDoc, root *yaml3.Node, j []byte, jerr error
 	}
 	isList := false
 	switch kind {
-	case "Pod", "ConfigMap", "Secret":
+	case "Pod", "ConfigMap", "Secret", "PersistentVolumeClaim", "PersistentVolume":
 	case "List", "PodList":
 		isList = true
 	default:
-		return fail("kind", lineOf(root, "kind"), fmt.Sprintf("must be Pod, ConfigMap or Secret (or a List of them, or a PodList), got %q", kind))
+		return fail("kind", lineOf(root, "kind"), fmt.Sprintf("must be Pod, ConfigMap, Secret, PersistentVolumeClaim or PersistentVolume (or a List of them, or a PodList), got %q", kind))
 	}
 
 	// sigs.k8s.io/yaml gives YAML the meaning kubectl gives it (YAML 1.1
@@ -201,7 +201,7 @@ func parseDocument(path string, d rawDoc, root *yaml3.Node, j []byte, jerr error
 				ik = "Pod"
 			case iv != "v1" || !slices.Contains(documentKinds, ik):
 				res.Errors = append(res.Errors, &FileError{Path: path, Line: node.Line, Field: prefix,
-					Reason: fmt.Sprintf("list items must be v1 Pods, ConfigMaps or Secrets, got apiVersion %q kind %q", iv, ik)})
+					Reason: fmt.Sprintf("list items must be v1 Pods, ConfigMaps, Secrets, PersistentVolumeClaims or PersistentVolumes, got apiVersion %q kind %q", iv, ik)})
 				continue
 			}
 			targets = append(targets, target{prefix: prefix, kind: ik, node: node, raw: raw})

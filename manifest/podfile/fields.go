@@ -74,13 +74,13 @@ const (
 // fields_test.go fails when it and the structs disagree.
 var fieldTable = []FieldSupport{
 	// PodSpec
-	{"PodSpec", "volumes", impl, "hostPath, emptyDir, configMap, secret, downwardAPI and projected (configMap, secret and downwardAPI sources) from the local ConfigMaps and Secrets, with items, mode, defaultMode and optional, updated in place when an object changes; secret and projected volumes on tmpfs; projected serviceAccountToken, clusterTrustBundle and podCertificate rejected (they need a control plane); emptyDir sizeLimit (with medium Memory it sizes the tmpfs; on disk a pod over it is evicted, as kubelet); other sources rejected"},
+	{"PodSpec", "volumes", impl, "hostPath, emptyDir, configMap, secret, downwardAPI and projected (configMap, secret and downwardAPI sources) from the local ConfigMaps and Secrets, with items, mode, defaultMode and optional, updated in place when an object changes; secret and projected volumes on tmpfs; projected serviceAccountToken, clusterTrustBundle and podCertificate rejected (they need a control plane); emptyDir sizeLimit (with medium Memory it sizes the tmpfs; on disk a pod over it is evicted, as kubelet); persistentVolumeClaim from local PersistentVolumeClaim documents, bound to a local or hostPath PersistentVolume document or to a directory podvisor provisions under its volumes dir (kept when the pod goes; removed with its claim only with podvisor.io/reclaim-policy: Delete; the storage request enforced by a project quota where the filesystem has them), readOnly, ReadWriteOncePod; the pod waits for a missing or unbound claim; image (an OCI image's layers mounted read-only, pulled with the pod's imagePullSecrets and the node's credentials as pullPolicy says, subPath a directory of the image; a failed pull holds the containers that mount it in ErrImagePull/ImagePullBackOff; never collected while mounted; OCI artifacts refused, ErrImagePull naming them); other sources rejected"},
 	{"PodSpec", "initContainers", impl, "run in order before the app containers"},
 	{"PodSpec", "containers", impl, ""},
 	{"PodSpec", "ephemeralContainers", reject, "there is no API to add them"},
 	{"PodSpec", "restartPolicy", impl, ""},
 	{"PodSpec", "terminationGracePeriodSeconds", impl, ""},
-	{"PodSpec", "activeDeadlineSeconds", reject, ""},
+	{"PodSpec", "activeDeadlineSeconds", impl, "counted from status.startTime, kept across podvisor restarts; once reached the pod is stopped (preStop hooks within its grace period) and ends Failed with reason DeadlineExceeded and a DeadlineExceeded event, as kubelet's; it does not start again until its manifest changes"},
 	{"PodSpec", "dnsPolicy", impl, ""},
 	{"PodSpec", "nodeSelector", ignore, "there is only this node"},
 	{"PodSpec", "serviceAccountName", impl, "accepted with a warning that no token is mounted: a static pod gets none, as under kubelet; fieldRef spec.serviceAccountName reads it; the mirror pod leaves it out (NodeRestriction refuses it) and lists it in podvisor.io/local-references"},
@@ -90,11 +90,11 @@ var fieldTable = []FieldSupport{
 	{"PodSpec", "hostNetwork", impl, ""},
 	{"PodSpec", "hostPID", impl, ""},
 	{"PodSpec", "hostIPC", impl, ""},
-	{"PodSpec", "shareProcessNamespace", reject, ""},
+	{"PodSpec", "shareProcessNamespace", impl, "the pod's containers share one PID namespace whose PID 1 is the pod's init (podvisor's small `pod-init`, in place of the pause container: no image, about 0.5 MiB of memory of its own, in the pod's cgroup, not listed among the pod's containers); if the init ends, the pod gets a new sandbox and its containers restart, as under kubelet; not with hostPID (Kubernetes' validation)"},
 	{"PodSpec", "securityContext", impl, "see the PodSecurityContext rows"},
 	{"PodSpec", "imagePullSecrets", impl, "local Secrets of type kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg, tried before --image-credentials-file"},
 	{"PodSpec", "hostname", impl, ""},
-	{"PodSpec", "subdomain", ignore, "there is no cluster DNS"},
+	{"PodSpec", "subdomain", impl, "with --cluster-domain, /etc/hosts names the pod's IPs by its FQDN (hostname.subdomain.namespace.svc.cluster-domain) and its hostname, as kubelet's; without a cluster domain it has no effect (no cluster DNS serves the name)"},
 	{"PodSpec", "affinity", ignore, "scheduling only"},
 	{"PodSpec", "schedulerName", ignore, "scheduling only"},
 	{"PodSpec", "tolerations", ignore, "scheduling only"},
@@ -103,17 +103,17 @@ var fieldTable = []FieldSupport{
 	{"PodSpec", "priority", impl, "no effect alone: kubelet takes a static pod's criticality from priorityClassName"},
 	{"PodSpec", "dnsConfig", impl, ""},
 	{"PodSpec", "readinessGates", reject, "conditions are set by controllers that static pods do not have"},
-	{"PodSpec", "runtimeClassName", reject, "runc only"},
+	{"PodSpec", "runtimeClassName", impl, "a class of the configuration file's runtimeClasses (its containerd runtimeType and options, e.g. BinaryName crun); a class the node lacks waits in ContainerCreating (FailedCreatePodSandBox), as under kubelet"},
 	{"PodSpec", "enableServiceLinks", ignore, "there are no services"},
 	{"PodSpec", "preemptionPolicy", ignore, "scheduling only"},
 	{"PodSpec", "overhead", ignore, "set by RuntimeClass admission, scheduling only"},
 	{"PodSpec", "topologySpreadConstraints", ignore, "scheduling only"},
-	{"PodSpec", "setHostnameAsFQDN", reject, ""},
+	{"PodSpec", "setHostnameAsFQDN", impl, "with a subdomain and --cluster-domain, the hostname (uname, /etc/hostname) is the FQDN (hostname.subdomain.namespace.svc.cluster-domain), as kubelet's; an FQDN over 64 characters fails the sandbox (FailedCreatePodSandBox) with kubelet's message; else the short hostname"},
 	{"PodSpec", "os", impl, "os.name linux only"},
-	{"PodSpec", "hostUsers", impl, "true (the default) only; user namespaces are not supported"},
+	{"PodSpec", "hostUsers", impl, "false: the pod's own user namespace, owning its network and IPC namespaces, mapping IDs 0-65535 to 65536 host IDs of its own (from the /etc/subuid and /etc/subgid entries of a user named podvisor, else every ID from 65536 up, as kubelet), kept for the pod's life; the image's layers idmapped by containerd's snapshotter (containerd 2.0 or later: on 1.6 the sandbox is refused with kubelet's reason), volumes mounted idmapped (needs runc 1.2 or later: with an older runc a pod that mounts a volume is refused; a volume whose filesystem the kernel cannot idmap, tmpfs before Linux 6.3, keeps its container in CreateContainerConfigError)"},
 	{"PodSpec", "schedulingGates", ignore, "scheduling only"},
 	{"PodSpec", "resourceClaims", reject, "dynamic resource allocation needs a control plane"},
-	{"PodSpec", "resources", reject, "pod-level resources"},
+	{"PodSpec", "resources", impl, "cpu and memory requests and limits, as kubelet's pod-level resources: the pod cgroup's cpu.shares, CFS quota and memory limit, a container without its own cpu or memory limit bounded by the pod's, the QoS class, OOM scores and eviction ranking from them, resourceFieldRef falling back to the pod's limits; hugepages rejected"},
 	{"PodSpec", "hostnameOverride", reject, ""},
 	{"PodSpec", "schedulingGroup", ignore, "scheduling only"},
 	{"PodSpec", "evictionResponders", reject, "the eviction API needs a control plane"},
@@ -127,11 +127,11 @@ var fieldTable = []FieldSupport{
 	{"Container", "ports", impl, ""},
 	{"Container", "envFrom", impl, "configMapRef and secretRef of local ConfigMaps and Secrets, with prefix and optional; keys that are not valid names are skipped with an event"},
 	{"Container", "env", impl, "value, and valueFrom: fieldRef, resourceFieldRef, configMapKeyRef and secretKeyRef of local objects (fileKeyRef is rejected); a missing object or key waits in CreateContainerConfigError"},
-	{"Container", "resources", impl, "cpu and memory; ephemeral-storage requests rank pods for eviction under disk pressure and a container over its limit gets its pod evicted, as kubelet; claims and other resources rejected"},
+	{"Container", "resources", impl, "cpu and memory; ephemeral-storage requests rank pods for eviction under disk pressure and a container over its limit gets its pod evicted, as kubelet; an extended resource (nvidia.com/gpu: 1) is that many devices of the CDI kind it names, from --cdi-spec-dirs, each held by one pod (kubelet's OutOf<resource> rejection when too few are free); hugepages and claims rejected"},
 	{"Container", "resizePolicy", ignore, "resources change only by editing the manifest"},
-	{"Container", "restartPolicy", impl, "Always on initContainers only (sidecar containers); app containers follow the pod's restartPolicy"},
-	{"Container", "restartPolicyRules", reject, "container restart rules"},
-	{"Container", "volumeMounts", impl, "mountPropagation None, HostToContainer (rslave; the source must be on a shared or slave mount) and Bidirectional (rshared, privileged containers only; the source must be on a shared mount, else the container waits in CreateContainerError; podvisor changes no host mount's propagation), as containerd's CRI; recursiveReadOnly Disabled; subPathExpr and bindMountOptions rejected; configMap, secret, downwardAPI and projected volumes are always read-only, and a subPath of one is a copy taken at start that is never updated, as kubelet's"},
+	{"Container", "restartPolicy", impl, "Always only on initContainers (sidecar containers); Always, OnFailure and Never on app containers, in place of the pod's restartPolicy for that container, as kubelet's ContainerRestartRules"},
+	{"Container", "restartPolicyRules", impl, "action Restart when the exit code is In or NotIn exitCodes (the first rule that matches), else the container's restartPolicy, as kubelet's (on a sidecar, which restarts anyway, no effect); RestartAllContainers rejected"},
+	{"Container", "volumeMounts", impl, "mountPropagation None, HostToContainer (rslave; the source must be on a shared or slave mount) and Bidirectional (rshared, privileged containers only; the source must be on a shared mount, else the container waits in CreateContainerError; podvisor changes no host mount's propagation), as containerd's CRI; recursiveReadOnly Disabled; subPathExpr expanded from the container's env and envFrom as kubelet's (an unset or empty variable, an absolute path or '..' wait in CreateContainerConfigError); bindMountOptions rejected; configMap, secret, downwardAPI and projected volumes are always read-only, and a subPath of one is a copy taken at start that is never updated, as kubelet's"},
 	{"Container", "volumeDevices", reject, ""},
 	{"Container", "livenessProbe", impl, probeNote},
 	{"Container", "readinessProbe", impl, probeNote},
@@ -152,11 +152,11 @@ var fieldTable = []FieldSupport{
 	{"PodSecurityContext", "runAsGroup", impl, ""},
 	{"PodSecurityContext", "runAsNonRoot", impl, ""},
 	{"PodSecurityContext", "supplementalGroups", impl, ""},
-	{"PodSecurityContext", "supplementalGroupsPolicy", reject, ""},
+	{"PodSecurityContext", "supplementalGroupsPolicy", impl, "Merge (the default: the groups the image's /etc/group gives the user are added) and Strict (only the primary group, fsGroup and supplementalGroups), on containerd 1.6 and 2.x alike: podvisor sets the process's groups itself; containerStatuses[].user.linux reports uid, gid and supplementalGroups, and the node says it supports the policy (status.features), as kubelet"},
 	{"PodSecurityContext", "fsGroup", impl, "added to every container's supplementary groups; emptyDir, configMap, secret, downwardAPI and projected volumes are given to the group (setgid directories, group read-write, read-only for the last four), hostPath volumes never"},
-	{"PodSecurityContext", "sysctls", reject, ""},
+	{"PodSecurityContext", "sysctls", impl, "kubelet's safe sysctls (kernel.shm_rmid_forced, net.ipv4.ip_local_port_range, ... as the kernel namespaces them), and namespaced ones --allowed-unsafe-sysctls allows; set in the pod's network and IPC namespaces; a sysctl not allowed, or in a namespace the pod shares with the host, fails the pod with SysctlForbidden as kubelet's admission does"},
 	{"PodSecurityContext", "fsGroupChangePolicy", impl, "Always and OnRootMismatch accepted; neither changes anything, as under kubelet: an emptyDir gets the group on its root alone, once, when created; configMap, secret, downwardAPI and projected volumes are walked at every write whatever the policy, as kubelet's"},
-	{"PodSecurityContext", "seccompProfile", impl, "RuntimeDefault and Unconfined only; inherited by containers that set none"},
+	{"PodSecurityContext", "seccompProfile", impl, "RuntimeDefault, Unconfined, and Localhost: the JSON profile at localhostProfile under --seccomp-profile-root (a missing or unreadable file makes the container wait in CreateContainerError); inherited by containers that set none; none for privileged containers, as containerd's CRI"},
 	{"PodSecurityContext", "appArmorProfile", impl, "RuntimeDefault (none on hosts without AppArmor), Localhost (loaded profiles), Unconfined; inherited by containers that set none"},
 	{"PodSecurityContext", "seLinuxChangePolicy", reject, ""},
 
@@ -171,7 +171,7 @@ var fieldTable = []FieldSupport{
 	{"SecurityContext", "readOnlyRootFilesystem", impl, ""},
 	{"SecurityContext", "allowPrivilegeEscalation", impl, ""},
 	{"SecurityContext", "procMount", impl, "Default only"},
-	{"SecurityContext", "seccompProfile", impl, "RuntimeDefault and Unconfined only"},
+	{"SecurityContext", "seccompProfile", impl, "RuntimeDefault, Unconfined, and Localhost (a JSON profile under --seccomp-profile-root)"},
 	{"SecurityContext", "appArmorProfile", impl, "RuntimeDefault (none on hosts without AppArmor), Localhost (loaded profiles), Unconfined"},
 }
 
@@ -308,11 +308,14 @@ func (c *supportChecker) checkStruct(path string, v reflect.Value) {
 var supportedVolumeSources = map[string]bool{
 	"hostPath": true, "emptyDir": true,
 	"configMap": true, "secret": true, "downwardAPI": true, "projected": true,
+	"persistentVolumeClaim": true,
+	"image":                 true,
 }
 
 func (c *supportChecker) checkPod(pod *v1.Pod) {
 	spec := &pod.Spec
 	c.checkStruct("spec", reflect.ValueOf(spec).Elem())
+	c.checkCDIAnnotations(pod)
 
 	for i := range spec.Volumes {
 		c.checkVolume(fmt.Sprintf("spec.volumes[%d]", i), &spec.Volumes[i])
@@ -320,9 +323,7 @@ func (c *supportChecker) checkPod(pod *v1.Pod) {
 	if spec.OS != nil && spec.OS.Name != v1.Linux {
 		c.p.invalid("spec.os.name", notSupported(fmt.Sprintf("%q; linux only", spec.OS.Name)))
 	}
-	if spec.HostUsers != nil && !*spec.HostUsers {
-		c.p.invalid("spec.hostUsers", notSupported("user namespaces; hostUsers: false"))
-	}
+	c.checkPodResources(spec)
 	if sc := spec.SecurityContext; sc != nil {
 		c.checkStruct("spec.securityContext", reflect.ValueOf(sc).Elem())
 		c.checkSeccomp("spec.securityContext.seccompProfile", sc.SeccompProfile)
@@ -330,6 +331,7 @@ func (c *supportChecker) checkPod(pod *v1.Pod) {
 	for i := range spec.InitContainers {
 		ip := fmt.Sprintf("spec.initContainers[%d]", i)
 		c.checkContainer(ip, &spec.InitContainers[i])
+		c.checkRestartRules(ip, &spec.InitContainers[i])
 		// Kubernetes takes OnFailure and Never too (container restart
 		// rules); podvisor runs sidecars only.
 		if rp := spec.InitContainers[i].RestartPolicy; rp != nil && *rp != v1.ContainerRestartPolicyAlways {
@@ -339,17 +341,21 @@ func (c *supportChecker) checkPod(pod *v1.Pod) {
 	for i := range spec.Containers {
 		cp := fmt.Sprintf("spec.containers[%d]", i)
 		c.checkContainer(cp, &spec.Containers[i])
-		if rp := spec.Containers[i].RestartPolicy; rp != nil {
-			c.p.invalid(cp+".restartPolicy", notSupported(fmt.Sprintf("%q on an app container, which follows the pod's restartPolicy; restartPolicy Always makes a sidecar of an init container", *rp)))
-		}
+		c.checkRestartRules(cp, &spec.Containers[i])
 	}
 }
 
 // checkSeccomp applies podvisor's restriction of seccomp profiles, at the
-// pod or the container level.
+// pod or the container level: every type Kubernetes has (its validation
+// refuses others, and checks localhostProfile).
 func (c *supportChecker) checkSeccomp(path string, p *v1.SeccompProfile) {
-	if p != nil && p.Type != v1.SeccompProfileTypeRuntimeDefault && p.Type != v1.SeccompProfileTypeUnconfined {
-		c.p.invalid(path+".type", notSupported(fmt.Sprintf("%q; RuntimeDefault and Unconfined only", p.Type)))
+	if p == nil {
+		return
+	}
+	switch p.Type {
+	case v1.SeccompProfileTypeRuntimeDefault, v1.SeccompProfileTypeUnconfined, v1.SeccompProfileTypeLocalhost:
+	default:
+		c.p.invalid(path+".type", notSupported(fmt.Sprintf("%q; RuntimeDefault, Unconfined and Localhost only", p.Type)))
 	}
 }
 
@@ -422,7 +428,7 @@ func (c *supportChecker) checkVolume(path string, vol *v1.Volume) {
 		if vs.Field(i).IsNil() || supportedVolumeSources[jn] {
 			continue
 		}
-		c.p.invalid(path+"."+jn, notSupported("hostPath, emptyDir, configMap, secret, downwardAPI and projected volumes only"))
+		c.p.invalid(path+"."+jn, notSupported("hostPath, emptyDir, configMap, secret, downwardAPI, projected, persistentVolumeClaim and image volumes only"))
 	}
 	if pr := vol.Projected; pr != nil {
 		for i, s := range pr.Sources {
@@ -468,9 +474,6 @@ func (c *supportChecker) checkContainer(path string, ctr *v1.Container) {
 		if m.RecursiveReadOnly != nil && *m.RecursiveReadOnly != v1.RecursiveReadOnlyDisabled {
 			c.p.invalid(mp+".recursiveReadOnly", notSupported(fmt.Sprintf("%q; Disabled only", *m.RecursiveReadOnly)))
 		}
-		if m.SubPathExpr != "" {
-			c.p.invalid(mp+".subPathExpr", notSupported("use subPath"))
-		}
 		if len(m.BindMountOptions) > 0 {
 			c.p.invalid(mp+".bindMountOptions", notSupported(""))
 		}
@@ -497,7 +500,10 @@ func (c *supportChecker) checkResourceList(path string, rl v1.ResourceList) {
 		case v1.ResourceEphemeralStorage:
 			// Enforced by eviction, as kubelet (package pressure).
 		default:
-			c.p.invalid(rp, notSupported("cpu and memory only"))
+			if isDeviceResource(name) {
+				continue // CDI devices (supervise/devices.go)
+			}
+			c.p.invalid(rp, notSupported("cpu, memory, ephemeral-storage and extended resources only"))
 		}
 	}
 }

@@ -135,7 +135,7 @@ func TestWriteFieldTableMarkdown(t *testing.T) {
 		"| `readinessGates` | rejected | conditions are set by controllers that static pods do not have |",
 		"| `tolerations` | ignored (warning) | scheduling only |",
 		"### SecurityContext\n",
-		"| `seccompProfile` | implemented | RuntimeDefault and Unconfined only |",
+		"| `seccompProfile` | implemented | RuntimeDefault, Unconfined, and Localhost (a JSON profile under --seccomp-profile-root) |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q", want)
@@ -147,7 +147,7 @@ func TestWriteFieldTableMarkdown(t *testing.T) {
 }
 
 // TestRejectedZeroValues sets every Rejected field that a manifest can set
-// to its zero value (`fsGroup: 0`, `shareProcessNamespace: false`, an
+// to its zero value (`hostnameOverride: ""`, an
 // empty struct) and checks it is still rejected: a zero value is a value.
 func TestRejectedZeroValues(t *testing.T) {
 	n := 0
@@ -175,7 +175,7 @@ func TestRejectedZeroValues(t *testing.T) {
 		t.Fatalf("only %d rejected pointer fields tried", n)
 	}
 	// End to end through the decoder: a zero or false value is refused.
-	for _, extra := range []string{"  activeDeadlineSeconds: 0\n", "  shareProcessNamespace: false\n"} {
+	for _, extra := range []string{"  activeDeadlineSeconds: 0\n", "  hostnameOverride: \"\"\n"} {
 		if _, errs := parseDefault("/m/x.yaml", []byte(basePod+extra), node); len(errs) == 0 {
 			t.Errorf("%q accepted", extra)
 		}

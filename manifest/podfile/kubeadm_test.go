@@ -112,6 +112,7 @@ func TestProbesAndHooksAccepted(t *testing.T) {
 		{"sidecar", "  initContainers:\n  - name: side\n    image: busybox\n    restartPolicy: Always\n    readinessProbe: {exec: {command: [x]}}\n    lifecycle: {preStop: {sleep: {seconds: 1}}}\n"},
 		{"pod seccomp and AppArmor", "  securityContext: {seccompProfile: {type: RuntimeDefault}, appArmorProfile: {type: Unconfined}}\n"},
 		{"pod AppArmor Localhost", "  securityContext: {appArmorProfile: {type: Localhost, localhostProfile: podvisor-test}}\n"},
+		{"pod seccomp Localhost", "  securityContext: {seccompProfile: {type: Localhost, localhostProfile: profiles/x.json}}\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -132,10 +133,10 @@ func TestProbesAndHooksRejected(t *testing.T) {
 	}{
 		{"tcpSocket lifecycle handler", "    lifecycle:\n      preStop:\n        tcpSocket: {port: 80}\n",
 			"/m/x.yaml:11: spec.containers[0].lifecycle.preStop.tcpSocket: " + notSupported("Kubernetes does not support tcpSocket lifecycle handlers and kubelet never runs them; use exec, httpGet or sleep")},
-		{"restartPolicy Always on an app container", "    restartPolicy: Always\n",
-			"/m/x.yaml:9: spec.containers[0].restartPolicy: " + notSupported(`"Always" on an app container, which follows the pod's restartPolicy; restartPolicy Always makes a sidecar of an init container`)},
-		{"restartPolicyRules", "  initContainers:\n  - name: side\n    image: busybox\n    restartPolicy: Always\n    restartPolicyRules: [{action: Restart, exitCodes: {operator: In, values: [1]}}]\n",
-			"/m/x.yaml:13: spec.initContainers[0].restartPolicyRules: " + notSupported("container restart rules")},
+		{"RestartAllContainers on a sidecar", "  initContainers:\n  - name: side\n    image: busybox\n    restartPolicy: Always\n    restartPolicyRules: [{action: RestartAllContainers, exitCodes: {operator: In, values: [1]}}]\n",
+			"/m/x.yaml:13: spec.initContainers[0].restartPolicyRules[0].action: " + notSupported(`"RestartAllContainers"; Restart only`)},
+		{"RestartAllContainers", "    restartPolicy: Never\n    restartPolicyRules: [{action: RestartAllContainers, exitCodes: {operator: In, values: [42]}}]\n",
+			"/m/x.yaml:10: spec.containers[0].restartPolicyRules[0].action: " + notSupported(`"RestartAllContainers"; Restart only`)},
 		{"probe port name that is no port", "    ports: [{name: web, containerPort: 80}]\n    livenessProbe:\n      httpGet: {port: wbe}\n",
 			`/m/x.yaml:11: spec.containers[0].livenessProbe.httpGet.port: port "wbe" is not the name of one of this container's ports`},
 		{"tcpSocket port name that is no port", "    readinessProbe:\n      tcpSocket: {port: web}\n",
@@ -144,8 +145,8 @@ func TestProbesAndHooksRejected(t *testing.T) {
 			`/m/x.yaml:11: spec.containers[0].lifecycle.preStop.httpGet.port: port "web" is not the name of one of this container's ports`},
 		{"HTTP2 probe", "    livenessProbe:\n      httpGet: {port: 80, protocol: HTTP2}\n",
 			`/m/x.yaml:10: spec.containers[0].livenessProbe.httpGet.protocol: ` + notSupported(`"HTTP2"; HTTP1 only`)},
-		{"pod seccomp Localhost", "  securityContext:\n    seccompProfile: {type: Localhost, localhostProfile: x.json}\n",
-			`/m/x.yaml:10: spec.securityContext.seccompProfile.type: ` + notSupported(`"Localhost"; RuntimeDefault and Unconfined only`)},
+		{"pod seccomp Localhost without a profile", "  securityContext:\n    seccompProfile: {type: Localhost}\n",
+			`/m/x.yaml:10: spec.securityContext.seccompProfile.localhostProfile: Required value: must be set when seccomp type is Localhost`},
 		{"probe on an init container", "  initContainers:\n  - name: init\n    image: busybox\n    livenessProbe: {exec: {command: [x]}}\n",
 			"/m/x.yaml:12: spec.initContainers[0].livenessProbe: Forbidden: may not be set for init containers without restartPolicy=Always"},
 		{"two probe handlers", "    livenessProbe:\n      exec: {command: [x]}\n      tcpSocket: {port: 80}\n",

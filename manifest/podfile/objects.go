@@ -12,17 +12,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Object is a ConfigMap or Secret document, indexed by namespace/name for
-// pods to reference. It is never mutated after it is returned.
+// Object is a ConfigMap, Secret, PersistentVolumeClaim or PersistentVolume
+// document, indexed by namespace/name (a PersistentVolume by name) for pods
+// to reference. It is never mutated after it is returned.
 type Object struct {
-	Kind      string // "ConfigMap" or "Secret"
-	Key       string // namespace/name
+	Kind      string // "ConfigMap", "Secret", "PersistentVolumeClaim" or "PersistentVolume"
+	Key       string // namespace/name; name for a PersistentVolume
 	Path      string
 	Doc       int
 	Line      int    // the line of metadata.name
 	Hash      string // content and path, to tell a change
 	ConfigMap *v1.ConfigMap
 	Secret    *v1.Secret
+	Claim     *v1.PersistentVolumeClaim
+	Volume    *v1.PersistentVolume
 	// Warnings are the ignored fields (UnknownFieldsWarn).
 	Warnings []*FileError
 }
@@ -73,6 +76,20 @@ func parseObject(path string, docRoot *yaml3.Node, t target, docIndex int, opts 
 		defaultNamespace(meta)
 		defaultSecret(o.Secret)
 		validateSecret(o.Secret, &p)
+	case "PersistentVolumeClaim":
+		o.Claim = &v1.PersistentVolumeClaim{}
+		if !decodeTarget(t, o.Claim, opts, &errs, &warns) {
+			break
+		}
+		meta = &o.Claim.ObjectMeta
+		validateClaim(o.Claim, &p)
+	case "PersistentVolume":
+		o.Volume = &v1.PersistentVolume{}
+		if !decodeTarget(t, o.Volume, opts, &errs, &warns) {
+			break
+		}
+		meta = &o.Volume.ObjectMeta
+		validateVolume(o.Volume, &p)
 	}
 	var out []*FileError
 	for _, e := range errs {
@@ -99,6 +116,9 @@ func parseObject(path string, docRoot *yaml3.Node, t target, docIndex int, opts 
 		return nil, out
 	}
 	o.Key = meta.Namespace + "/" + meta.Name
+	if o.Volume != nil {
+		o.Key = meta.Name // cluster-scoped
+	}
 	o.Hash = objectHash(o, path)
 	return o, nil
 }
@@ -114,8 +134,13 @@ func defaultNamespace(meta *metav1.ObjectMeta) {
 // objectHash identifies an object's content from its file.
 func objectHash(o *Object, path string) string {
 	var v any = o.ConfigMap
-	if o.Secret != nil {
+	switch {
+	case o.Secret != nil:
 		v = o.Secret
+	case o.Claim != nil:
+		v = o.Claim
+	case o.Volume != nil:
+		v = o.Volume
 	}
 	b, err := json.Marshal(v)
 	if err != nil {

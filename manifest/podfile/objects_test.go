@@ -46,7 +46,7 @@ func TestParseObjects(t *testing.T) {
 		{"secret data not base64", "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata: {k: \"not base64!\"}\n", "data[k]", "must be base64-encoded: illegal base64 data at input byte 3", 4},
 
 		// Lists.
-		{"List item of other kind", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Service\n  metadata: {name: a}\n", "items[0]", "list items must be v1 Pods, ConfigMaps or Secrets", 4},
+		{"List item of other kind", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Service\n  metadata: {name: a}\n", "items[0]", "list items must be v1 Pods, ConfigMaps, Secrets", 4},
 		{"PodList with a ConfigMap", "apiVersion: v1\nkind: PodList\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: a}\n", "items[0]", "PodList items must be v1 Pods", 4},
 		{"configmap twice in a file", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n", "metadata.name", "ConfigMap default/c is defined twice in this file (also at line 3)", 7},
 	}

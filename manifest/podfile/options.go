@@ -48,4 +48,8 @@ type Options struct {
 	// manifest, or its directory, that a user other than root could
 	// change is used with a warning instead of refused.
 	AllowInsecure bool
+	// NodeCheck, when set, is asked about each valid pod: what it returns
+	// are warnings wrapping ErrNode, at their fields' lines (`podvisor
+	// validate`'s checks of the node's configuration).
+	NodeCheck NodeCheck
 }

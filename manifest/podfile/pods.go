@@ -79,6 +79,7 @@ func parsePod(path string, docRoot *yaml3.Node, t target, docIndex int, nodeName
 		field, reason, _ := strings.Cut(w, ": ")
 		warns = append(warns, &FileError{Path: path, Line: lineOf(docRoot, t.full(field)), Field: t.full(field), Reason: reason, Err: ErrIgnored})
 	}
+	warns = append(warns, nodeWarnings(path, docRoot, t, pod, opts)...)
 	var strs []string
 	for _, w := range warns {
 		strs = append(strs, w.Field+": "+w.Reason)
@@ -86,6 +87,11 @@ func parsePod(path string, docRoot *yaml3.Node, t target, docIndex int, nodeName
 	line := lineOf(docRoot, t.full("metadata.name"))
 	refLines := map[string]int{}
 	for _, r := range References(pod) {
+		if l := lineOf(docRoot, t.full(r.Field)); l > 0 {
+			refLines[r.Field] = l
+		}
+	}
+	for _, r := range ClaimReferences(pod) {
 		if l := lineOf(docRoot, t.full(r.Field)); l > 0 {
 			refLines[r.Field] = l
 		}

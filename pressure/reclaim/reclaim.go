@@ -121,7 +121,8 @@ func New(o Options) *Reclaimer {
 }
 
 // SetPods tells the pods of a manifests snapshot (the last-known-good
-// spec of a broken manifest included): their images are pinned, and
+// spec of a broken manifest included): their images (containers' and
+// image volumes') are pinned, and
 // images no pod names any more stop being used now.
 func (r *Reclaimer) SetPods(pods []*v1.Pod) {
 	named := map[string]bool{}
@@ -138,6 +139,13 @@ func (r *Reclaimer) SetPods(pods []*v1.Pod) {
 		for _, c := range p.Spec.EphemeralContainers {
 			for _, k := range imageKeys(c.Image) {
 				named[k] = true
+			}
+		}
+		for _, v := range p.Spec.Volumes {
+			if v.Image != nil {
+				for _, k := range imageKeys(v.Image.Reference) {
+					named[k] = true
+				}
 			}
 		}
 	}

@@ -93,7 +93,11 @@ type identityEntry struct {
 // when no container of the image has yet.
 func (ids *identities) apply(ctx context.Context, cl oci.Client, c *containers.Container, s *oci.Spec, image string, id runAs) error {
 	lookup := func() error {
-		for _, o := range []oci.SpecOpts{oci.WithUser(id.user), oci.WithAdditionalGIDs(id.groupsOf)} {
+		groups := oci.WithAdditionalGIDs(id.groupsOf)
+		if id.groupsOf == "" {
+			groups = withPrimaryGroupOnly
+		}
+		for _, o := range []oci.SpecOpts{oci.WithUser(id.user), groups} {
 			if err := o(ctx, cl, c, s); err != nil {
 				return err
 			}

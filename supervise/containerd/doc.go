@@ -21,6 +21,14 @@
 //   - An interactive exec (ExecStream) bounds each containerd call, keeps
 //     its fifos in a private directory removed on return, and kills its
 //     process when its context ends, awaiting the exit.
+//   - A pod's containers run with its runtime class (Options.RuntimeClasses:
+//     containerd's runtime type and options, the base spec), runc's shim
+//     without one; a class it lacks fails Create (ErrNoRuntimeClass).
+//   - A ContainerConfig with PodInit is a pod's init (podinit_linux.go):
+//     no image or snapshot, Options.PodInit's binary read-only in the
+//     directory Options.PodInitRoot, as 65535 with no capabilities, in the
+//     pod's shim, runtime class, cgroup and network and IPC namespaces;
+//     it is started with no log and no I/O.
 //   - A container's output always goes to its log. tty: true gives its
 //     task a terminal; stdin: true (with tty only: without a terminal the
 //     shim gives a binary-logged process no stdin) a fifo in StdinDir,
@@ -46,4 +54,11 @@
 //     a registry's refusal (401, 403, 404) is the pull's error.
 //   - PodSandbox tells a pod's sandbox and the network namespace file its
 //     containers' spec joins, from its newest container.
+//   - An image volume (MountImageVolume) is a read-only view snapshot of
+//     the image, one per pod and image, labelled with its pod and image
+//     and rooted against containerd's garbage collection (no lease:
+//     Collect drops podvisor's leases); it is mounted through the
+//     snapshotter's mounts, so 1.6 and 2.x alike, and removed by
+//     RemoveImageVolumes once its mount is gone. An OCI artifact is
+//     refused naming it so (errArtifact), at the pull and at the mount.
 package containerd

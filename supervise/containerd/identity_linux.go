@@ -22,7 +22,8 @@ type runAs struct {
 	// /etc/passwd entry gives it (0 when the uid has none).
 	user string
 	// groupsOf is the uid or name whose /etc/group memberships become
-	// supplementary groups.
+	// supplementary groups; "" with supplementalGroupsPolicy Strict: none
+	// do, the primary group alone is kept.
 	groupsOf string
 	// supplemental are the pod's supplementalGroups, added after those.
 	supplemental []int64
@@ -34,9 +35,9 @@ type runAs struct {
 // WithUser, WithAdditionalGIDs and WithSupplementalGroups): the user is
 // runAsUser, else the image's USER, else root; the primary group is
 // runAsGroup, else the user's; the supplementary groups are the primary
-// group, the user's groups in the image's /etc/group, and
-// supplementalGroups (supplementalGroupsPolicy Merge, the only one the
-// field table allows).
+// group, the user's groups in the image's /etc/group (unless
+// supplementalGroupsPolicy is Strict: withIdentity drops them), and
+// supplementalGroups.
 //
 // One documented improvement: when neither runAsUser nor runAsGroup is
 // set, an image USER "uid:gid" keeps its gid. kubelet passes only the uid
@@ -141,6 +142,9 @@ func withIdentity(pod *v1.Pod, c *v1.Container, imageID string, lookup imageUser
 			}
 		}
 		id := decideIdentity(runAsUser, runAsGroup, user, supplementalGroups(psc))
+		if strictGroups(psc) {
+			id.groupsOf = ""
+		}
 		if err := ids.apply(ctx, cl, ctr, s, imageID, id); err != nil {
 			return err
 		}
@@ -153,3 +157,11 @@ func withIdentity(pod *v1.Pod, c *v1.Container, imageID string, lookup imageUser
 type configError struct{ error }
 
 func (e configError) Unwrap() []error { return []error{e.error, supervise.ErrContainerConfig} }
+
+// withPrimaryGroupOnly makes the primary group the only supplementary
+// group so far (supplementalGroupsPolicy Strict): the groups the image
+// config's user was given are dropped.
+func withPrimaryGroupOnly(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+	s.Process.User.AdditionalGids = []uint32{s.Process.User.GID}
+	return nil
+}

@@ -135,6 +135,15 @@ func (r *Runtime) pullOnce(ctx context.Context, ref string, creds func(host stri
 	var img client.Image
 	err := r.withLease(ctx, "pull", func(ctx context.Context) (err error) {
 		img, err = r.client.Pull(ctx, ref, client.WithPullUnpack, client.WithPullSnapshotter(r.opts.Snapshotter), client.WithResolver(resolver))
+		if err != nil && ctx.Err() == nil {
+			// An OCI artifact fails to unpack: say what it is instead. Its
+			// manifest is in the content store, held by the lease.
+			if _, desc, rerr := resolver.Resolve(ctx, ref); rerr == nil {
+				if aerr := checkImageConfig(ctx, r.client.ContentStore(), desc, ref); errors.Is(aerr, errArtifact) {
+					err = aerr
+				}
+			}
+		}
 		return err
 	})
 	if cause := context.Cause(ctx); errors.Is(cause, ErrPullStalled) {

@@ -16,6 +16,7 @@ import (
 	"github.com/containerd/containerd/api/services/tasks/v1"
 	tasktypes "github.com/containerd/containerd/api/types/task"
 	client "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/containerd/v2/pkg/protobuf"
 	"github.com/containerd/errdefs"
@@ -23,6 +24,7 @@ import (
 	"github.com/distribution/reference"
 	"github.com/moby/sys/signal"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/podvisor/podvisor/internal/images"
 	"github.com/podvisor/podvisor/supervise"
 	"golang.org/x/sync/singleflight"
@@ -67,6 +69,20 @@ type Options struct {
 	Credentials Credentials
 	// StdinDir holds the stdin fifos of containers with stdin: true.
 	StdinDir string
+	// PodInit is the binary that runs as `BINARY pod-init`, PID 1 of the
+	// pods that share their process namespace (the log driver's small
+	// binary, or podvisor); PodInitRoot the directory made for its root.
+	PodInit     string
+	PodInitRoot string
+	// RuntimeClasses are the runtime classes a pod's runtimeClassName
+	// names, by name; a pod without one runs with DefaultRuntimeType.
+	RuntimeClasses map[string]RuntimeClass
+	// CDI injects the containers' CDI devices (ContainerConfig.CDIDevices);
+	// nil: a container given devices is refused.
+	CDI DeviceInjector
+	// SeccompProfileRoot is the directory of the Localhost seccomp
+	// profiles (kubelet's --seccomp-profile-root).
+	SeccompProfileRoot string
 }
 
 // Runtime implements supervise.Runtime, and its TaskLister, on a
@@ -83,6 +99,9 @@ type Runtime struct {
 	// created holds the containers Create made until Start (or Remove)
 	// takes them.
 	created map[string]client.Container
+	// users holds the identity Create gave each container until
+	// ContainerUser takes it (user_linux.go).
+	users map[string]specs.User
 	// configRead makes one read of an image's config at a time per
 	// digest: the containers created meanwhile take its answer.
 	configRead singleflight.Group
@@ -91,6 +110,9 @@ type Runtime struct {
 	unpackCheck singleflight.Group
 	// identities remembers the users found in images' /etc/passwd.
 	identities identities
+	// userns remembers what containerd and the OCI runtime can do for
+	// pods in user namespaces.
+	userns usernsSupport
 	// hostsWarn tells what is wrong with the trust of hosts.toml files,
 	// once while it lasts.
 	hostsWarn *trustWarnings
@@ -179,6 +201,13 @@ func (r *Runtime) EnsureImage(ctx context.Context, c *v1.Container) (_ supervise
 	if !r.isUnpacked(digest) {
 		check := func(ctx context.Context) error {
 			ok, err := img.IsUnpacked(ctx, r.opts.Snapshotter)
+			if err != nil || !ok {
+				// An OCI artifact has no layers to unpack: say so
+				// rather than how its unpack fails.
+				if aerr := checkImageConfig(ctx, r.client.ContentStore(), img.Target(), ref); errors.Is(aerr, errArtifact) {
+					return aerr
+				}
+			}
 			if err != nil {
 				return fmt.Errorf("check image %s: %w", ref, err)
 			}
@@ -282,6 +311,14 @@ func repoDigest(ref, digest string) string {
 // starting it. The image's stop signal is fixed in a label.
 func (r *Runtime) Create(ctx context.Context, cfg supervise.ContainerConfig) (err error) {
 	defer markUnavailable(&err)
+	if cfg.PodInit {
+		return r.createPodInit(ctx, cfg)
+	}
+	class, err := r.podClass(cfg.Pod)
+	if err != nil {
+		return err
+	}
+	rtType, rtOpts := class.runtime()
 	img, err := r.image(ctx, cfg.Image)
 	if err != nil {
 		return fmt.Errorf("image %s: %w", cfg.Image.Ref, err)
@@ -290,7 +327,7 @@ func (r *Runtime) Create(ctx context.Context, cfg supervise.ContainerConfig) (er
 	if err != nil {
 		return fmt.Errorf("read image config: %w", err)
 	}
-	opts, err := specOpts(cfg, ic.Config.Entrypoint, ic.Config.Cmd, ic.Config.User, &r.identities)
+	opts, err := specOpts(cfg, ic.Config.Entrypoint, ic.Config.Cmd, ic.Config.User, &r.identities, r.opts.SeccompProfileRoot)
 	if err != nil {
 		return err
 	}
@@ -302,12 +339,23 @@ func (r *Runtime) Create(ctx context.Context, cfg supervise.ContainerConfig) (er
 	if cfg.Container.Stdin {
 		labels[labelStdin] = "true"
 	}
-	all := append([]oci.SpecOpts{withImageConfig(ic.Config)}, opts...)
+	// A runtime class's base spec comes first: it replaces containerd's
+	// default spec.
+	all := append(class.specBase(), []oci.SpecOpts{withImageConfig(ic.Config)}...)
+	all = append(all, opts...)
+	all = append(all, withCDIDevices(r.opts.CDI, cfg.CDIDevices))
+	userns, err := r.userNSOpts(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	all = append(all, userns...)
+	var user specs.User
+	all = append(all, captureUser(&user))
 	err = r.withLease(ctx, "create", func(ctx context.Context) error {
 		ctr, err := r.client.NewContainer(ctx, cfg.ID,
 			client.WithImage(img),
-			withNewSnapshot(cfg.ID, img, r.opts.Snapshotter),
-			client.WithRuntime(runtimeName, nil),
+			r.newSnapshot(cfg, img),
+			client.WithRuntime(rtType, rtOpts),
 			client.WithContainerLabels(labels),
 			client.WithNewSpec(all...),
 		)
@@ -315,6 +363,7 @@ func (r *Runtime) Create(ctx context.Context, cfg supervise.ContainerConfig) (er
 			r.mu.Lock()
 			r.created[cfg.ID] = ctr
 			r.mu.Unlock()
+			r.rememberUser(cfg.ID, user)
 		}
 		return err
 	})
@@ -343,9 +392,11 @@ func (r *Runtime) Start(ctx context.Context, id, logPath string) (err error) {
 			return fmt.Errorf("load container %s: %w", id, err)
 		}
 	}
-	io, err := r.taskIO(ctx, ctr, id, logPath)
-	if err != nil {
-		return err
+	io := cio.NullIO // a pod init's
+	if logPath != "" {
+		if io, err = r.taskIO(ctx, ctr, id, logPath); err != nil {
+			return err
+		}
 	}
 	task, err := ctr.NewTask(ctx, io)
 	if err != nil {

@@ -57,3 +57,11 @@ func supplementalGroups(psc *v1.PodSecurityContext) []int64 {
 	}
 	return append(groups, psc.SupplementalGroups...)
 }
+
+// strictGroups reports supplementalGroupsPolicy Strict: the process gets
+// its primary group, fsGroup and supplementalGroups only, none of the
+// groups the image's /etc/group gives its user (Merge, the default, adds
+// those), as containerd's CRI plugin does for Strict.
+func strictGroups(psc *v1.PodSecurityContext) bool {
+	return psc != nil && psc.SupplementalGroupsPolicy != nil && *psc.SupplementalGroupsPolicy == v1.SupplementalGroupsPolicyStrict
+}

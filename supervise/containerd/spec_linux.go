@@ -10,7 +10,6 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/containerd/containerd/v2/contrib/seccomp"
 	"github.com/containerd/containerd/v2/core/containers"
 	apparmorhost "github.com/containerd/containerd/v2/pkg/apparmor"
 	"github.com/containerd/containerd/v2/pkg/cap"
@@ -99,6 +98,9 @@ type host struct {
 	appArmor bool
 	// appArmorLoaded reports whether a profile is loaded in the kernel.
 	appArmorLoaded func(string) (bool, error)
+	// seccompRoot is where Localhost seccomp profiles are
+	// (--seccomp-profile-root).
+	seccompRoot string
 	// hostname is the node's hostname.
 	hostname func() (string, error)
 	// lookupMount returns the mount holding a path (the source of an
@@ -129,9 +131,9 @@ var thisHost = sync.OnceValue(func() host {
 // specOpts returns the OCI spec options for one container, applied after
 // containerd's default spec and the image config, whose ENTRYPOINT, CMD
 // and USER are given.
-func specOpts(in supervise.ContainerConfig, imageEntrypoint, imageCmd []string, imageUser string, ids *identities) ([]oci.SpecOpts, error) {
+func specOpts(in supervise.ContainerConfig, imageEntrypoint, imageCmd []string, imageUser string, ids *identities, seccompRoot string) ([]oci.SpecOpts, error) {
 	h := thisHost()
-	h.imageUser, h.identities = knownUser(imageUser), ids
+	h.imageUser, h.identities, h.seccompRoot = knownUser(imageUser), ids, seccompRoot
 	return h.specOpts(in, imageEntrypoint, imageCmd)
 }
 
@@ -183,7 +185,8 @@ func (h host) specOpts(in supervise.ContainerConfig, imageEntrypoint, imageCmd [
 
 	// Namespaces: the pod's network and IPC namespaces are shared files;
 	// UTS is per container with the pod's hostname (host UTS with
-	// hostNetwork, as CRI does); PID is per container unless hostPID.
+	// hostNetwork, as CRI does); PID is per container unless hostPID or
+	// shareProcessNamespace.
 	if pod.Spec.HostNetwork {
 		opts = append(opts, oci.WithHostNamespace(specs.NetworkNamespace), oci.WithHostNamespace(specs.UTSNamespace))
 	} else {
@@ -198,7 +201,12 @@ func (h host) specOpts(in supervise.ContainerConfig, imageEntrypoint, imageCmd [
 	}
 	if pod.Spec.HostPID {
 		opts = append(opts, oci.WithHostNamespace(specs.PIDNamespace))
+	} else if in.PIDNS != "" {
+		// shareProcessNamespace: the pod init's, as the CRI's
+		// NamespaceMode POD joins the sandbox's.
+		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.PIDNamespace, Path: in.PIDNS}))
 	}
+	opts = append(opts, withSysctls(pod))
 
 	// /dev/shm is the pod's (or the host's with hostIPC); user mounts
 	// replace defaults at the same destination.
@@ -283,9 +291,11 @@ func (h host) securityOpts(sc *v1.SecurityContext) ([]oci.SpecOpts, error) {
 	if sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem {
 		opts = append(opts, oci.WithRootFSReadonly())
 	}
-	if !privileged && sc.SeccompProfile != nil && sc.SeccompProfile.Type == v1.SeccompProfileTypeRuntimeDefault {
-		opts = append(opts, seccomp.WithDefaultProfile())
+	sec, err := seccompOpts(sc.SeccompProfile, privileged, h.seccompRoot)
+	if err != nil {
+		return nil, err
 	}
+	opts = append(opts, sec...)
 	aa, err := decideAppArmor(sc.AppArmorProfile, privileged, h.appArmor, h.appArmorLoaded)
 	if err != nil {
 		return nil, err

@@ -94,6 +94,12 @@ func Start(dir string) (_ *Env, err error) {
 		if dir, err = os.MkdirTemp("", "pvt-"); err != nil {
 			return nil, fmt.Errorf("create env dir: %w", err)
 		}
+		// 0711 as containerd's own /run/containerd: a container in a user
+		// namespace (hostUsers: false) reaches its rootfs below the state
+		// dir as a user that is not the host's root.
+		if err = os.Chmod(dir, 0o711); err != nil {
+			return nil, fmt.Errorf("create env dir: %w", err)
+		}
 	} else if err := os.MkdirAll(dir, 0o711); err != nil {
 		return nil, fmt.Errorf("create env dir: %w", err)
 	}

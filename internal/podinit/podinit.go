@@ -1,0 +1,45 @@
+package podinit
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Arg is the argument that runs a podvisor binary as a pod's init.
+const Arg = "pod-init"
+
+// Run is the pod init's main loop. It returns the exit status: 0 after
+// SIGTERM or SIGINT, 2 when not run as PID 1 of a namespace.
+func Run() int {
+	if os.Getpid() != 1 {
+		fmt.Fprintln(os.Stderr, "pod-init: runs as PID 1 of a pod's process namespace (started by podvisor, not by hand)")
+		return 2
+	}
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT)
+	for {
+		// Reap first: children may have exited before the handler was
+		// installed, and one SIGCHLD stands for any number of exits.
+		reap()
+		switch <-sigs {
+		case syscall.SIGTERM, syscall.SIGINT:
+			return 0
+		}
+	}
+}
+
+// reap collects every child that has exited, without blocking.
+func reap() {
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if pid <= 0 || err != nil {
+			return
+		}
+	}
+}

@@ -1,0 +1,301 @@
+package mounts
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/podvisor/podvisor/internal/projquota"
+	v1 "k8s.io/api/core/v1"
+)
+
+// Claims: the storage of persistentVolumeClaim volumes. A claim is bound
+// (by the caller) either to a directory podvisor provisions under its
+// volumes root, or to a PersistentVolume's local or hostPath path.
+// PrepareClaim makes it ready for a pod; ContainerMounts bind-mounts
+// Pod.Claims like a hostPath.
+
+// ClaimMount is a persistentVolumeClaim volume as a pod mounts it.
+type ClaimMount struct {
+	// Path is the host directory the claim is bound to.
+	Path string
+	// ReadOnly is the volume source's readOnly: every mount of the
+	// volume is read-only.
+	ReadOnly bool
+}
+
+// ClaimStorage is the storage a claim is bound to.
+type ClaimStorage struct {
+	// Root and Dir name a directory podvisor provisions: Root/Dir. Root
+	// is the volumes root; its ready markers live in Root/.podvisor.
+	Root, Dir string
+	// Claim is the claim's namespace/name, recorded in the marker.
+	Claim string
+	// Delete is the claim's reclaim policy, recorded in the marker so
+	// that it is known once the claim is gone.
+	Delete bool
+	// Request is the claim's storage request in bytes: the provisioned
+	// directory's project quota (0: none).
+	Request int64
+
+	// Path is a PersistentVolume's path (Root and Dir empty). HostPath
+	// is set for a hostPath PersistentVolume: its type is checked as a
+	// hostPath volume's, and it never gets a fsGroup; otherwise it is a
+	// local one, which must be an existing directory.
+	Path     string
+	HostPath *v1.HostPathVolumeSource
+}
+
+// Directory is where the claim's data is.
+func (s ClaimStorage) Directory() string {
+	if s.Dir != "" {
+		return filepath.Join(s.Root, s.Dir)
+	}
+	return s.Path
+}
+
+// claimMarkers holds the provisioned directories' ready markers, beside
+// them and out of any container's reach.
+const claimMarkers = ".podvisor"
+
+// claimPerm is the mode of a new provisioned directory, as
+// local-path-provisioner makes them: any container user may write.
+const claimPerm fs.FileMode = 0o777
+
+// projectBase is the first project ID podvisor gives a provisioned
+// directory, far above the small IDs /etc/projid usually names.
+const projectBase = 1 << 30
+
+// claimMarker is a provisioned directory's ready marker: it exists once
+// the directory was made and given its fsGroup, and it keeps what is
+// needed after the claim is gone.
+type claimMarker struct {
+	Claim         string `json:"claim"`
+	ReclaimPolicy string `json:"reclaimPolicy"`
+	ProjectID     uint32 `json:"projectID,omitempty"`
+}
+
+// ErrQuota is wrapped by PrepareClaim's warning about a storage request
+// that cannot be enforced.
+var ErrQuota = errors.New("storage request not enforced")
+
+// PrepareClaim makes the claim's storage ready for a pod with the given
+// fsGroup and fsGroupChangePolicy, mounted read-only or not:
+//   - a provisioned directory is created 0777 when missing (its root given
+//     the fsGroup, as an emptyDir's root, once: a ready marker records it,
+//     and what the pods wrote there is never walked nor its root changed
+//     again); its marker records the claim's reclaim policy; its storage
+//     request becomes a project quota on it. A quota the filesystem
+//     cannot enforce is the returned warning (wrapping ErrQuota), not an
+//     error.
+//   - a local PersistentVolume's path must be an existing directory; it
+//     gets the fsGroup as kubelet's local volume does (SetVolumeOwnership
+//     under the fsGroupChangePolicy, by descriptor), unless read-only.
+//   - a hostPath PersistentVolume's path is checked by type as a hostPath
+//     volume's; it never gets a fsGroup, as under kubelet.
+func PrepareClaim(s ClaimStorage, fsGroup *int64, policy *v1.PodFSGroupChangePolicy, readOnly bool) (warning, err error) {
+	switch {
+	case s.Dir != "":
+		return prepareProvisioned(s, fsGroup)
+	case s.HostPath != nil:
+		return nil, checkHostPath(s.HostPath)
+	}
+	fi, err := os.Stat(s.Path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("path %q does not exist", s.Path)
+	case err != nil:
+		return nil, err
+	case !fi.IsDir():
+		return nil, fmt.Errorf("path %q is not a directory", s.Path)
+	}
+	if readOnly {
+		return nil, nil
+	}
+	return nil, setOwnership(s.Path, fsGroup, policy, false)
+}
+
+func prepareProvisioned(s ClaimStorage, fsGroup *int64) (warning, err error) {
+	if !filepath.IsAbs(s.Root) {
+		return nil, fmt.Errorf("volumes directory %q is not absolute", s.Root)
+	}
+	if s.Dir == "." || s.Dir == ".." || strings.ContainsRune(s.Dir, '/') || strings.HasPrefix(s.Dir, ".") {
+		return nil, fmt.Errorf("invalid volume directory name %q", s.Dir)
+	}
+	path := s.Directory()
+	markers := filepath.Join(s.Root, claimMarkers)
+	if err := os.MkdirAll(markers, 0o700); err != nil {
+		return nil, fmt.Errorf("create volumes directory: %w", err)
+	}
+	marker := filepath.Join(markers, s.Dir)
+	m, ready, err := readClaimMarker(marker)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := os.Lstat(path); err == nil && !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory", path)
+	} else if errors.Is(err, fs.ErrNotExist) {
+		ready = false
+		if err := os.Mkdir(path, claimPerm); err != nil {
+			return nil, fmt.Errorf("create volume directory: %w", err)
+		}
+	} else if err != nil {
+		return nil, err
+	}
+	if !ready {
+		// New (or made by a crash before its marker): its root only.
+		if err := setRootOwnership(path, fsGroup); err != nil {
+			return nil, err
+		}
+	}
+	want := claimMarker{Claim: s.Claim, ReclaimPolicy: string(v1.PersistentVolumeReclaimRetain), ProjectID: m.ProjectID}
+	if s.Delete {
+		want.ReclaimPolicy = string(v1.PersistentVolumeReclaimDelete)
+	}
+	if s.Request > 0 {
+		if want.ProjectID == 0 {
+			if want.ProjectID, err = nextProject(markers); err != nil {
+				return nil, err
+			}
+		}
+		if err := setQuota(path, want.ProjectID, s.Request); err != nil {
+			if !errors.Is(err, projquota.ErrUnsupported) {
+				return nil, err
+			}
+			warning = fmt.Errorf("%w: %v", ErrQuota, err)
+			want.ProjectID = m.ProjectID
+		}
+	}
+	if !ready || want != m {
+		if err := writeClaimMarker(marker, want); err != nil {
+			return nil, err
+		}
+	}
+	return warning, nil
+}
+
+func setQuota(path string, id uint32, limit int64) error {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return projquota.Set(int(f.Fd()), id, limit)
+}
+
+func readClaimMarker(path string) (claimMarker, bool, error) {
+	var m claimMarker
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return m, false, nil
+	}
+	if err != nil {
+		return m, false, fmt.Errorf("volume ready marker: %w", err)
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		// An empty or torn marker: the directory is there, made by us.
+		return claimMarker{}, true, nil
+	}
+	return m, true, nil
+}
+
+func writeClaimMarker(path string, m claimMarker) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, b) {
+		return nil
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("mark volume ready: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("mark volume ready: %w", err)
+	}
+	return nil
+}
+
+// nextProject is a project ID no other provisioned directory has.
+func nextProject(markers string) (uint32, error) {
+	entries, err := os.ReadDir(markers)
+	if err != nil {
+		return 0, err
+	}
+	next := uint32(projectBase)
+	for _, e := range entries {
+		m, ok, _ := readClaimMarker(filepath.Join(markers, e.Name()))
+		if ok && m.ProjectID >= next {
+			next = m.ProjectID + 1
+		}
+	}
+	return next, nil
+}
+
+// ProvisionedClaim is a directory PrepareClaim provisioned.
+type ProvisionedClaim struct {
+	// Dir is its name under the volumes root; Claim the claim it was
+	// made for; Delete its reclaim policy, as last recorded.
+	Dir, Claim string
+	Delete     bool
+}
+
+// ProvisionedClaims lists the directories provisioned under root (by their
+// ready markers).
+func ProvisionedClaims(root string) ([]ProvisionedClaim, error) {
+	entries, err := os.ReadDir(filepath.Join(root, claimMarkers))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []ProvisionedClaim
+	for _, e := range entries {
+		if e.IsDir() || strings.HasSuffix(e.Name(), ".tmp") {
+			continue
+		}
+		m, ok, err := readClaimMarker(filepath.Join(root, claimMarkers, e.Name()))
+		if err != nil || !ok {
+			continue
+		}
+		out = append(out, ProvisionedClaim{Dir: e.Name(), Claim: m.Claim, Delete: m.ReclaimPolicy == string(v1.PersistentVolumeReclaimDelete)})
+	}
+	return out, nil
+}
+
+// RemoveClaim removes the provisioned directory dir under root with
+// everything in it (no symlink followed), then its marker.
+func RemoveClaim(root, dir string) error {
+	if dir == "" || dir == "." || dir == ".." || strings.ContainsRune(dir, '/') || strings.HasPrefix(dir, ".") {
+		return fmt.Errorf("invalid volume directory name %q", dir)
+	}
+	if err := os.RemoveAll(filepath.Join(root, dir)); err != nil {
+		return fmt.Errorf("remove volume %s: %w", dir, err)
+	}
+	if err := os.Remove(filepath.Join(root, claimMarkers, dir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove volume %s: %w", dir, err)
+	}
+	return nil
+}
+
+// claimVolumeSource is persistentVolumeClaim volume v as the volume runc
+// bind-mounts for vm: its claim's directory (p.Claims), every mount
+// read-only when the source is.
+func claimVolumeSource(p Pod, v *v1.Volume, vm v1.VolumeMount) (*v1.Volume, v1.VolumeMount, error) {
+	cm, ok := p.Claims[v.Name]
+	if !ok || cm.Path == "" {
+		return nil, vm, fmt.Errorf("persistentVolumeClaim %q is not bound", v.PersistentVolumeClaim.ClaimName)
+	}
+	if cm.ReadOnly || v.PersistentVolumeClaim.ReadOnly {
+		vm.ReadOnly = true
+	}
+	return &v1.Volume{Name: v.Name, VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: cm.Path}}}, vm, nil
+}
