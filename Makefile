@@ -18,7 +18,7 @@ CONTROLPLANE_LOG := $(CURDIR)/.cache/controlplane-build.log
 # the apiserver report v1.37.2, not v0.0.0-master.
 CONTROLPLANE_LDFLAGS := -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
 	-X $(p).gitVersion=$(CONTROLPLANE_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=37 -X $(p).gitTreeState=clean)
-DEBS := containerd runc containernetworking-plugins busybox-static iptables iproute2 docker-registry apache2-utils dbus-daemon e2fsprogs mount
+DEBS := containerd runc crun containernetworking-plugins busybox-static iptables iproute2 docker-registry apache2-utils dbus-daemon e2fsprogs mount
 # make install: PREFIX/bin gets the binaries, UNITDIR the unit, MANDIR/man1
 # the man pages, the three *COMPDIR the shells' completion scripts, all
 # under DESTDIR when set (for packaging).
@@ -41,7 +41,8 @@ comma := ,
 
 all: build
 
-# podvisor and its log driver (which the shims start once per container;
+# podvisor and its log driver (which the shims start once per container,
+# and which is the pod init of a pod sharing its process namespace;
 # podvisor uses it when it sits beside podvisor), and probetarget, the probe
 # tests' target (test/probetarget): test/testenv puts it in the test
 # image at /bin/probetarget, building its own unless
@@ -108,9 +109,10 @@ lint:
 CONTROLPLANE_TESTS := ^(TestMirror|TestMirrorLocalObjects|TestKubeadmControlPlane|TestControlPlane|TestClientCertificateRotation)$$
 # End-to-end tests of podvisor's own logic that no containerd version can
 # change (the writes at rest, node shutdown through logind, pressure
-# eviction): they run once, against the Debian containerd, which keeps
+# eviction, local volumes, devices, sysctls and seccomp profiles put in
+# the spec podvisor writes): they run once, against the Debian containerd, which keeps
 # make test inside CI's time.
-ONCE_TESTS := ^(TestFlashIdle|TestServiceAccountName|TestMountPropagation|TestImagesArchiveThroughLinkRefused|TestSecretLeak|TestSecretManifestPermissions|TestGracefulNodeShutdown|TestGracefulNodeShutdownForgedSignals|TestFSGroupEscape|TestRolloutUndoRootOnly|TestLogsFollowFastRotation|TestLogsSymlinkRefused|TestAuthHardeningRefusedAtStart|TestAuthHardeningClientCAReload|TestRemoteSessionsLeaveRootsSocket|TestDiskPressureEviction|TestDiskPressureReclaimsFirst|TestMemoryPressureEviction|TestInsecureManifestRefused|TestTLSSelfSignedServing|TestPodWaitFor|TestDescribeStuck|TestDoctor|TestRollout)$$
+ONCE_TESTS := ^(TestFlashIdle|TestServiceAccountName|TestMountPropagation|TestImagesArchiveThroughLinkRefused|TestSecretLeak|TestSecretManifestPermissions|TestGracefulNodeShutdown|TestGracefulNodeShutdownForgedSignals|TestFSGroupEscape|TestRolloutUndoRootOnly|TestLogsFollowFastRotation|TestLogsSymlinkRefused|TestAuthHardeningRefusedAtStart|TestAuthHardeningClientCAReload|TestRemoteSessionsLeaveRootsSocket|TestDiskPressureEviction|TestDiskPressureReclaimsFirst|TestMemoryPressureEviction|TestInsecureManifestRefused|TestTLSSelfSignedServing|TestPodWaitFor|TestDescribeStuck|TestDoctor|TestRollout|TestPersistentVolumeClaims|TestActiveDeadline|TestSubPathExpr|TestSetHostnameAsFQDN|TestContainerRestartRules|TestCDIDevices|TestSysctls|TestSeccompLocalhost)$$
 # A test binary's bound: the e2e package takes 6-7 minutes here, close to go
 # test's default of 10 on a slower machine; a wedged test still ends.
 TEST_TIMEOUT := 20m
