@@ -9,7 +9,7 @@
 //
 // Undo (podvisor rollout undo, on the local socket only) runs a kept
 // revision until the file changes, but never one that grants more than the
-// file's spec (BroaderPrivileges): only root widens what a pod may do, by
+// file's pod (BroaderPrivileges): only root widens what a pod may do, by
 // editing the manifest. The rollback at a progress deadline makes the same
 // check: when the last good revision grants more than the file, the file's
 // revision keeps running, not Ready, with a RollbackRefused warning,

@@ -403,7 +403,7 @@ func (st *podState) broaderThanFile(r *revision) []string {
 	if file == nil {
 		return []string{"the manifest's own revision is not kept, so its privileges cannot be compared"}
 	}
-	return BroaderPrivileges(&file.Pod.Spec, &r.Pod.Spec)
+	return BroaderPrivileges(file.Pod, r.Pod)
 }
 
 // fileRevision is " (revision N)" naming the manifest's revision, or

@@ -10,6 +10,7 @@ import (
 	"github.com/podvisor/podvisor/manifest"
 	"github.com/podvisor/podvisor/status"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -53,6 +54,69 @@ func hostPath(name, p string, ro bool) func(*v1.PodSpec) {
 
 func caps(add, drop []v1.Capability) func(*v1.PodSpec) {
 	return sc(func(c *v1.SecurityContext) { c.Capabilities = &v1.Capabilities{Add: add, Drop: drop} })
+}
+
+func runtimeClass(name string) func(*v1.PodSpec) {
+	return func(s *v1.PodSpec) { s.RuntimeClassName = &name }
+}
+
+func pvc(name, claim string) func(*v1.PodSpec) {
+	return func(s *v1.PodSpec) {
+		s.Volumes = append(s.Volumes, v1.Volume{Name: name, VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}})
+	}
+}
+
+func imageVolume(name, ref string) func(*v1.PodSpec) {
+	return func(s *v1.PodSpec) {
+		s.Volumes = append(s.Volumes, v1.Volume{Name: name, VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: ref}}})
+	}
+}
+
+// res sets app's limits and requests.
+func res(limits, requests v1.ResourceList) func(*v1.PodSpec) {
+	return func(s *v1.PodSpec) {
+		s.Containers[0].Resources = v1.ResourceRequirements{Limits: limits, Requests: requests}
+	}
+}
+
+func q(s string) resource.Quantity { return resource.MustParse(s) }
+
+func localhostSeccomp(profile string) func(*v1.PodSpec) {
+	return sc(func(c *v1.SecurityContext) {
+		c.SeccompProfile = &v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost, LocalhostProfile: &profile}
+	})
+}
+
+func supplementalGroups(p v1.SupplementalGroupsPolicy) func(*v1.PodSpec) {
+	return podSC(func(s *v1.PodSecurityContext) { s.SupplementalGroupsPolicy = &p })
+}
+
+// CDI device annotations are compared by key and value.
+func TestBroaderCDIAnnotations(t *testing.T) {
+	pod := func(annotations map[string]string) *v1.Pod {
+		p := &v1.Pod{Spec: *spec()}
+		p.Annotations = annotations
+		return p
+	}
+	for _, tc := range []struct {
+		name     string
+		cur, rev map[string]string
+		want     []string
+	}{
+		{"new", nil, map[string]string{"cdi.k8s.io/gpu": "vendor.com/gpu=0", "example.com/other": "x"},
+			[]string{"annotation cdi.k8s.io/gpu: vendor.com/gpu=0"}},
+		{"changed", map[string]string{"cdi.k8s.io/gpu": "vendor.com/gpu=0"}, map[string]string{"cdi.k8s.io/gpu": "vendor.com/gpu=all"},
+			[]string{"annotation cdi.k8s.io/gpu: vendor.com/gpu=all (the manifest's: vendor.com/gpu=0)"}},
+		{"the same", map[string]string{"cdi.k8s.io/gpu": "vendor.com/gpu=0"}, map[string]string{"cdi.k8s.io/gpu": "vendor.com/gpu=0"}, nil},
+		{"removed is narrower", map[string]string{"cdi.k8s.io/gpu": "vendor.com/gpu=0"}, nil, nil},
+		{"other annotations are not privileges", nil, map[string]string{"example.com/cdi.k8s.io": "x"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := BroaderPrivileges(pod(tc.cur), pod(tc.rev)); !slices.Equal(got, tc.want) {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
 }
 
 func TestBroaderPrivileges(t *testing.T) {
@@ -135,13 +199,72 @@ func TestBroaderPrivileges(t *testing.T) {
 				s.Containers = append(s.Containers, v1.Container{Name: "side"})
 			}),
 			[]string{"container setup: privileged"}},
+		{"runtimeClassName set", spec(), spec(runtimeClass("kata")), []string{"runtimeClassName kata (the manifest's: unset)"}},
+		{"runtimeClassName changed", spec(runtimeClass("gvisor")), spec(runtimeClass("kata")), []string{"runtimeClassName kata (the manifest's: gvisor)"}},
+		{"runtimeClassName unset", spec(runtimeClass("gvisor")), spec(), []string{"runtimeClassName unset (the manifest's: gvisor)"}},
+		{"runtimeClassName the same", spec(runtimeClass("gvisor")), spec(runtimeClass("gvisor")), nil},
+		{"shareProcessNamespace", spec(), spec(func(s *v1.PodSpec) { s.ShareProcessNamespace = ptr(true) }), []string{"shareProcessNamespace"}},
+		{"shareProcessNamespace dropped is narrower", spec(func(s *v1.PodSpec) { s.ShareProcessNamespace = ptr(true) }),
+			spec(func(s *v1.PodSpec) { s.ShareProcessNamespace = ptr(false) }), nil},
+		{"user namespace dropped: hostUsers true", spec(func(s *v1.PodSpec) { s.HostUsers = ptr(false) }), spec(func(s *v1.PodSpec) { s.HostUsers = ptr(true) }),
+			[]string{"hostUsers (no user namespace)"}},
+		{"user namespace added is narrower", spec(), spec(func(s *v1.PodSpec) { s.HostUsers = ptr(false) }), nil},
+		{"persistentVolumeClaim", spec(pvc("data", "app-data")), spec(pvc("data", "app-data"), pvc("other", "db-data")),
+			[]string{"volume other: persistentVolumeClaim db-data"}},
+		{"persistentVolumeClaim renamed volume, same claim", spec(pvc("data", "app-data")), spec(pvc("store", "app-data")), nil},
+		{"persistentVolumeClaim removed is narrower", spec(pvc("data", "app-data")), spec(), nil},
+		{"image volume", spec(imageVolume("tools", "registry.example/tools:1")), spec(imageVolume("tools", "registry.example/tools:2")),
+			[]string{"volume tools: image registry.example/tools:2"}},
+		{"image volume the manifest has", spec(imageVolume("tools", "registry.example/tools:1")), spec(imageVolume("bin", "registry.example/tools:1")), nil},
+		{"extended resource", spec(), spec(res(v1.ResourceList{"example.com/gpu": q("1")}, nil)),
+			[]string{"container app: resource example.com/gpu 1"}},
+		{"extended resource, requests only", spec(res(nil, v1.ResourceList{"example.com/gpu": q("1")})),
+			spec(res(nil, v1.ResourceList{"example.com/gpu": q("2")})),
+			[]string{"container app: resource example.com/gpu 2 (the manifest's: 1)"}},
+		{"extended resource in an init container", spec(), spec(func(s *v1.PodSpec) {
+			s.InitContainers = []v1.Container{{Name: "setup", Resources: v1.ResourceRequirements{Limits: v1.ResourceList{"example.com/fpga": q("1")}}}}
+		}), []string{"container setup: resource example.com/fpga 1"}},
+		{"extended resource fewer is narrower", spec(res(v1.ResourceList{"example.com/gpu": q("2")}, nil)),
+			spec(res(v1.ResourceList{"example.com/gpu": q("1")}, v1.ResourceList{"example.com/gpu": q("1")})), nil},
+		{"native resources are not privileges", spec(res(v1.ResourceList{v1.ResourceCPU: q("1"), v1.ResourceMemory: q("1Gi")}, nil)),
+			spec(res(v1.ResourceList{v1.ResourceCPU: q("4"), v1.ResourceMemory: q("8Gi"), v1.ResourceEphemeralStorage: q("1Gi"), "hugepages-2Mi": q("2Mi")}, nil)), nil},
+		{"sysctls added and changed", spec(podSC(func(p *v1.PodSecurityContext) {
+			p.Sysctls = []v1.Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: "1024"}}
+		})), spec(podSC(func(p *v1.PodSecurityContext) {
+			p.Sysctls = []v1.Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: "0"}, {Name: "kernel.shm_rmid_forced", Value: "1"}}
+		})), []string{"sysctl net.ipv4.ip_unprivileged_port_start=0 (the manifest's: 1024)", "sysctl kernel.shm_rmid_forced=1"}},
+		{"sysctls removed is narrower", spec(podSC(func(p *v1.PodSecurityContext) {
+			p.Sysctls = []v1.Sysctl{{Name: "kernel.shm_rmid_forced", Value: "1"}}
+		})), spec(), nil},
+		{"seccomp Localhost where RuntimeDefault", spec(podSC(func(p *v1.PodSecurityContext) {
+			p.SeccompProfile = &v1.SeccompProfile{Type: v1.SeccompProfileTypeRuntimeDefault}
+		})), spec(sc(func(c *v1.SecurityContext) {
+			c.SeccompProfile = &v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr("loose.json")}
+		})), []string{"container app: seccompProfile Localhost loose.json (the manifest's: RuntimeDefault)"}},
+		{"seccomp another Localhost profile", spec(localhostSeccomp("strict.json")), spec(localhostSeccomp("loose.json")),
+			[]string{"container app: seccompProfile Localhost loose.json (the manifest's: Localhost strict.json)"}},
+		{"seccomp the same Localhost profile", spec(localhostSeccomp("strict.json")), spec(localhostSeccomp("strict.json")), nil},
+		{"seccomp Localhost where unconfined is narrower", spec(), spec(localhostSeccomp("strict.json")), nil},
+		{"seccomp Localhost to Unconfined", spec(localhostSeccomp("strict.json")), spec(sc(func(c *v1.SecurityContext) {
+			c.SeccompProfile = &v1.SeccompProfile{Type: v1.SeccompProfileTypeUnconfined}
+		})), []string{"container app: seccompProfile Unconfined"}},
+		{"supplementalGroupsPolicy Merge", spec(supplementalGroups(v1.SupplementalGroupsPolicyStrict)), spec(),
+			[]string{"supplementalGroupsPolicy Merge (Strict in the manifest)"}},
+		{"supplementalGroupsPolicy Strict is narrower", spec(), spec(supplementalGroups(v1.SupplementalGroupsPolicyStrict)), nil},
+		{"seLinuxOptions changed", spec(podSC(func(p *v1.PodSecurityContext) { p.SELinuxOptions = &v1.SELinuxOptions{Level: "s0:c1,c2"} })),
+			spec(sc(func(c *v1.SecurityContext) { c.SELinuxOptions = &v1.SELinuxOptions{Type: "spc_t", Level: "s0"} })),
+			[]string{"container app: seLinuxOptions type=spc_t level=s0 (the manifest's: level=s0:c1,c2)"}},
+		{"seLinuxOptions set", spec(), spec(podSC(func(p *v1.PodSecurityContext) { p.SELinuxOptions = &v1.SELinuxOptions{Type: "spc_t"} })),
+			[]string{"container app: seLinuxOptions type=spc_t (the manifest's: unset)"}},
+		{"seLinuxOptions the same, pod or container level", spec(podSC(func(p *v1.PodSecurityContext) { p.SELinuxOptions = &v1.SELinuxOptions{Level: "s0:c1,c2"} })),
+			spec(sc(func(c *v1.SecurityContext) { c.SELinuxOptions = &v1.SELinuxOptions{Level: "s0:c1,c2"} })), nil},
 		{"everything at once", spec(nonRoot), spec(hostPath("root", "/", false), func(s *v1.PodSpec) {
 			s.HostPID = true
 			s.Containers[0].SecurityContext = &v1.SecurityContext{Privileged: ptr(true), RunAsUser: ptr(int64(0))}
 		}), []string{"hostPID", "volume root: hostPath /", "container app: runAsUser 0 (root)", "container app: privileged"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := BroaderPrivileges(tc.cur, tc.rev); !slices.Equal(got, tc.want) {
+			if got := BroaderPrivileges(&v1.Pod{Spec: *tc.cur}, &v1.Pod{Spec: *tc.rev}); !slices.Equal(got, tc.want) {
 				t.Errorf("got  %q\nwant %q", got, tc.want)
 			}
 		})
