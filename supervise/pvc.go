@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -23,7 +24,10 @@ import (
 // directory podvisor provisioned outlives its pods, podvisor and reboots;
 // it is removed only when its claim's document is gone, its reclaim policy
 // is Delete, and no pod uses or names the claim any more (as Kubernetes'
-// pvc-protection holds a claim in use).
+// pvc-protection holds a claim in use). It is removed in the background:
+// a pod whose claim is bound to a directory still being removed (the
+// claim was deleted and made again meanwhile) waits for the removal to
+// end, then gets a new, empty directory.
 
 // claimPool is what the pods share of their claims: the volumes root, the
 // pods that use each claim, and the holder of each ReadWriteOncePod claim.
@@ -43,10 +47,57 @@ type claimPool struct {
 	// never a claim that is merely absent (a manifests directory that
 	// cannot be read at start, a state dir lost).
 	seen map[string]bool
+	// removing are the provisioned directories being removed; no pod
+	// uses one until its removal ends.
+	removing map[string]bool
+	// remove removes a provisioned directory (mounts.RemoveClaim);
+	// removals counts the removals under way.
+	remove   func(root, dir string) error
+	removals sync.WaitGroup
 }
 
 func newClaimPool(root string) *claimPool {
-	return &claimPool{root: root, users: map[string]map[types.UID]bool{}, once: map[string]types.UID{}, names: map[types.UID]string{}, seen: map[string]bool{}}
+	return &claimPool{
+		root: root, users: map[string]map[types.UID]bool{}, once: map[string]types.UID{}, names: map[types.UID]string{},
+		seen: map[string]bool{}, removing: map[string]bool{}, remove: mounts.RemoveClaim,
+	}
+}
+
+// restore makes each pod found at start that has a sandbox the holder of
+// its ReadWriteOncePod claims, before any pod is admitted: a pod that
+// runs on from before a restart would otherwise hold nothing until its
+// worker prepares its sandbox again, and another pod's worker, stepping
+// first, would start that pod on its claim.
+// claims are the first snapshot's bindings; a claim they lack or leave
+// unbound is held as well, its access modes not known yet (a holder
+// matters only for a ReadWriteOncePod claim). Of pods that name the same
+// claim, one whose containers were made holds it (the other waited for
+// it, its sandbox made), then the one whose sandbox is oldest.
+func (p *claimPool) restore(records map[types.UID]*podRecord, claims map[string]podfile.ClaimBinding) {
+	var found []*podRecord
+	for _, r := range records {
+		if r.Sandbox != nil && r.Pod != nil {
+			found = append(found, r)
+		}
+	}
+	slices.SortFunc(found, func(a, b *podRecord) int {
+		return cmp.Or(-compareBool(madeContainers(a), madeContainers(b)), a.Sandbox.Created.Compare(b.Sandbox.Created), cmp.Compare(a.UID, b.UID))
+	})
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range found {
+		ns := cmp.Or(r.Pod.Namespace, r.Namespace)
+		for _, ref := range podfile.ClaimReferences(r.Pod) {
+			key := ns + "/" + ref.Claim
+			if b, ok := claims[key]; ok && b.Unbound == "" && !b.OncePod {
+				continue
+			}
+			if _, held := p.once[key]; !held {
+				p.once[key] = r.UID
+				p.names[r.UID] = r.Namespace + "/" + r.Name
+			}
+		}
+	}
 }
 
 // use records that pod uid (a worker just started) names its claims.
@@ -110,10 +161,64 @@ func (p *claimPool) acquire(key string, uid types.UID) string {
 	return ""
 }
 
+// madeContainers reports whether r records a container made: the pod's
+// volumes were set up.
+func madeContainers(r *podRecord) bool {
+	for _, m := range []map[string]*containerRecord{r.Init, r.Apps} {
+		for _, c := range m {
+			if c.ID != "" || !c.StartedAt.IsZero() || c.RestartCount > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
 func (p *claimPool) inUse(key string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.users[key]) > 0
+}
+
+// beingRemoved reports whether provisioned directory dir is being removed.
+func (p *claimPool) beingRemoved(dir string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.removing[dir]
+}
+
+// startRemoval marks provisioned directory dir as being removed; false
+// when it already is.
+func (p *claimPool) startRemoval(dir string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.removing[dir] {
+		return false
+	}
+	p.removing[dir] = true
+	return true
+}
+
+func (p *claimPool) endRemoval(dir string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.removing, dir)
+}
+
+// stillRemoved is the reason a pod waits for claim key, bound to a
+// directory whose removal (of a deleted claim of that name) is under way.
+func stillRemoved(key string) string {
+	return fmt.Sprintf("PersistentVolumeClaim %s: the directory of a deleted claim of that name is still being removed", key)
 }
 
 // onceInUse is the scheduler's reason for a pod whose ReadWriteOncePod
@@ -130,6 +235,9 @@ func (w *podWorker) claimProblem(pod *v1.Pod, r podfile.ClaimReference) string {
 	b, ok := w.objs.Claims[key]
 	if msg := podfile.ClaimError(pod.Namespace, r.Claim, b, ok); msg != "" {
 		return msg
+	}
+	if b.Dir != "" && w.d.claims.beingRemoved(b.Dir) {
+		return stillRemoved(key)
 	}
 	if b.OncePod {
 		if h := w.d.claims.holder(key, w.uid); h != "" {
@@ -191,6 +299,10 @@ func (w *podWorker) prepareClaims(pod *v1.Pod) error {
 			errs = append(errs, fmt.Errorf("volume %q: %s", r.Volume, msg))
 			continue
 		}
+		if b.Dir != "" && w.d.claims.beingRemoved(b.Dir) {
+			errs = append(errs, fmt.Errorf("volume %q: %s", r.Volume, stillRemoved(key)))
+			continue
+		}
 		if b.OncePod {
 			if h := w.d.claims.acquire(key, w.uid); h != "" {
 				errs = append(errs, fmt.Errorf("volume %q: %s", r.Volume, onceInUse(key, h)))
@@ -225,7 +337,8 @@ func (w *podWorker) prepareClaims(pod *v1.Pod) error {
 // documents this podvisor saw go, when their reclaim policy was Delete
 // and no pod uses or names the claim: not a running or stopping one, not
 // one of the snapshot (it would wait for the claim to come back). It is
-// called from reconcile, under s.mu.
+// called from reconcile, under s.mu; the directories are removed in the
+// background (removeClaims), each marked as being removed until then.
 func (s *Supervisor) reclaimClaims(snap manifest.Snapshot) {
 	bound := map[string]bool{}
 	for _, b := range snap.Claims {
@@ -253,6 +366,7 @@ func (s *Supervisor) reclaimClaims(snap manifest.Snapshot) {
 		}
 	}
 	listed := map[string]bool{}
+	var removals []mounts.ProvisionedClaim
 	for _, d := range dirs {
 		listed[d.Dir] = true
 		if !s.claims.seen[d.Dir] || bound[d.Dir] {
@@ -265,18 +379,40 @@ func (s *Supervisor) reclaimClaims(snap manifest.Snapshot) {
 		if named[d.Claim] || s.claims.inUse(d.Claim) {
 			continue // once no pod uses or names it
 		}
-		delete(s.claims.seen, d.Dir)
-		if err := mounts.RemoveClaim(s.claims.root, d.Dir); err != nil {
-			s.nodeEvent(v1.EventTypeWarning, "VolumeFailedDelete", "PersistentVolumeClaim %s was removed with reclaim policy Delete, but its directory could not be: %v", d.Claim, err)
-			continue
+		if !s.claims.startRemoval(d.Dir) {
+			continue // its removal is under way
 		}
-		s.log.Info("claim removed; its directory deleted (reclaim policy Delete)", "claim", d.Claim, "dir", filepath.Join(s.claims.root, d.Dir))
+		delete(s.claims.seen, d.Dir)
+		removals = append(removals, d)
 	}
 	for dir := range s.claims.seen {
 		if !bound[dir] && !listed[dir] {
 			delete(s.claims.seen, dir) // removed by hand
 		}
 	}
+	if len(removals) > 0 {
+		s.claims.removals.Add(1)
+		go func() {
+			defer s.claims.removals.Done()
+			s.removeClaims(removals)
+		}()
+	}
+}
+
+// removeClaims removes the provisioned directories reclaimClaims marked
+// as being removed, one after the other, then wakes the pods: one may
+// wait for a directory to be gone.
+func (s *Supervisor) removeClaims(dirs []mounts.ProvisionedClaim) {
+	for _, d := range dirs {
+		err := s.claims.remove(s.claims.root, d.Dir)
+		s.claims.endRemoval(d.Dir)
+		if err != nil {
+			s.nodeEvent(v1.EventTypeWarning, "VolumeFailedDelete", "PersistentVolumeClaim %s was removed with reclaim policy Delete, but its directory could not be: %v", d.Claim, err)
+			continue
+		}
+		s.log.Info("claim removed; its directory deleted (reclaim policy Delete)", "claim", d.Claim, "dir", filepath.Join(s.claims.root, d.Dir))
+	}
+	s.wakeAll()
 }
 
 func requestQuantity(b int64) string { return resource.NewQuantity(b, resource.BinarySI).String() }

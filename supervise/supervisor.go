@@ -299,6 +299,9 @@ func (s *Supervisor) Run(ctx context.Context, snapshots <-chan manifest.Snapshot
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	// Before any pod is admitted too: the pods found with a sandbox hold
+	// their ReadWriteOncePod claims (the snapshot tells which those are).
+	s.claims.restore(records, last.Claims)
 	workerDone := make(chan types.UID, 16)
 	start := func(w *podWorker) {
 		s.workers[w.uid] = w

@@ -50,15 +50,6 @@ type dqblk struct {
 	_          uint32
 }
 
-// Project returns the project ID of the directory open at fd (0: none).
-func Project(fd int) (uint32, error) {
-	var x fsxattr
-	if err := ioctl(fd, fsIocFsgetxattr, unsafe.Pointer(&x)); err != nil {
-		return 0, fmt.Errorf("get project ID: %w", err)
-	}
-	return x.Projid, nil
-}
-
 // Set gives the directory open at fd project ID id (inherited by what is
 // created below it) and limits that project to limit bytes (rounded up to
 // a KiB), on the directory's filesystem.
@@ -90,16 +81,6 @@ func Set(fd int, id uint32, limit int64) error {
 		return classify("set project quota", err)
 	}
 	return nil
-}
-
-// Usage returns the bytes that project id uses and its hard limit (0:
-// none) on the filesystem of fd.
-func Usage(fd int, id uint32) (used, limit int64, err error) {
-	var q dqblk
-	if err := quotactl(fd, qGetQuota, id, &q); err != nil {
-		return 0, 0, classify("get project quota", err)
-	}
-	return int64(q.CurSpace), int64(q.BHardLimit) * qifBlockSize, nil
 }
 
 func ioctl(fd int, req uintptr, arg unsafe.Pointer) error {

@@ -170,16 +170,6 @@ func volumeSourceNames(s v1.PersistentVolumeSource) []string {
 // are DNS names, which hold no "_": the name is unambiguous.
 func ClaimDir(namespace, name string) string { return namespace + "_" + name }
 
-// ClaimOfDir is the claim key ("namespace/name") of a provisioned
-// directory's name; ok is false for a name ClaimDir does not make.
-func ClaimOfDir(dir string) (key string, ok bool) {
-	ns, name, ok := strings.Cut(dir, "_")
-	if !ok || ns == "" || name == "" || strings.Contains(name, "_") {
-		return "", false
-	}
-	return ns + "/" + name, true
-}
-
 // BindClaims binds every PersistentVolumeClaim among objs, keyed
 // "namespace/name", as Kubernetes' binder would on node nodeName: a claim
 // naming a PersistentVolume (spec.volumeName) gets it if it exists, is

@@ -123,9 +123,6 @@ func TestClaimDir(t *testing.T) {
 	if d := ClaimDir("ns", "data-0"); d != "ns_data-0" {
 		t.Errorf("ClaimDir = %q", d)
 	}
-	if k, ok := ClaimOfDir("ns_data-0"); !ok || k != "ns/data-0" {
-		t.Errorf("ClaimOfDir = %q %v", k, ok)
-	}
 }
 
 func TestFindVolume(t *testing.T) {

@@ -119,7 +119,7 @@ func quotaFS(t *testing.T) (mnt string, quotas bool) {
 // inside the container (a project quota on a loop-mounted ext4); the data
 // outlives a manifest edit (a new pod) and a podvisor restart; readOnly
 // is honoured; a second pod of a ReadWriteOncePod claim waits until the
-// first is gone; removing the pod keeps the data; removing a Delete claim
+// first is gone, across a podvisor restart; removing the pod keeps the data; removing a Delete claim
 // removes its directory, a Retain one keeps it; validate names a bad
 // claim's field and line.
 func TestPersistentVolumeClaims(t *testing.T) {
@@ -215,6 +215,17 @@ func TestPersistentVolumeClaims(t *testing.T) {
 	})
 	if p, err := d.pod("second-" + node); err != nil || running(p) {
 		t.Errorf("the second pod of a ReadWriteOncePod claim runs beside the first (%v)", err)
+	}
+	// podvisor restarts: the first pod, found running, still holds the
+	// claim, and the second keeps waiting.
+	d.stop(syscall.SIGTERM)
+	d.start()
+	d.poll("the second pod waiting for the ReadWriteOncePod claim after a restart", 30*time.Second, func() (bool, string) {
+		n, msgs := d.eventCount("second-"+node, "FailedMount", "PersistentVolumeClaim default/once has access mode ReadWriteOncePod and is in use by pod default/first-"+node)
+		return n > 0, strings.Join(msgs, "\n")
+	})
+	if p, err := d.pod("second-" + node); err != nil || running(p) {
+		t.Errorf("after a restart, the second pod of a ReadWriteOncePod claim runs beside the first (%v)", err)
 	}
 	d.removeManifest("first.yaml")
 	d.waitPod("second-"+node, 90*time.Second, "running once the first is gone", running)
