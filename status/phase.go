@@ -96,12 +96,12 @@ func Phase(spec *v1.PodSpec, initStatuses, statuses []v1.ContainerStatus) v1.Pod
 		case st.State.Running != nil:
 			pendingRegularInitContainers++
 		case st.State.Terminated != nil:
-			if st.State.Terminated.ExitCode != 0 {
+			if t := st.State.Terminated; t.ExitCode != 0 && !restartingAll(t) && !TriggersRestartAll(c, t.ExitCode) {
 				failedInitialization++
 			}
 		case st.State.Waiting != nil:
-			if st.LastTerminationState.Terminated != nil {
-				if st.LastTerminationState.Terminated.ExitCode != 0 {
+			if t := st.LastTerminationState.Terminated; t != nil {
+				if t.ExitCode != 0 && !restartingAll(t) && !TriggersRestartAll(c, t.ExitCode) {
 					failedInitialization++
 				}
 			} else {
@@ -158,7 +158,7 @@ func Phase(spec *v1.PodSpec, initStatuses, statuses []v1.ContainerStatus) v1.Pod
 			running++
 		case st.State.Terminated != nil:
 			stopped++
-			if !ContainerShouldRestart(spec, c, st.State.Terminated.ExitCode) {
+			if !ContainerShouldRestart(spec, c, st.State.Terminated.ExitCode) && !restartingAll(st.State.Terminated) {
 				stoppedNotRestartable++
 			}
 			if st.State.Terminated.ExitCode == 0 {
@@ -167,7 +167,7 @@ func Phase(spec *v1.PodSpec, initStatuses, statuses []v1.ContainerStatus) v1.Pod
 		case st.State.Waiting != nil:
 			if st.LastTerminationState.Terminated != nil {
 				stopped++
-				if !ContainerShouldRestart(spec, c, st.LastTerminationState.Terminated.ExitCode) {
+				if !ContainerShouldRestart(spec, c, st.LastTerminationState.Terminated.ExitCode) && !restartingAll(st.LastTerminationState.Terminated) {
 					stoppedNotRestartable++
 				}
 			} else {
@@ -224,6 +224,7 @@ var kubeletConditions = map[v1.PodConditionType]bool{
 	v1.PodReadyToStartContainers: true,
 	v1.PodResizePending:          true,
 	v1.PodResizeInProgress:       true,
+	v1.AllContainersRestarting:   true,
 }
 
 // Conditions returns the pod conditions kubelet sets, in kubelet's order:

@@ -40,6 +40,10 @@ func (w *podWorker) execute(ctx context.Context, pod *v1.Pod, actions []action) 
 			err = w.recordExit(pod, a)
 		case removeContainer:
 			err = w.removeContainer(ctx, a)
+		case announceRestartAll:
+			w.publish(pod)
+		case resetContainers:
+			w.resetContainers(pod, a)
 		case killContainers:
 			err = w.kill(ctx, pod, a)
 		case releaseSandbox:

@@ -264,7 +264,7 @@ func planPod(in planInput) plan {
 		planNodeStop(&p, in)
 		return p
 	}
-	if planDeadline(&p, in) {
+	if planDeadline(&p, in) || planRestartAll(&p, in) {
 		return p
 	}
 	if finishedPod(in.Pod, in.Rec) && !restartPending(in) {

@@ -90,7 +90,8 @@ func projectStatus(in projectInput) *v1.Pod {
 			initDone = false
 		}
 	}
-	finished := finishedPod(pod, rec) || in.Deleting != nil || in.NodeStop != nil || in.Rejected != nil
+	restartingAll := restartAllPending(pod, rec)
+	finished := (finishedPod(pod, rec) && !restartingAll) || in.Deleting != nil || in.NodeStop != nil || in.Rejected != nil
 	var initSt, appSt []v1.ContainerStatus
 	rec.each(pod, func(ref ctrRef, c *v1.Container, cr *containerRecord) {
 		cs := containerStatus(pod.Spec.RestartPolicy, ref, c, cr, in.Waiting[c.Name], initDone, finished, in.Probes[cr.ID])
@@ -114,6 +115,9 @@ func projectStatus(in projectInput) *v1.Pod {
 		st.Phase, st.Reason, st.Message = v1.PodFailed, r.Reason, rejectedPrefix+r.Message
 	}
 	st.Conditions = status.Conditions(&pod.Spec, st.Phase, initSt, appSt, sandboxReady, withoutRuntime(in.Conds), in.Now)
+	if c, ok := status.AllContainersRestartingCondition(&pod.Spec, st.Phase, restartingAll, in.Conds, in.Now); ok {
+		st.Conditions = append(st.Conditions, c)
+	}
 	st.Conditions = nodeStopConditions(st.Conditions, in.NodeStop)
 	st.Conditions = withDepsCondition(st.Conditions, in.Deps)
 	if in.Down != nil {

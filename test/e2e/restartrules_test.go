@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -43,7 +40,7 @@ spec:
 // reads the count its first left in the emptyDir, logs "run 2" and
 // succeeds: the pod Succeeded, restartCount 1); one whose exit code does
 // not match follows its own restartPolicy Never (the pod Failed, no
-// restart); RestartAllContainers is refused naming the field.
+// restart). RestartAllContainers has its own test (restartall_test.go).
 func TestContainerRestartRules(t *testing.T) {
 	d := newDaemon(t)
 	d.start()
@@ -67,17 +64,6 @@ func TestContainerRestartRules(t *testing.T) {
 	})
 	if cs := containerStatus(p, "main"); cs.RestartCount != 0 || cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 1 {
 		t.Errorf("nomatch: restartCount %d, state %+v; want exit 1, not restarted", cs.RestartCount, cs.State)
-	}
-
-	bad := strings.Replace(restartRulesPod("all", 42), "action: Restart", "action: RestartAllContainers", 1)
-	path := filepath.Join(d.dir, "all.yaml")
-	if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	want := `all.yaml:14: spec.containers[0].restartPolicyRules[0].action: not supported by podvisor`
-	out, errOut, code := d.runCLI("", "validate", "--node-name", node, path)
-	if code != 1 || !strings.Contains(out+errOut, want) || !strings.Contains(out+errOut, `("RestartAllContainers"; Restart only)`) {
-		t.Errorf("podvisor validate: exit %d, want %q:\n%s%s", code, want, out, errOut)
 	}
 
 	for _, n := range []string{"match", "nomatch"} {
