@@ -32,6 +32,9 @@ type envFacts struct {
 	PodIPs      []string
 	HostIPs     []string
 	Allocatable v1.ResourceList
+	// EmptyDir gives an emptyDir volume's host directory, for fileKeyRef
+	// (envfiles.go); nil where there is none.
+	EmptyDir func(name string) string
 }
 
 // containerEnv is a container's resolved environment.
@@ -207,6 +210,15 @@ func resolveEnv(pod *v1.Pod, c *v1.Container, objs Objects, f envFacts) (contain
 			if v, err = resourceFieldValue(e.ValueFrom.ResourceFieldRef, pod, c, f.Allocatable); err != nil {
 				return containerEnv{}, err
 			}
+		case e.ValueFrom.FileKeyRef != nil:
+			val, ok, err := fileKeyValue(pod, e.ValueFrom.FileKeyRef, f.EmptyDir)
+			if err != nil {
+				return containerEnv{}, err
+			}
+			if !ok {
+				continue // optional and missing or empty: left out, as kubelet
+			}
+			v = val
 		default:
 			val, ok, err := src.keyRef(e.ValueFrom)
 			if err != nil {

@@ -14,9 +14,10 @@ const fqdnMaxLen = 64
 // <subdomain>.<namespace>.svc.<cluster domain>. It is empty without a
 // subdomain, and without a cluster domain (--cluster-domain): kubelet
 // would write "<subdomain>.<namespace>.svc." there, a name no resolver
-// answers.
+// answers. A pod with spec.hostnameOverride has no host domain either: the
+// override replaces hostname and subdomain, as kubelet's.
 func podHostDomain(pod *v1.Pod, clusterDomain string) string {
-	if pod.Spec.Subdomain == "" || clusterDomain == "" {
+	if pod.Spec.Subdomain == "" || clusterDomain == "" || pod.Spec.HostnameOverride != nil {
 		return ""
 	}
 	return pod.Spec.Subdomain + "." + pod.Namespace + ".svc." + clusterDomain
@@ -48,7 +49,7 @@ func kernelHostname(pod *v1.Pod, clusterDomain string) (string, error) {
 // node without a cluster domain is warned about once (FieldIgnored), as
 // the manifest's ignored fields are.
 func (w *podWorker) checkHostname(pod *v1.Pod) error {
-	if pod.Spec.Subdomain != "" && w.d.clusterDomain == "" && !pod.Spec.HostNetwork {
+	if pod.Spec.Subdomain != "" && w.d.clusterDomain == "" && !pod.Spec.HostNetwork && pod.Spec.HostnameOverride == nil {
 		const msg = "spec.subdomain: ignored by podvisor (no --cluster-domain is configured: the pod's FQDN is not in its /etc/hosts and setHostnameAsFQDN keeps the short hostname)"
 		if !w.warned[msg] {
 			w.warned[msg] = true

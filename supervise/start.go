@@ -70,6 +70,8 @@ func (w *podWorker) envFacts() envFacts {
 	if sb := w.rec.Sandbox; sb != nil {
 		f.PodIPs = sb.IPs
 	}
+	dir := w.d.layout.PodFiles(string(w.uid))
+	f.EmptyDir = func(name string) string { return mounts.EmptyDirPath(dir, name) }
 	return f
 }
 
@@ -165,6 +167,9 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef,
 	hostname, err := kernelHostname(pod, w.d.clusterDomain)
 	if err != nil {
 		return fail("CreateContainerConfigError", err)
+	}
+	if err := checkSELinux(pod, c, selinuxEnabled); err != nil {
+		return fail("CreateContainerError", err)
 	}
 	sb := w.rec.Sandbox
 	cfg := ContainerConfig{

@@ -150,6 +150,14 @@ func TestWriteFieldTableMarkdown(t *testing.T) {
 // to its zero value (`hostnameOverride: ""`, an
 // empty struct) and checks it is still rejected: a zero value is a value.
 func TestRejectedZeroValues(t *testing.T) {
+	// The rejected fields of the table are all lists today: a pointer
+	// field is marked rejected for this test, so the rule stays checked.
+	const marked = "PodSpec.hostnameOverride"
+	saved := fieldIndex[marked]
+	row := saved
+	row.Support = Rejected
+	fieldIndex[marked] = row
+	t.Cleanup(func() { fieldIndex[marked] = saved })
 	n := 0
 	for _, st := range tableStructs {
 		for i := range st.NumField() {
@@ -171,7 +179,7 @@ func TestRejectedZeroValues(t *testing.T) {
 			})
 		}
 	}
-	if n < 5 {
+	if n < 1 {
 		t.Fatalf("only %d rejected pointer fields tried", n)
 	}
 	// End to end through the decoder: a zero or false value is refused.

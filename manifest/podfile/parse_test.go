@@ -155,7 +155,7 @@ func TestParseFileBad(t *testing.T) {
 			[]string{"spec.volumes[0].projected.sources[0].clusterTrustBundle: not supported"}, 0},
 		{"windows pod", basePod + "  os: {name: windows}\n", []string{"spec.os.name: not supported"}, 0},
 		{"user namespace with the host's network", basePod + "  hostUsers: false\n  hostNetwork: true\n", []string{"spec.hostNetwork: Forbidden: when `hostUsers` is false"}, 10},
-		{"env fileKeyRef", basePod + "    env:\n    - name: A\n      valueFrom: {fileKeyRef: {volumeName: v, path: p, key: k}}\n", []string{"spec.containers[0].env[0].valueFrom.fileKeyRef: not supported"}, 0},
+		{"env fileKeyRef", basePod + "    env:\n    - name: A\n      valueFrom: {fileKeyRef: {volumeName: v, path: p, key: k}}\n", []string{`spec.containers[0].env[0].valueFrom.fileKeyRef.volumeName: Not found: "v"`}, 11},
 		{"gpu fraction", basePod + "    resources:\n      limits: {nvidia.com/gpu: 500m}\n", []string{"spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: \"500m\": must be an integer"}, 10},
 		{"hugepages request", basePod + "    resources:\n      requests: {hugepages-2Mi: 10Mi}\n", []string{"resources.requests[hugepages-2Mi]: not supported"}, 0},
 		{"resource claims", basePod + "    resources:\n      claims: [{name: gpu}]\n", []string{"spec.containers[0].resources.claims: not supported"}, 0},

@@ -84,7 +84,7 @@ func validatePod(pod *v1.Pod, baseName string, rejected []string, p *problems) {
 		validateLogDir(pod, p)
 		// The full name is also the pod's hostname: kubelet truncates it to
 		// 63 characters when spec.hostname is empty.
-		if pod.Spec.Hostname == "" && len(pod.Name) > maxHostnameLen {
+		if pod.Spec.Hostname == "" && pod.Spec.HostnameOverride == nil && len(pod.Name) > maxHostnameLen {
 			p.warn(fmt.Sprintf("metadata.name: the pod hostname will be %q, the static pod name truncated to %d characters; set spec.hostname to choose it",
 				truncateHostname(pod.Name), maxHostnameLen))
 		}
