@@ -12,6 +12,7 @@ import (
 
 	"github.com/podvisor/podvisor/internal/cdidev"
 	"github.com/podvisor/podvisor/internal/trust"
+	"github.com/podvisor/podvisor/manifest/podfile"
 	"github.com/podvisor/podvisor/supervise"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -109,7 +110,7 @@ func cdiWarnings(c *Config, pod *v1.Pod) []string {
 			}{{"limits", ctr.Resources.Limits}, {"requests", ctr.Resources.Requests}} {
 				for _, name := range slices.Sorted(maps.Keys(rl.list)) {
 					kind := string(name)
-					if !supervise.IsExtendedResource(name) || told[kind] {
+					if !podfile.IsDeviceResource(name) || told[kind] {
 						continue
 					}
 					told[kind] = true
@@ -161,7 +162,7 @@ func cdiCapacity(reg *cdidev.Registry) func() v1.ResourceList {
 	return func() v1.ResourceList {
 		out := v1.ResourceList{}
 		for kind, n := range reg.Counts() {
-			if n > 0 && supervise.IsExtendedResource(v1.ResourceName(kind)) {
+			if n > 0 && podfile.IsDeviceResource(v1.ResourceName(kind)) {
 				out[v1.ResourceName(kind)] = *resource.NewQuantity(int64(n), resource.DecimalSI)
 			}
 		}

@@ -8,9 +8,9 @@ import (
 	"sync"
 
 	"github.com/podvisor/podvisor/internal/cdidev"
+	"github.com/podvisor/podvisor/manifest/podfile"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	v1helper "k8s.io/kubernetes/pkg/apis/core/v1/helper"
 )
 
 // Devices for extended resources, as kubelet's device manager gives them,
@@ -183,12 +183,6 @@ func allContainers(pod *v1.Pod) []*v1.Container {
 	return out
 }
 
-// IsExtendedResource reports whether name is an extended resource, as
-// Kubernetes defines one (not native, not in a kubernetes.io domain).
-func IsExtendedResource(name v1.ResourceName) bool {
-	return v1helper.IsExtendedResourceName(name)
-}
-
 // containerDeviceRequests is the container's count of each extended
 // resource: its request (defaulted from its limit, which validation holds
 // equal).
@@ -196,7 +190,7 @@ func containerDeviceRequests(c *v1.Container) map[string]int64 {
 	var out map[string]int64
 	add := func(rl v1.ResourceList) {
 		for name, q := range rl {
-			if !IsExtendedResource(name) || q.Value() <= 0 {
+			if !podfile.IsDeviceResource(name) || q.Value() <= 0 {
 				continue
 			}
 			if out == nil {
@@ -386,26 +380,32 @@ func allocateDevices(pod *v1.Pod, src deviceLookup, others map[string]types.UID,
 
 // admit runs the pod's admission once: on its first step, unless its
 // record says it was admitted. It returns the rejection that holds the
-// pod, if any.
-func (w *podWorker) admit(pod *v1.Pod) *rejection {
+// pod, if any, or an error when the admission could not be recorded (the
+// step retries it).
+func (w *podWorker) admit(pod *v1.Pod) (*rejection, error) {
 	if w.stopping {
-		return nil // a rejected pod is removed as any other
+		return nil, nil // a rejected pod is removed as any other
 	}
 	if w.rejected != nil || w.rec.Devices != nil || w.d.devices == nil {
-		return w.rejected
+		return w.rejected, nil
 	}
 	alloc, rej := w.d.devices.admit(pod)
 	if rej != nil {
 		w.rejected = rej
 		w.log.Warn("pod rejected", "reason", rej.Reason, "message", rej.Message)
 		w.event(pod, "", v1.EventTypeWarning, rej.Reason, "%s", rej.Message)
-		return rej
+		return rej, nil
 	}
 	if alloc != nil {
 		w.rec.Devices = alloc
+		// On disk before any container is made with them: a podvisor
+		// restarted without the record could give them to another pod.
+		if err := w.save(); err != nil {
+			w.rec.Devices = nil
+			w.d.devices.release(w.uid)
+			return nil, fmt.Errorf("record the pod's devices: %w", err)
+		}
 		w.log.Info("devices allocated", "devices", recordDevices(alloc))
-		// On disk before any container is made with them.
-		w.save()
 	}
-	return nil
+	return nil, nil
 }

@@ -63,7 +63,7 @@ func (w *podWorker) restView(pod *v1.Pod, settled bool, wake time.Time) *restVie
 	}
 	if sb := w.rec.Sandbox; sb != nil {
 		// Only what Sandboxes.Alive reads: the record is the worker's.
-		v.sandbox = &Sandbox{ID: sb.ID, NetNS: sb.NetNS, IPCNS: sb.IPCNS, Shm: sb.Shm, BootID: sb.BootID}
+		v.sandbox = &Sandbox{ID: sb.ID, NetNS: sb.NetNS, IPCNS: sb.IPCNS, Shm: sb.Shm, UserNS: sb.UserNS, PIDNS: sb.PIDNS, BootID: sb.BootID}
 	}
 	return v
 }

@@ -27,8 +27,8 @@ func newID() string {
 }
 
 // podHostname is the pod's hostname as kubelet computes it
-// (GeneratePodHostNameAndDomain): spec.hostname or the pod name, cut to 63
-// characters without a trailing '-' or '.'.
+// (GeneratePodHostNameAndDomain): spec.hostnameOverride, else spec.hostname
+// or the pod name, cut to 63 characters without a trailing '-' or '.'.
 func podHostname(pod *v1.Pod) string {
 	if pod.Spec.HostNetwork {
 		// The node's, as the CRI writes it for a pod in the host's UTS
@@ -40,6 +40,9 @@ func podHostname(pod *v1.Pod) string {
 	h := pod.Spec.Hostname
 	if h == "" {
 		h = pod.Name
+	}
+	if o := pod.Spec.HostnameOverride; o != nil {
+		h = *o // before spec.hostname, validated as a DNS subdomain
 	}
 	if len(h) > 63 {
 		h = strings.TrimRight(h[:63], "-.")
@@ -108,15 +111,25 @@ func (h hostSandboxes) Create(pod *v1.Pod) (*Sandbox, error) {
 		if err := nsfs.New(sb.IPCNS, unix.CLONE_NEWIPC); err != nil {
 			return sb, fmt.Errorf("create ipc namespace: %w", err)
 		}
-		sb.Shm = filepath.Join(dir, "shm")
-		if err := os.Mkdir(sb.Shm, 0o700); err != nil {
-			return sb, fmt.Errorf("create /dev/shm dir: %w", err)
-		}
-		if err := unix.Mount("shm", sb.Shm, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, fmt.Sprintf("mode=1777,size=%d", shmSize)); err != nil {
-			return sb, fmt.Errorf("mount /dev/shm tmpfs: %w", err)
+		var err error
+		if sb.Shm, err = mountShm(dir); err != nil {
+			return sb, err
 		}
 	}
 	return sb, nil
+}
+
+// mountShm makes the pod's /dev/shm, a tmpfs of shmSize at dir/shm, as
+// the CRI's: it starts empty and is 1777 (never idmapped).
+func mountShm(dir string) (string, error) {
+	shm := filepath.Join(dir, "shm")
+	if err := os.Mkdir(shm, 0o700); err != nil {
+		return shm, fmt.Errorf("create /dev/shm dir: %w", err)
+	}
+	if err := unix.Mount("shm", shm, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, fmt.Sprintf("mode=1777,size=%d", shmSize)); err != nil {
+		return shm, fmt.Errorf("mount /dev/shm tmpfs: %w", err)
+	}
+	return shm, nil
 }
 
 // Alive reports whether the sandbox's namespaces and /dev/shm still exist.

@@ -108,13 +108,6 @@ func (h hostSandboxes) CreateInUserNS(pod *v1.Pod, m idMapping) (*Sandbox, error
 	if err != nil {
 		return sb, err
 	}
-	sb.Shm = filepath.Join(dir, "shm")
-	if err := os.Mkdir(sb.Shm, 0o700); err != nil {
-		return sb, fmt.Errorf("create /dev/shm dir: %w", err)
-	}
-	// Not idmapped, as the CRI's: it starts empty and is 1777.
-	if err := unix.Mount("shm", sb.Shm, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, fmt.Sprintf("mode=1777,size=%d", shmSize)); err != nil {
-		return sb, fmt.Errorf("mount /dev/shm tmpfs: %w", err)
-	}
-	return sb, nil
+	sb.Shm, err = mountShm(dir)
+	return sb, err
 }

@@ -328,9 +328,15 @@ func (w *podWorker) step(ctx context.Context) (time.Time, bool) {
 	}
 	w.rec.ensureContainers(pod)
 	w.admitNode(pod)
-	if w.admit(pod) != nil && !w.stopping {
+	if rej, err := w.admit(pod); err != nil {
+		w.log.Error("pod admission", "err", err)
+		w.publish(pod)
+		return now.Add(errorRetry), false
+	} else if rej != nil && !w.stopping {
 		// Rejected at admission: nothing is made, the status says why.
 		// Removed, it is stopped as any pod is (there is nothing to stop).
+		// At rest: a relist has nothing to wake it for.
+		w.rest.Store(&restView{running: map[string]uint32{}})
 		w.publish(pod)
 		return time.Time{}, false
 	}

@@ -31,8 +31,9 @@ func (c *supportChecker) checkCDIAnnotations(pod *v1.Pod) {
 	}
 }
 
-// isDeviceResource reports whether a container resource is an extended
-// resource, given as CDI devices of the kind it names.
-func isDeviceResource(name v1.ResourceName) bool {
+// IsDeviceResource reports whether a container resource is an extended
+// resource as Kubernetes defines one (not native, not in a kubernetes.io
+// domain): podvisor gives it as CDI devices of the kind it names.
+func IsDeviceResource(name v1.ResourceName) bool {
 	return v1helper.IsExtendedResourceName(name)
 }

@@ -137,19 +137,3 @@ func (a *SysctlAllowlist) Admit(pod *v1.Pod) error {
 	}
 	return nil
 }
-
-// PodSysctls returns the pod's sysctls by name, each name written with
-// dots as kubelet passes them to the runtime ("net/ipv4/ip_forward" is
-// net.ipv4.ip_forward, "net/ipv4/conf/eth0.100/rp_filter" is
-// net.ipv4.conf.eth0/100.rp_filter); nil when it sets none.
-func PodSysctls(pod *v1.Pod) map[string]string {
-	sc := pod.Spec.SecurityContext
-	if sc == nil || len(sc.Sysctls) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(sc.Sysctls))
-	for _, s := range sc.Sysctls {
-		out[utilsysctl.NormalizeName(s.Name)] = s.Value
-	}
-	return out
-}

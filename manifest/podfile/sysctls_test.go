@@ -105,15 +105,7 @@ func TestSysctlAllowlistAdmit(t *testing.T) {
 	}
 }
 
-func TestPodSysctls(t *testing.T) {
-	pod := sysctlPod(false, false, nil, "net/ipv4/conf/eth0.100/rp_filter", "kernel.shm_rmid_forced")
-	got := PodSysctls(pod)
-	if len(got) != 2 || got["net.ipv4.conf.eth0/100.rp_filter"] != "1" || got["kernel.shm_rmid_forced"] != "1" {
-		t.Fatalf("PodSysctls = %v", got)
-	}
-	if PodSysctls(&v1.Pod{}) != nil {
-		t.Fatal("PodSysctls of a pod without sysctls is not nil")
-	}
+func TestIsSafeSysctl(t *testing.T) {
 	if !IsSafeSysctl("net/ipv4/tcp_syncookies") || IsSafeSysctl("kernel.msgmax") {
 		t.Fatal("IsSafeSysctl")
 	}

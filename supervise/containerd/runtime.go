@@ -31,8 +31,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-const runtimeName = "io.containerd.runc.v2"
-
 // Options configures a Runtime.
 type Options struct {
 	// Log gets the warnings about the files that configure registries

@@ -162,7 +162,7 @@ spec:
 	}
 }
 
-// TestBadManifests: a manifest with an unsupported security field is
+// TestBadManifests: a manifest with an unsupported field is
 // rejected with a clear reason, and an invalid manifest next to a running
 // pod hurts nothing.
 func TestBadManifests(t *testing.T) {
@@ -177,17 +177,17 @@ kind: Pod
 metadata:
   name: shared
 spec:
-  shareProcessNamespace: true
+  readinessGates: [{conditionType: example.com/ready}]
   containers:
   - name: main
     image: busybox
     command: ["sleep", "3600"]
 `)
 	d.writeManifest("broken.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: broken\nspec: [\n")
-	d.waitLogLine("shareProcessNamespace: not supported by podvisor")
+	d.waitLogLine("readinessGates: not supported by podvisor")
 	d.waitLogLine("broken.yaml")
 	if _, err := d.pod("shared-" + node); err == nil {
-		t.Error("pod with shareProcessNamespace exists")
+		t.Error("pod with readinessGates exists")
 	}
 	p = d.waitPod("good-"+node, 5*time.Second, "still Running", running)
 	if got := containerID(p, "main"); got != id {
