@@ -114,7 +114,7 @@ var fieldTable = []FieldSupport{
 	{"PodSpec", "schedulingGates", ignore, "scheduling only"},
 	{"PodSpec", "resourceClaims", reject, "dynamic resource allocation needs a control plane"},
 	{"PodSpec", "resources", impl, "cpu and memory requests and limits, as kubelet's pod-level resources: the pod cgroup's cpu.shares, CFS quota and memory limit, a container without its own cpu or memory limit bounded by the pod's, the QoS class, OOM scores and eviction ranking from them, resourceFieldRef falling back to the pod's limits; hugepages rejected"},
-	{"PodSpec", "hostnameOverride", reject, ""},
+	{"PodSpec", "hostnameOverride", impl, "the pod's hostname (uname, /etc/hostname, /etc/hosts) in place of hostname and subdomain, as kubelet's: no FQDN in /etc/hosts; refused with setHostnameAsFQDN or hostNetwork, over 64 characters or not a DNS subdomain, as Kubernetes' validation"},
 	{"PodSpec", "schedulingGroup", ignore, "scheduling only"},
 	{"PodSpec", "evictionResponders", reject, "the eviction API needs a control plane"},
 
@@ -126,13 +126,13 @@ var fieldTable = []FieldSupport{
 	{"Container", "workingDir", impl, ""},
 	{"Container", "ports", impl, ""},
 	{"Container", "envFrom", impl, "configMapRef and secretRef of local ConfigMaps and Secrets, with prefix and optional; keys that are not valid names are skipped with an event"},
-	{"Container", "env", impl, "value, and valueFrom: fieldRef, resourceFieldRef, configMapKeyRef and secretKeyRef of local objects (fileKeyRef is rejected); a missing object or key waits in CreateContainerConfigError"},
+	{"Container", "env", impl, "value, and valueFrom: fieldRef, resourceFieldRef, configMapKeyRef and secretKeyRef of local objects, and fileKeyRef (a KEY='value' file in an emptyDir volume, which an init container writes, read when the container starts, in kubelet's format; a missing or malformed file waits even when optional, an empty value counts as missing, as kubelet's); a missing object, key or file waits in CreateContainerConfigError"},
 	{"Container", "resources", impl, "cpu and memory; ephemeral-storage requests rank pods for eviction under disk pressure and a container over its limit gets its pod evicted, as kubelet; an extended resource (nvidia.com/gpu: 1) is that many devices of the CDI kind it names, from --cdi-spec-dirs, each held by one pod (kubelet's OutOf<resource> rejection when too few are free); hugepages and claims rejected"},
 	{"Container", "resizePolicy", ignore, "resources change only by editing the manifest"},
 	{"Container", "restartPolicy", impl, "Always only on initContainers (sidecar containers); Always, OnFailure and Never on app containers, in place of the pod's restartPolicy for that container, as kubelet's ContainerRestartRules"},
-	{"Container", "restartPolicyRules", impl, "action Restart when the exit code is In or NotIn exitCodes (the first rule that matches), else the container's restartPolicy, as kubelet's (on a sidecar, which restarts anyway, no effect); RestartAllContainers rejected"},
+	{"Container", "restartPolicyRules", impl, "the first rule whose exitCodes match (In or NotIn) decides, else the container's restartPolicy, as kubelet's: action Restart restarts the container (on a sidecar, which restarts anyway, no effect); action RestartAllContainers (on a sidecar or an app container) restarts the whole pod in place, as kubelet's: every running container is stopped at once (no preStop hook, 2 s grace), then the pod starts again from its first init container in the same sandbox (IP, volumes kept), each container's restartCount one more, last state RestartingAllContainers; condition AllContainersRestarting True meanwhile"},
 	{"Container", "volumeMounts", impl, "mountPropagation None, HostToContainer (rslave; the source must be on a shared or slave mount) and Bidirectional (rshared, privileged containers only; the source must be on a shared mount, else the container waits in CreateContainerError; podvisor changes no host mount's propagation), as containerd's CRI; recursiveReadOnly Disabled; subPathExpr expanded from the container's env and envFrom as kubelet's (an unset or empty variable, an absolute path or '..' wait in CreateContainerConfigError); bindMountOptions rejected; configMap, secret, downwardAPI and projected volumes are always read-only, and a subPath of one is a copy taken at start that is never updated, as kubelet's"},
-	{"Container", "volumeDevices", reject, ""},
+	{"Container", "volumeDevices", reject, "raw block volumes (claims of volumeMode Block) are not supported"},
 	{"Container", "livenessProbe", impl, probeNote},
 	{"Container", "readinessProbe", impl, probeNote},
 	{"Container", "startupProbe", impl, probeNote},
@@ -146,8 +146,8 @@ var fieldTable = []FieldSupport{
 	{"Container", "tty", impl, "a terminal (TERM=xterm unless set); its output is logged a line at a time"},
 
 	// PodSecurityContext
-	{"PodSecurityContext", "seLinuxOptions", reject, ""},
-	{"PodSecurityContext", "windowsOptions", reject, ""},
+	{"PodSecurityContext", "seLinuxOptions", impl, selinuxNote},
+	{"PodSecurityContext", "windowsOptions", ignore, windowsOptionsNote},
 	{"PodSecurityContext", "runAsUser", impl, ""},
 	{"PodSecurityContext", "runAsGroup", impl, ""},
 	{"PodSecurityContext", "runAsNonRoot", impl, ""},
@@ -158,13 +158,13 @@ var fieldTable = []FieldSupport{
 	{"PodSecurityContext", "fsGroupChangePolicy", impl, "Always and OnRootMismatch accepted; neither changes anything, as under kubelet: an emptyDir gets the group on its root alone, once, when created; configMap, secret, downwardAPI and projected volumes are walked at every write whatever the policy, as kubelet's"},
 	{"PodSecurityContext", "seccompProfile", impl, "RuntimeDefault, Unconfined, and Localhost: the JSON profile at localhostProfile under --seccomp-profile-root (a missing or unreadable file makes the container wait in CreateContainerError); inherited by containers that set none; none for privileged containers, as containerd's CRI"},
 	{"PodSecurityContext", "appArmorProfile", impl, "RuntimeDefault (none on hosts without AppArmor), Localhost (loaded profiles), Unconfined; inherited by containers that set none"},
-	{"PodSecurityContext", "seLinuxChangePolicy", reject, ""},
+	{"PodSecurityContext", "seLinuxChangePolicy", impl, "Recursive and MountOption accepted; neither changes anything: podvisor relabels no volume, and without SELinux on the host kubelet does not either"},
 
 	// SecurityContext (container)
 	{"SecurityContext", "capabilities", impl, "names as Kubernetes writes them (SYS_ADMIN, ALL); a CAP_ prefix is refused: it grants nothing under kubelet's CRI and would grant the capability here"},
 	{"SecurityContext", "privileged", impl, ""},
-	{"SecurityContext", "seLinuxOptions", reject, ""},
-	{"SecurityContext", "windowsOptions", reject, ""},
+	{"SecurityContext", "seLinuxOptions", impl, selinuxNote},
+	{"SecurityContext", "windowsOptions", ignore, windowsOptionsNote},
 	{"SecurityContext", "runAsUser", impl, ""},
 	{"SecurityContext", "runAsGroup", impl, ""},
 	{"SecurityContext", "runAsNonRoot", impl, ""},
@@ -331,7 +331,6 @@ func (c *supportChecker) checkPod(pod *v1.Pod) {
 	for i := range spec.InitContainers {
 		ip := fmt.Sprintf("spec.initContainers[%d]", i)
 		c.checkContainer(ip, &spec.InitContainers[i])
-		c.checkRestartRules(ip, &spec.InitContainers[i])
 		// Kubernetes takes OnFailure and Never too (container restart
 		// rules); podvisor runs sidecars only.
 		if rp := spec.InitContainers[i].RestartPolicy; rp != nil && *rp != v1.ContainerRestartPolicyAlways {
@@ -341,7 +340,6 @@ func (c *supportChecker) checkPod(pod *v1.Pod) {
 	for i := range spec.Containers {
 		cp := fmt.Sprintf("spec.containers[%d]", i)
 		c.checkContainer(cp, &spec.Containers[i])
-		c.checkRestartRules(cp, &spec.Containers[i])
 	}
 }
 
@@ -459,11 +457,6 @@ func (c *supportChecker) checkVolume(path string, vol *v1.Volume) {
 func (c *supportChecker) checkContainer(path string, ctr *v1.Container) {
 	c.checkStruct(path, reflect.ValueOf(ctr).Elem())
 
-	for i, e := range ctr.Env {
-		if e.ValueFrom != nil && e.ValueFrom.FileKeyRef != nil {
-			c.p.invalid(fmt.Sprintf("%s.env[%d].valueFrom.fileKeyRef", path, i), notSupported(""))
-		}
-	}
 	c.checkResourceList(path+".resources.limits", ctr.Resources.Limits)
 	c.checkResourceList(path+".resources.requests", ctr.Resources.Requests)
 	if len(ctr.Resources.Claims) > 0 {
@@ -500,7 +493,7 @@ func (c *supportChecker) checkResourceList(path string, rl v1.ResourceList) {
 		case v1.ResourceEphemeralStorage:
 			// Enforced by eviction, as kubelet (package pressure).
 		default:
-			if isDeviceResource(name) {
+			if IsDeviceResource(name) {
 				continue // CDI devices (supervise/devices.go)
 			}
 			c.p.invalid(rp, notSupported("cpu, memory, ephemeral-storage and extended resources only"))
