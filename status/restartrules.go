@@ -42,7 +42,13 @@ func ContainerShouldRestart(spec *v1.PodSpec, c *v1.Container, exitCode int32) b
 			return false
 		}
 	}
-	switch spec.RestartPolicy {
+	return PodPolicyRestarts(spec.RestartPolicy, exitCode)
+}
+
+// PodPolicyRestarts says whether the pod's restartPolicy runs a container
+// again after a run that ended with exitCode.
+func PodPolicyRestarts(policy v1.RestartPolicy, exitCode int32) bool {
+	switch policy {
 	case v1.RestartPolicyAlways:
 		return true
 	case v1.RestartPolicyOnFailure:

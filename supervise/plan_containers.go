@@ -1,6 +1,9 @@
 package supervise
 
-import v1 "k8s.io/api/core/v1"
+import (
+	"github.com/podvisor/podvisor/status"
+	v1 "k8s.io/api/core/v1"
+)
 
 // Containers' runs: what the runtime's view of each run asks for (adoption,
 // exits, probes), the sandbox a run needs, and the starts the restart
@@ -177,7 +180,7 @@ func planStarts(p *plan, in planInput) {
 			continue
 		}
 		ref := ctrRef{Type: containerTypeApp, Name: c.Name}
-		if cr.Terminated != nil && !appShouldRestart(&pod.Spec, c, cr.Terminated.ExitCode) && !in.Restarts[ref] {
+		if cr.Terminated != nil && !status.ContainerShouldRestart(&pod.Spec, c, cr.Terminated.ExitCode) && !in.Restarts[ref] {
 			continue
 		}
 		startOrWait(p, in, ref, cr)
@@ -221,21 +224,11 @@ func finishedPod(pod *v1.Pod, rec *podRecord) bool {
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		cr := rec.Apps[c.Name]
-		if cr.ID != "" || cr.Terminated == nil || appShouldRestart(&pod.Spec, c, cr.Terminated.ExitCode) {
+		if cr.ID != "" || cr.Terminated == nil || status.ContainerShouldRestart(&pod.Spec, c, cr.Terminated.ExitCode) {
 			return false
 		}
 	}
 	return true
-}
-
-func shouldRestart(policy v1.RestartPolicy, exitCode int32) bool {
-	switch policy {
-	case v1.RestartPolicyAlways:
-		return true
-	case v1.RestartPolicyOnFailure:
-		return exitCode != 0
-	}
-	return false
 }
 
 // initComplete reports whether an init container has completed in the

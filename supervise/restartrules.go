@@ -5,14 +5,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// appShouldRestart says whether app container c, whose run ended with
-// exitCode, runs again: its restartPolicyRules, its own restartPolicy,
-// else the pod's (status.ContainerShouldRestart, kubelet's
-// ContainerRestartRules).
-func appShouldRestart(spec *v1.PodSpec, c *v1.Container, exitCode int32) bool {
-	return status.ContainerShouldRestart(spec, c, exitCode)
-}
-
 // anyAppRestartPolicy reports whether an app container has a restartPolicy
 // of its own, so that the pod's alone does not decide.
 func anyAppRestartPolicy(spec *v1.PodSpec) bool {
@@ -30,7 +22,7 @@ func anyAppRestartPolicy(spec *v1.PodSpec) bool {
 // rules decide unless the pod is done.
 func statusRestarts(policy v1.RestartPolicy, ref ctrRef, c *v1.Container, podDone bool, exitCode int32) bool {
 	if ref.Type == containerTypeApp && !podDone {
-		return appShouldRestart(&v1.PodSpec{RestartPolicy: policy}, c, exitCode)
+		return status.ContainerShouldRestart(&v1.PodSpec{RestartPolicy: policy}, c, exitCode)
 	}
-	return shouldRestart(policy, exitCode)
+	return status.PodPolicyRestarts(policy, exitCode)
 }
