@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -69,11 +68,6 @@ type secCase struct {
 	// spec is the pod spec's YAML below "spec:", with %s where the
 	// probe container's command goes.
 	spec string
-	// skip, when it returns a reason, skips the case on this host.
-	skip func() string
-	// gated cases need a value the field table may still reject: they
-	// are skipped, with podvisor validate's answer, while it does.
-	gated bool
 	// want checks the probe's output (nil: the pod must fail instead).
 	want func(t *testing.T, got map[string]string, p *v1.Pod)
 	// refused, for a pod that must not start, is what the container's
@@ -349,15 +343,18 @@ func TestSecurity(t *testing.T) {
     command: %s
     resources: {limits: {memory: 64Mi}}
 `,
-			skip: func() string {
-				if secSwapAccounted() {
-					return ""
-				}
-				return "this host does not account swap in cgroups (no memory.memsw.* on v1, no memory.swap.max on v2)"
-			},
 			// Read from the host: podvisor mounts no /sys/fs/cgroup into
-			// containers (the CRI plugin mounts it read-only).
+			// containers (the CRI plugin mounts it read-only). A host that
+			// does not account swap in cgroups (no memory.memsw.* on v1, no
+			// memory.swap.max on v2) can limit no swap: the memory limit
+			// is still set.
 			want: func(t *testing.T, _ map[string]string, p *v1.Pod) {
+				if !secSwapAccounted() {
+					if got := cgroupValue(t, d.ns, string(p.UID), containerID(p, "probe"), "memory.limit_in_bytes", "memory.max"); got != "67108864" {
+						t.Errorf("memory limit %s, want 67108864 (this host does not account swap)", got)
+					}
+					return
+				}
 				got := cgroupValue(t, d.ns, string(p.UID), containerID(p, "probe"), "memory.memsw.limit_in_bytes", "memory.swap.max")
 				want := "0" // v2: swap.max
 				if dirExists("/sys/fs/cgroup/memory") {
@@ -378,36 +375,42 @@ func TestSecurity(t *testing.T) {
 		},
 		{
 			name: "node-critical",
-			skip: func() string {
-				if secNegativeOOMScore() {
-					return ""
-				}
-				return "this host refuses negative oom_score_adj (podvisor raises it to 0 with a warning)"
-			},
 			spec: `  priorityClassName: system-node-critical
   containers:
   - {name: probe, image: busybox, imagePullPolicy: IfNotPresent, command: %s}
 `,
-			want: secValues(map[string]string{"oom_score_adj": "-997"}),
+			// A host that refuses negative scores gets the lowest it
+			// accepts, with a warning.
+			want: func(t *testing.T, got map[string]string, p *v1.Pod) {
+				if secNegativeOOMScore() {
+					secValues(map[string]string{"oom_score_adj": "-997"})(t, got, p)
+					return
+				}
+				secValues(map[string]string{"oom_score_adj": "0"})(t, got, p)
+				if n, msgs := d.eventCount(p.Name, "OOMScoreAdjRefused", "this host refuses oom_score_adj -997; using 0"); n == 0 {
+					t.Errorf("no OOMScoreAdjRefused warning; events: %q", msgs)
+				}
+			},
 		},
 		{
 			name: "apparmor-default",
 			spec: `  containers:
   - {name: probe, image: busybox, imagePullPolicy: IfNotPresent, command: %s}
 `,
-			skip: func() string {
+			// Without AppArmor the container runs unconfined: the probe
+			// reads no label.
+			want: func(t *testing.T, got map[string]string, p *v1.Pod) {
+				want := ""
 				if secAppArmor() {
-					return ""
+					want = "cri-containerd.apparmor.d (enforce)"
 				}
-				return "this host has no AppArmor: the default profile is tested in supervise/containerd TestDecideAppArmor"
+				secValues(map[string]string{"apparmor": want})(t, got, p)
 			},
-			want: secValues(map[string]string{"apparmor": "cri-containerd.apparmor.d (enforce)"}),
 		},
 		{
 			// Without AppArmor RuntimeDefault runs unconfined; with it, the
 			// default profile.
-			name:  "apparmor-runtime-default",
-			gated: true,
+			name: "apparmor-runtime-default",
 			spec: `  containers:
   - name: probe
     image: busybox
@@ -424,8 +427,7 @@ func TestSecurity(t *testing.T) {
 			},
 		},
 		{
-			name:  "apparmor-localhost-missing",
-			gated: true,
+			name: "apparmor-localhost-missing",
 			spec: `  containers:
   - name: probe
     image: busybox
@@ -438,31 +440,13 @@ func TestSecurity(t *testing.T) {
 	}
 
 	probe, _ := json.Marshal([]string{"sh", "-c", secProbe})
-	skipped := map[string]string{}
 	for _, tc := range cases {
-		if tc.skip != nil {
-			if why := tc.skip(); why != "" {
-				skipped[tc.name] = why
-				continue
-			}
-		}
 		m := fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\nspec:\n  terminationGracePeriodSeconds: 1\n%s",
 			tc.name, fmt.Sprintf(tc.spec, probe))
-		if tc.gated {
-			path := filepath.Join(d.dir, tc.name+".yaml")
-			os.WriteFile(path, []byte(m), 0o644)
-			if out, err := exec.Command(podvisorBin, "validate", "--node-name", node, path).CombinedOutput(); err != nil {
-				skipped[tc.name] = fmt.Sprintf("podvisor's field table rejects this case (%v): %s", err, out)
-				continue
-			}
-		}
 		d.writeManifest(tc.name+".yaml", m)
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if why, ok := skipped[tc.name]; ok {
-				t.Skip(why)
-			}
 			// The daemon's helpers fail the test they are given: this one.
 			d := *d
 			d.t = t

@@ -17,9 +17,14 @@
 //   - It exits 1 when a package failed or never finished (a build failure,
 //     a crash, go test killed), so with pipefail the pipeline's status is
 //     go test's.
+//   - A skip is counted at any level: a skipped subtest is a case not run
+//     as surely as a skipped test. Each skipped test is written to
+//     DIR/skipped.tsv (run label, package, test, its last output line).
 //   - -summary prints the rows of the packages -e2e names (module-relative
-//     paths), the totals of every row, and last a line of the exact form
-//     "N passed, N failed" (CI reads it). A package that failed with no
-//     failed test (TestMain, build, timeout) counts as one failure. It
-//     exits 1 when anything failed.
+//     paths), the skipped tests, and last a line of the exact form
+//     "N passed, N failed, N skipped" (CI reads it): the totals of every
+//     row. A package that failed with no failed test (TestMain, build,
+//     timeout) counts as one failure. It exits 1 when anything failed, or
+//     when anything skipped while PODVISOR_E2E_REQUIRED is set (make test
+//     sets it: no case of the suite may pass by not running).
 package main

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/podvisor/podvisor/test/prereq"
 )
 
 // event is one line of `go test -json` (cmd/test2json), build events
@@ -29,10 +31,13 @@ type counts struct {
 	pass, fail, skip int
 }
 
-// pkgRun is a package being read: its output so far and its counts.
+// pkgRun is a package being read: its output so far, its counts, the
+// last output line of each test and the tests that skipped.
 type pkgRun struct {
-	out    strings.Builder
-	counts counts
+	out     strings.Builder
+	counts  counts
+	last    map[string]string
+	skipped []string
 }
 
 func main() {
@@ -76,6 +81,11 @@ func read(r io.Reader, w io.Writer, label, dir string) error {
 		return err
 	}
 	defer rows.Close()
+	skips, err := os.OpenFile(filepath.Join(dir, "skipped.tsv"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer skips.Close()
 	failed := false
 	running := map[string]*pkgRun{}
 	var order []string
@@ -97,8 +107,15 @@ func read(r io.Reader, w io.Writer, label, dir string) error {
 			}
 		}
 		c := p.counts
-		_, err := fmt.Fprintf(rows, "%s\t%s\t%d\t%d\t%d\t%s\n", label, pkg, c.pass, c.fail, c.skip, status)
-		return err
+		if _, err := fmt.Fprintf(rows, "%s\t%s\t%d\t%d\t%d\t%s\n", label, pkg, c.pass, c.fail, c.skip, status); err != nil {
+			return err
+		}
+		for _, s := range p.skipped {
+			if _, err := fmt.Fprintf(skips, "%s\t%s\t%s\n", label, pkg, s); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
@@ -118,13 +135,24 @@ func read(r io.Reader, w io.Writer, label, dir string) error {
 		}
 		p := running[e.Package]
 		if p == nil {
-			p = &pkgRun{}
+			p = &pkgRun{last: map[string]string{}}
 			running[e.Package] = p
 			order = append(order, e.Package)
+		}
+		if e.Action == "skip" && e.Test != "" {
+			// Every skipped test, subtests too: a skipped subtest is a
+			// case not run as surely as a skipped test.
+			p.skipped = append(p.skipped, e.Test+"\t"+p.last[e.Test])
+			if strings.Contains(e.Test, "/") {
+				p.counts.skip++
+			}
 		}
 		switch {
 		case e.Action == "output":
 			p.out.WriteString(e.Output)
+			if l := strings.TrimSpace(e.Output); e.Test != "" && l != "" && !strings.HasPrefix(l, "--- ") && !strings.HasPrefix(l, "=== ") {
+				p.last[e.Test] = l
+			}
 		case e.Test != "" && !strings.Contains(e.Test, "/"):
 			switch e.Action {
 			case "pass":
@@ -210,9 +238,23 @@ func printSummary(w io.Writer, dir string, e2e []string) error {
 		}
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "every package of every run: %d passed, %d failed, %d skipped\n", total.pass, total.fail, total.skip)
-	fmt.Fprintf(w, "%d passed, %d failed\n", total.pass, total.fail)
-	if total.fail > 0 {
+	skipped, err := os.ReadFile(filepath.Join(dir, "skipped.tsv"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	required := prereq.Required()
+	if s := strings.TrimSpace(string(skipped)); s != "" {
+		if required {
+			fmt.Fprintln(w, "skipped (each a failure: PODVISOR_E2E_REQUIRED is set):")
+		} else {
+			fmt.Fprintln(w, "skipped:")
+		}
+		for _, l := range strings.Split(s, "\n") {
+			fmt.Fprintln(w, "  "+strings.ReplaceAll(l, "\t", "  "))
+		}
+	}
+	fmt.Fprintf(w, "%d passed, %d failed, %d skipped\n", total.pass, total.fail, total.skip)
+	if total.fail > 0 || required && total.skip > 0 {
 		return errFailed
 	}
 	return nil

@@ -40,6 +40,7 @@ not json: passed on
 `
 
 func TestReadAndSummary(t *testing.T) {
+	t.Setenv("PODVISOR_E2E_REQUIRED", "")
 	dir := t.TempDir()
 	var out strings.Builder
 	err := read(strings.NewReader(goTestJSON), &out, "containerd 2", dir)
@@ -77,17 +78,19 @@ func TestReadAndSummary(t *testing.T) {
 	}
 	got = out.String()
 	lines := strings.Split(strings.TrimSpace(got), "\n")
-	// Top-level tests only: TestA passed, TestB skipped; TestC failed,
-	// TestD passed; test/controlplane failed outside a test (one failure);
-	// m/cut's TestE passed, and m/cut failed unfinished (one failure).
-	if last := lines[len(lines)-1]; last != "3 passed, 3 failed" {
-		t.Errorf("last line %q, want %q:\n%s", last, "3 passed, 3 failed", got)
+	// Top-level tests pass and fail: TestA passed, TestC failed, TestD
+	// passed; test/controlplane failed outside a test (one failure); m/cut's
+	// TestE passed, and m/cut failed unfinished (one failure). Skips at any
+	// level: TestA/sub and TestB.
+	if last := lines[len(lines)-1]; last != "3 passed, 3 failed, 2 skipped" {
+		t.Errorf("last line %q, want %q:\n%s", last, "3 passed, 3 failed, 2 skipped", got)
 	}
 	for _, want := range []string{
-		"containerd 2  test/e2e              1       0       1        ok\n",
+		"containerd 2  test/e2e              1       0       2        ok\n",
 		"containerd 2  supervise/containerd  1       1       0        FAIL\n",
 		"containerd 2  test/controlplane     0       1       0        FAIL\n",
-		"every package of every run: 3 passed, 3 failed, 1 skipped\n",
+		"  containerd 2  m/test/e2e  TestB  b_test.go:9: skipping: missing containerd\n",
+		"  containerd 2  m/test/e2e  TestA/sub  \n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("summary lacks %q:\n%s", want, got)
@@ -113,7 +116,35 @@ func TestSummaryAllPassed(t *testing.T) {
 	if err := printSummary(&out, dir, []string{"test/e2e"}); err != nil {
 		t.Fatalf("printSummary: %v\n%s", err, out.String())
 	}
-	if !strings.HasSuffix(out.String(), "\n2 passed, 0 failed\n") || !strings.Contains(out.String(), "containerd 1.6  test/e2e") {
+	if !strings.HasSuffix(out.String(), "\n2 passed, 0 failed, 0 skipped\n") || !strings.Contains(out.String(), "containerd 1.6  test/e2e") {
 		t.Errorf("summary:\n%s", out.String())
+	}
+}
+
+// TestSkipFailsWhenRequired: under PODVISOR_E2E_REQUIRED a skipped test,
+// or a skipped subtest of a test that passed, fails the summary, which
+// names it; without it, the same run passes and still lists it.
+func TestSkipFailsWhenRequired(t *testing.T) {
+	dir := t.TempDir()
+	in := `{"Action":"run","Package":"m/test/e2e","Test":"TestA"}
+{"Action":"output","Package":"m/test/e2e","Test":"TestA/host","Output":"    a_test.go:7: this host has no AppArmor\n"}
+{"Action":"skip","Package":"m/test/e2e","Test":"TestA/host"}
+{"Action":"pass","Package":"m/test/e2e","Test":"TestA"}
+{"Action":"pass","Package":"m/test/e2e"}
+`
+	if err := read(strings.NewReader(in), &strings.Builder{}, "containerd 2", dir); err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	for _, required := range []string{"1", ""} {
+		t.Setenv("PODVISOR_E2E_REQUIRED", required)
+		var out strings.Builder
+		err := printSummary(&out, dir, []string{"test/e2e"})
+		if (err != nil) != (required != "") {
+			t.Errorf("PODVISOR_E2E_REQUIRED=%q: printSummary = %v", required, err)
+		}
+		if !strings.Contains(out.String(), "TestA/host  a_test.go:7: this host has no AppArmor") ||
+			!strings.HasSuffix(out.String(), "\n1 passed, 0 failed, 1 skipped\n") {
+			t.Errorf("PODVISOR_E2E_REQUIRED=%q: summary:\n%s", required, out.String())
+		}
 	}
 }
