@@ -94,7 +94,7 @@ func TestLoad(t *testing.T) {
 		t.Errorf("pods %v, want %v", keys, want)
 	}
 	all := joinErrs(snap.Errors)
-	for _, w := range []string{"bad.yaml:9: spec.containers[0].volumeDevices: not supported", "empty.yml: empty file"} {
+	for _, w := range []string{"bad.yaml:9: spec.containers[0].volumeDevices[0].name: Not found", "empty.yml: empty file"} {
 		if !strings.Contains(all, w) {
 			t.Errorf("errors:\n%s\nwant %q", all, w)
 		}

@@ -137,8 +137,8 @@ func TestValidateReportJSON(t *testing.T) {
 	}
 	e := got.Errors[0]
 	want := map[string]any{
-		"path": filepath.Join(dir, "bad.yaml"), "line": float64(9), "field": "spec.containers[0].volumeDevices",
-		"message": filepath.Join(dir, "bad.yaml") + ":9: spec.containers[0].volumeDevices: " + e["reason"].(string),
+		"path": filepath.Join(dir, "bad.yaml"), "line": float64(9), "field": "spec.containers[0].volumeDevices[0].name",
+		"message": filepath.Join(dir, "bad.yaml") + ":9: spec.containers[0].volumeDevices[0].name: " + e["reason"].(string),
 	}
 	for k, v := range want {
 		if e[k] != v {

@@ -3,6 +3,7 @@ package mirror
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -47,7 +48,8 @@ type LocalReference struct {
 //   - configMap, secret and persistentVolumeClaim volumes (the claim is a
 //     local document too), and projected volumes with any source but
 //     downwardAPI, are emptyDir volumes of the same name (their mounts
-//     stay as they are);
+//     stay as they are; the volumeDevices naming them are left out: the
+//     apiserver takes a device of a claim only);
 //   - an env var from a configMapKeyRef or secretKeyRef keeps its name and
 //     has no value and no valueFrom;
 //   - envFrom entries and imagePullSecrets are left out;
@@ -66,6 +68,7 @@ func mirrorSpec(local *v1.PodSpec) (v1.PodSpec, []LocalReference) {
 		refs = append(refs, LocalReference{Field: field, Kind: kind, Name: name, Key: key})
 	}
 
+	rewritten := map[string]bool{}
 	for i := range spec.Volumes {
 		vol := &spec.Volumes[i]
 		path := fmt.Sprintf("spec.volumes[%d]", i)
@@ -96,6 +99,7 @@ func mirrorSpec(local *v1.PodSpec) (v1.PodSpec, []LocalReference) {
 			continue
 		}
 		vol.VolumeSource = v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}
+		rewritten[vol.Name] = true
 	}
 
 	containers := func(list []v1.Container, field string) {
@@ -111,6 +115,10 @@ func mirrorSpec(local *v1.PodSpec) (v1.PodSpec, []LocalReference) {
 				}
 			}
 			c.EnvFrom = nil
+			c.VolumeDevices = slices.DeleteFunc(c.VolumeDevices, func(d v1.VolumeDevice) bool { return rewritten[d.Name] })
+			if len(c.VolumeDevices) == 0 {
+				c.VolumeDevices = nil
+			}
 			for j := range c.Env {
 				e := &c.Env[j]
 				if e.ValueFrom == nil {

@@ -253,6 +253,10 @@ func TestMirrorSpecEachReference(t *testing.T) {
 			[]LocalReference{{Field: "spec.volumes[0].secret", Kind: "Secret", Name: "sec"}}},
 		{"persistentVolumeClaim volume", volume(v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data", ReadOnly: true}}),
 			[]LocalReference{{Field: "spec.volumes[0].persistentVolumeClaim", Kind: "PersistentVolumeClaim", Name: "data"}}},
+		{"persistentVolumeClaim device", func(s *v1.PodSpec) {
+			s.Volumes = []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "disk"}}}}
+			s.Containers[0].VolumeDevices = []v1.VolumeDevice{{Name: "v", DevicePath: "/dev/xvda"}}
+		}, []LocalReference{{Field: "spec.volumes[0].persistentVolumeClaim", Kind: "PersistentVolumeClaim", Name: "disk"}}},
 		{"projected configMap", volume(v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: cmRef}}}}}),
 			[]LocalReference{{Field: "spec.volumes[0].projected.sources[0].configMap", Kind: "ConfigMap", Name: "cm"}}},
 		{"projected secret", volume(v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{{Secret: &v1.SecretProjection{LocalObjectReference: secRef}}}}}),

@@ -228,12 +228,16 @@ func onceInUse(key, holder string) string {
 }
 
 // claimProblem is why the pod's volume r cannot be set up yet, "" when
-// it can: kubelet's error for a missing or unbound claim, or the
+// it can: kubelet's error for a missing or unbound claim or for a claim
+// whose volume mode the pod's use of it does not fit, or the
 // ReadWriteOncePod claim another pod uses.
 func (w *podWorker) claimProblem(pod *v1.Pod, r podfile.ClaimReference) string {
 	key := pod.Namespace + "/" + r.Claim
 	b, ok := w.objs.Claims[key]
 	if msg := podfile.ClaimError(pod.Namespace, r.Claim, b, ok); msg != "" {
+		return msg
+	}
+	if msg := podfile.VolumeModeMismatch(pod, r.Volume, b); msg != "" {
 		return msg
 	}
 	if b.Dir != "" && w.d.claims.beingRemoved(b.Dir) {
@@ -281,11 +285,14 @@ func (w *podWorker) claimStorage(key string, b podfile.ClaimBinding) mounts.Clai
 
 // prepareClaims makes the storage of the pod's claims ready (created,
 // given the fsGroup, its quota set) and holds its ReadWriteOncePod claims,
-// then keeps their directories for the pod's mounts. A storage request
-// that cannot be enforced is a Warning event, once per claim and reason.
+// then keeps their directories for the pod's mounts and their block
+// devices (volumeMode Block, checked when a container is created) for
+// its volumeDevices. A storage request that cannot be enforced is a
+// Warning event, once per claim and reason.
 func (w *podWorker) prepareClaims(pod *v1.Pod) error {
 	refs := podfile.ClaimReferences(pod)
 	mountsByVolume := make(map[string]mounts.ClaimMount, len(refs))
+	devicesByVolume := map[string]claimDevice{}
 	var fsGroup *int64
 	var policy *v1.PodFSGroupChangePolicy
 	if sc := pod.Spec.SecurityContext; sc != nil {
@@ -299,6 +306,10 @@ func (w *podWorker) prepareClaims(pod *v1.Pod) error {
 			errs = append(errs, fmt.Errorf("volume %q: %s", r.Volume, msg))
 			continue
 		}
+		if msg := podfile.VolumeModeMismatch(pod, r.Volume, b); msg != "" {
+			errs = append(errs, errors.New(msg))
+			continue
+		}
 		if b.Dir != "" && w.d.claims.beingRemoved(b.Dir) {
 			errs = append(errs, fmt.Errorf("volume %q: %s", r.Volume, stillRemoved(key)))
 			continue
@@ -308,6 +319,10 @@ func (w *podWorker) prepareClaims(pod *v1.Pod) error {
 				errs = append(errs, fmt.Errorf("volume %q: %s", r.Volume, onceInUse(key, h)))
 				continue
 			}
+		}
+		if b.Block {
+			devicesByVolume[r.Volume] = claimDevice{Path: b.Path, ReadOnly: r.ReadOnly}
+			continue
 		}
 		s := w.claimStorage(key, b)
 		warning, err := mounts.PrepareClaim(s, fsGroup, policy, r.ReadOnly)
@@ -329,7 +344,7 @@ func (w *podWorker) prepareClaims(pod *v1.Pod) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	w.claimMounts = mountsByVolume
+	w.claimMounts, w.claimDevices = mountsByVolume, devicesByVolume
 	return nil
 }
 

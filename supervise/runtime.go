@@ -136,6 +136,8 @@ type ContainerConfig struct {
 	// CDIDevices are the fully qualified CDI devices injected into the
 	// container (vendor/class=name).
 	CDIDevices []string
+	// BlockDevices are the container's raw block volumes (volumeDevices).
+	BlockDevices []BlockDevice
 	// PIDNS is the pod's shared process namespace the container joins
 	// (shareProcessNamespace); "": its own, or the host's with hostPID.
 	PIDNS string

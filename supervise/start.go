@@ -171,6 +171,10 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef,
 	if err := checkSELinux(pod, c, selinuxEnabled); err != nil {
 		return fail("CreateContainerError", err)
 	}
+	blockDevices, err := w.blockDevices(c)
+	if err != nil {
+		return fail("CreateContainerError", err)
+	}
 	sb := w.rec.Sandbox
 	cfg := ContainerConfig{
 		ID: id,
@@ -200,6 +204,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef,
 		CDIDevices:  w.rec.Devices[c.Name],
 		UserNS:      w.containerUserNS(),
 	}
+	cfg.BlockDevices = blockDevices
 	// Record the ID before creating, so a podvisor that dies mid-way
 	// finds and removes a half-made container instead of leaking it.
 	prevStarted := cr.StartedAt

@@ -105,6 +105,9 @@ type podWorker struct {
 	// volumes, by volume name, as its sandbox's preparation found them
 	// (pvc.go).
 	claimMounts map[string]mounts.ClaimMount
+	// claimDevices are its Block claims' devices, by volume name
+	// (blockdev.go).
+	claimDevices map[string]claimDevice
 	// ended are the containers of ended runs, removed at the end of the
 	// step (removeEnded); the record no longer names them.
 	ended []endedRun

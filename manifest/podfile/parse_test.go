@@ -139,8 +139,8 @@ func TestParseFileBad(t *testing.T) {
 		{"bad quantity", basePod + "    resources:\n      limits: {cpu: lots}\n", []string{`spec.containers[0].resources.limits[cpu]: "lots" is not a quantity`}, 10},
 
 		// Field table: rejected fields and values.
-		{"rejected container field", basePod + "    volumeDevices: [{name: d, devicePath: /dev/xvda}]\n",
-			[]string{"spec.containers[0].volumeDevices: not supported by podvisor " + ver}, 9},
+		{"rejected container field", basePod + "    lifecycle:\n      preStop:\n        tcpSocket: {port: 80}\n",
+			[]string{"spec.containers[0].lifecycle.preStop.tcpSocket: not supported by podvisor " + ver}, 11},
 		{"stdin without tty", basePod + "    stdin: true\n",
 			[]string{"spec.containers[0].stdin: stdin without tty: true is not supported"}, 0},
 		{"rejected probe field", basePod + "    livenessProbe:\n      grpc: {port: 9000, mode: TLS}\n", []string{"spec.containers[0].livenessProbe.grpc.mode: not supported"}, 10},

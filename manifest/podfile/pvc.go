@@ -60,6 +60,10 @@ type ClaimBinding struct {
 	// OncePod says the claim's accessModes hold ReadWriteOncePod: one pod
 	// at a time uses it.
 	OncePod bool
+	// Block says the claim and its PersistentVolume are of volumeMode
+	// Block: Path is a block device, which containers get through
+	// volumeDevices, never volumeMounts.
+	Block bool
 	// Unbound is kubelet's reason why the claim cannot be used yet ("PVC
 	// is not bound"); the fields above are then empty. Detail says why
 	// the binder left it unbound.
@@ -69,9 +73,8 @@ type ClaimBinding struct {
 // validateClaim defaults and validates a PersistentVolumeClaim document as
 // the apiserver does on create (ValidatePersistentVolumeClaim: access
 // modes, resources.requests.storage, volumeMode, selector, ...), and adds
-// what podvisor cannot do: volumeMode Block, a dataSource, a
-// volumeAttributesClassName, and a reclaim-policy annotation other than
-// Retain or Delete.
+// what podvisor cannot do: a dataSource, a volumeAttributesClassName, and
+// a reclaim-policy annotation other than Retain or Delete.
 func validateClaim(pvc *v1.PersistentVolumeClaim, p *problems) {
 	defaultNamespace(&pvc.ObjectMeta)
 	corev1.SetObjectDefaults_PersistentVolumeClaim(pvc)
@@ -88,9 +91,6 @@ func validateClaim(pvc *v1.PersistentVolumeClaim, p *problems) {
 		if r, ok := strings.CutPrefix(p.errs[i].field, "spec.resources["); ok && strings.HasSuffix(r, "]") {
 			p.errs[i].field = "spec.resources.requests." + strings.TrimSuffix(r, "]")
 		}
-	}
-	if m := pvc.Spec.VolumeMode; m != nil && *m == v1.PersistentVolumeBlock {
-		p.invalid("spec.volumeMode", notSupported("volumeMode Block; Filesystem only"))
 	}
 	if pvc.Spec.DataSource != nil {
 		p.invalid("spec.dataSource", notSupported("volumes are provisioned empty"))
@@ -109,8 +109,9 @@ func validateClaim(pvc *v1.PersistentVolumeClaim, p *problems) {
 // apiserver does on create (ValidatePersistentVolume: capacity, access
 // modes, exactly one source, nodeAffinity for a local volume, ...), and
 // refuses what podvisor cannot mount: sources other than local and
-// hostPath, volumeMode Block. Its reclaim policy defaults to Retain, as
-// the API's; podvisor never removes a PersistentVolume's path.
+// hostPath, a hostPath of volumeMode Block whose type is not BlockDevice
+// (validateBlockVolume). Its reclaim policy defaults to Retain, as the
+// API's; podvisor never removes a PersistentVolume's path.
 func validateVolume(pv *v1.PersistentVolume, p *problems) {
 	corev1.SetObjectDefaults_PersistentVolume(pv)
 	var in core.PersistentVolume
@@ -119,9 +120,7 @@ func validateVolume(pv *v1.PersistentVolume, p *problems) {
 		return
 	}
 	addObjectErrors(corevalidation.ValidatePersistentVolume(&in, corevalidation.ValidationOptionsForPersistentVolume(&in, nil)), pv.Annotations, p)
-	if m := pv.Spec.VolumeMode; m != nil && *m == v1.PersistentVolumeBlock {
-		p.invalid("spec.volumeMode", notSupported("volumeMode Block; Filesystem only"))
-	}
+	validateBlockVolume(pv, p)
 	for _, src := range volumeSourceNames(pv.Spec.PersistentVolumeSource) {
 		if src != "local" && src != "hostPath" {
 			p.invalid("spec."+src, notSupported("local and hostPath PersistentVolumes only"))
@@ -180,8 +179,9 @@ func ClaimDir(namespace, name string) string { return namespace + "_" + name }
 // access modes) is its; a claim that matches none is provisioned a
 // directory of its own, as a dynamic provisioner would, unless it asks
 // for no provisioning (storageClassName "") or selects volumes by label
-// (a provisioner refuses a selector): those stay unbound. Claims are
-// bound in order of key; a volume binds one claim.
+// (a provisioner refuses a selector) or is of volumeMode Block (podvisor
+// provisions directories only): those stay unbound. Claims are bound in
+// order of key; a volume binds one claim.
 func BindClaims(objs []*Object, nodeName string) map[string]ClaimBinding {
 	var claims []*v1.PersistentVolumeClaim
 	var vols []*v1.PersistentVolume
@@ -244,6 +244,8 @@ func bindClaim(c *v1.PersistentVolumeClaim, vols []*v1.PersistentVolume, node ma
 		return volumeBinding(c, v)
 	}
 	switch {
+	case isBlock(c.Spec.VolumeMode):
+		return unbound(noBlockVolume)
 	case c.Spec.StorageClassName != nil && *c.Spec.StorageClassName == "":
 		return unbound(`no PersistentVolume document matches it, and storageClassName "" asks for no provisioning`)
 	case c.Spec.Selector != nil:
@@ -276,7 +278,7 @@ func volumeMismatch(c *v1.PersistentVolumeClaim, v *v1.PersistentVolume) string 
 }
 
 func volumeBinding(c *v1.PersistentVolumeClaim, v *v1.PersistentVolume) ClaimBinding {
-	b := ClaimBinding{Volume: v.Name, OncePod: slices.Contains(c.Spec.AccessModes, v1.ReadWriteOncePod)}
+	b := ClaimBinding{Volume: v.Name, OncePod: slices.Contains(c.Spec.AccessModes, v1.ReadWriteOncePod), Block: isBlock(v.Spec.VolumeMode)}
 	switch {
 	case v.Spec.Local != nil:
 		b.Path = v.Spec.Local.Path
@@ -326,8 +328,9 @@ func ClaimError(namespace, claim string, b ClaimBinding, ok bool) string {
 
 // MissingClaims returns a warning (wrapping ErrMissingClaim) for every
 // PersistentVolumeClaim the pod uses that is not defined in the manifest
-// directory or cannot be bound, at the line of its claimName. The pod is
-// not refused: it waits for the claim, as kubelet's does.
+// directory, cannot be bound, or is bound to a volume of another volume
+// mode than the pod's use of it needs (VolumeModeMismatch), at the line
+// of its claimName. The pod is not refused: it waits, as kubelet's does.
 func MissingClaims(p *Pod, bindings map[string]ClaimBinding) []*FileError {
 	var errs []*FileError
 	for _, r := range ClaimReferences(p.Pod) {
@@ -340,7 +343,11 @@ func MissingClaims(p *Pod, bindings map[string]ClaimBinding) []*FileError {
 		case b.Unbound != "":
 			reason = fmt.Sprintf("PersistentVolumeClaim %s is not bound (%s); the pod waits for it", key, b.Detail)
 		default:
-			continue
+			msg := VolumeModeMismatch(p.Pod, r.Volume, b)
+			if msg == "" {
+				continue
+			}
+			reason = fmt.Sprintf("PersistentVolumeClaim %s: %s; the pod waits", key, msg)
 		}
 		line := p.Line
 		if l := p.RefLines[r.Field]; l > 0 {

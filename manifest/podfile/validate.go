@@ -207,4 +207,5 @@ func validateContainer(cp string, c *v1.Container, p *problems) {
 		}
 		written[m.MountPath], cleaned[clean] = true, true
 	}
+	validateVolumeDevices(cp, c, p)
 }
