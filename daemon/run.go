@@ -89,7 +89,7 @@ func Run(ctx context.Context, c Config) error {
 	}
 	self, _ = filepath.EvalSymlinks(self)
 	d.logDriver = findLogDriver(self)
-	log.Info("podvisor starting", "node", d.node, "nodeIP", d.nodeIP, "manifests", c.Manifests)
+	log.Info("podvisor starting", "node", d.node, "nodeIP", d.nodeIP, "manifests", c.Manifests, "volumeQuota", volumeQuota(&c))
 
 	// stop ends everything: ctx's end, a drained --exit-when-empty, the
 	// end of serve for any reason.

@@ -3,12 +3,11 @@ package daemon
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/podvisor/podvisor/internal/layout"
-	"github.com/podvisor/podvisor/internal/projquota"
 	"github.com/podvisor/podvisor/manifest/podfile"
+	"github.com/podvisor/podvisor/mounts"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -53,33 +52,50 @@ func claimView(c *v1.PersistentVolumeClaim, b podfile.ClaimBinding, created meta
 	return out
 }
 
+// volumesDir is the volumes root c names.
+func volumesDir(c *Config) string {
+	if c.VolumesDir != "" {
+		return c.VolumesDir
+	}
+	return layout.Layout{StateDir: c.StateDir}.Volumes()
+}
+
+// claimQuota is how the storage requests of claims provisioned under the
+// volumes dir are enforced ("project quota", "btrfs qgroup"), or why they
+// are not.
+func claimQuota(c *Config) (how string, err error) {
+	how, err = mounts.ClaimQuota(volumesDir(c))
+	if errors.Is(err, mounts.ErrQuota) {
+		err = errors.Unwrap(err)
+	}
+	return how, err
+}
+
+// volumeQuota is claimQuota for the start log line: "project quota",
+// "btrfs qgroup", or "none: <why>".
+func volumeQuota(c *Config) string {
+	how, err := claimQuota(c)
+	if err != nil {
+		return "none: " + err.Error()
+	}
+	return how
+}
+
 // claimWarnings: a claim provisioned under the volumes dir gets its
-// storage request as a project quota only where that directory's
-// filesystem has them; said once per pod that uses claims.
+// storage request as a project quota (ext4, xfs) or a btrfs qgroup limit
+// only where that directory's filesystem has them; said once per pod that
+// uses claims, naming the enforcement that does not apply and why.
 func claimWarnings(c *Config, pod *v1.Pod) []string {
 	refs := podfile.ClaimReferences(pod)
 	if len(refs) == 0 {
 		return nil
 	}
-	dir := c.VolumesDir
-	if dir == "" {
-		dir = layout.Layout{StateDir: c.StateDir}.Volumes()
-	}
-	// The directory, or its nearest existing parent (made on first use).
-	probe := dir
-	for {
-		if _, err := os.Stat(probe); err == nil || probe == filepath.Dir(probe) {
-			break
-		}
-		probe = filepath.Dir(probe)
-	}
-	f, err := os.Open(probe)
-	if err != nil {
+	how, err := claimQuota(c)
+	if err == nil {
 		return nil
 	}
-	defer f.Close()
-	if err := projquota.Check(int(f.Fd())); err != nil {
-		return []string{fmt.Sprintf("%s: the storage request of a claim provisioned under %s is not enforced: %v", refs[0].Field, dir, err)}
+	if how != "" {
+		how = " by a " + how
 	}
-	return nil
+	return []string{fmt.Sprintf("%s: the storage request of a claim provisioned under %s is not enforced%s: %v", refs[0].Field, volumesDir(c), how, err)}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/podvisor/podvisor/internal/btrfsquota"
 	"github.com/podvisor/podvisor/internal/projquota"
 	v1 "k8s.io/api/core/v1"
 )
@@ -41,7 +42,8 @@ type ClaimStorage struct {
 	// that it is known once the claim is gone.
 	Delete bool
 	// Request is the claim's storage request in bytes: the provisioned
-	// directory's project quota (0: none).
+	// directory's project quota, or on btrfs its qgroup's limit (0:
+	// none).
 	Request int64
 
 	// Path is a PersistentVolume's path (Root and Dir empty). HostPath
@@ -85,15 +87,37 @@ type claimMarker struct {
 // that cannot be enforced.
 var ErrQuota = errors.New("storage request not enforced")
 
+// quotaWarning is PrepareClaim's warning: it is ErrQuota, and unwraps to
+// the reason.
+type quotaWarning struct{ reason error }
+
+func (w quotaWarning) Error() string        { return ErrQuota.Error() + ": " + w.reason.Error() }
+func (w quotaWarning) Unwrap() error        { return w.reason }
+func (w quotaWarning) Is(target error) bool { return target == ErrQuota }
+
+// quotaOutcome sorts what setting a storage request's limit returned: a
+// filesystem that cannot enforce it is a warning, anything else an error.
+func quotaOutcome(err error) (warning, fatal error) {
+	switch {
+	case err == nil:
+		return nil, nil
+	case errors.Is(err, projquota.ErrUnsupported), errors.Is(err, btrfsquota.ErrUnsupported):
+		return quotaWarning{err}, nil
+	}
+	return nil, err
+}
+
 // PrepareClaim makes the claim's storage ready for a pod with the given
 // fsGroup and fsGroupChangePolicy, mounted read-only or not:
 //   - a provisioned directory is created 0777 when missing (its root given
 //     the fsGroup, as an emptyDir's root, once: a ready marker records it,
 //     and what the pods wrote there is never walked nor its root changed
 //     again); its marker records the claim's reclaim policy; its storage
-//     request becomes a project quota on it. A quota the filesystem
-//     cannot enforce is the returned warning (wrapping ErrQuota), not an
-//     error.
+//     request becomes a project quota on it, or on btrfs, where it is
+//     made a subvolume, its qgroup's limit. A limit the filesystem
+//     cannot enforce (quotas not enabled, a directory made plain before)
+//     is the returned warning (wrapping ErrQuota, unwrapping to the
+//     reason), not an error.
 //   - a local PersistentVolume's path must be an existing directory; it
 //     gets the fsGroup as kubelet's local volume does (SetVolumeOwnership
 //     under the fsGroupChangePolicy, by descriptor), unless read-only.
@@ -142,7 +166,7 @@ func prepareProvisioned(s ClaimStorage, fsGroup *int64) (warning, err error) {
 		return nil, fmt.Errorf("%s is not a directory", path)
 	} else if errors.Is(err, fs.ErrNotExist) {
 		ready = false
-		if err := os.Mkdir(path, claimPerm); err != nil {
+		if err := makeClaimDir(s.Root, s.Dir); err != nil {
 			return nil, fmt.Errorf("create volume directory: %w", err)
 		}
 	} else if err != nil {
@@ -159,16 +183,10 @@ func prepareProvisioned(s ClaimStorage, fsGroup *int64) (warning, err error) {
 		want.ReclaimPolicy = string(v1.PersistentVolumeReclaimDelete)
 	}
 	if s.Request > 0 {
-		if want.ProjectID == 0 {
-			if want.ProjectID, err = nextProject(markers); err != nil {
-				return nil, err
-			}
+		if warning, err = quotaOutcome(setQuota(path, markers, &want, s.Request)); err != nil {
+			return nil, err
 		}
-		if err := setQuota(path, want.ProjectID, s.Request); err != nil {
-			if !errors.Is(err, projquota.ErrUnsupported) {
-				return nil, err
-			}
-			warning = fmt.Errorf("%w: %v", ErrQuota, err)
+		if warning != nil {
 			want.ProjectID = m.ProjectID
 		}
 	}
@@ -180,13 +198,92 @@ func prepareProvisioned(s ClaimStorage, fsGroup *int64) (warning, err error) {
 	return warning, nil
 }
 
-func setQuota(path string, id uint32, limit int64) error {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_DIRECTORY, 0)
+// makeClaimDir creates the provisioned directory dir under root: on btrfs
+// a subvolume, which a qgroup can limit (and which is removed without a
+// walk); elsewhere a plain directory.
+func makeClaimDir(root, dir string) error {
+	f, err := openRootDir(root)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	return projquota.Set(int(f.Fd()), id, limit)
+	if btrfs, err := btrfsquota.IsBtrfs(int(f.Fd())); err != nil {
+		return err
+	} else if btrfs {
+		return btrfsquota.Create(int(f.Fd()), dir)
+	}
+	return os.Mkdir(filepath.Join(root, dir), claimPerm)
+}
+
+// setQuota limits the provisioned directory at path to limit bytes: on
+// btrfs with its subvolume's qgroup, elsewhere with a project quota (want
+// is given a project ID when it has none).
+func setQuota(path, markers string, want *claimMarker, limit int64) error {
+	f, err := openDir(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fd := int(f.Fd())
+	if btrfs, err := btrfsquota.IsBtrfs(fd); err != nil {
+		return err
+	} else if btrfs {
+		return btrfsquota.Set(fd, limit)
+	}
+	if want.ProjectID == 0 {
+		if want.ProjectID, err = nextProject(markers); err != nil {
+			return err
+		}
+	}
+	return projquota.Set(fd, want.ProjectID, limit)
+}
+
+// ClaimQuota reports, changing nothing, how the storage requests of the
+// claims provisioned under root are enforced: "btrfs qgroup" or "project
+// quota"; or an error wrapping ErrQuota that says why they are not and
+// what would make them (another error: it could not be told). A root not
+// made yet is judged by its nearest existing parent.
+func ClaimQuota(root string) (string, error) {
+	probe := root
+	for {
+		if _, err := os.Stat(probe); err == nil || probe == filepath.Dir(probe) {
+			break
+		}
+		probe = filepath.Dir(probe)
+	}
+	f, err := openRootDir(probe)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	fd := int(f.Fd())
+	if btrfs, err := btrfsquota.IsBtrfs(fd); err != nil {
+		return "", err
+	} else if btrfs {
+		return "btrfs qgroup", checkError(btrfsquota.Check(fd))
+	}
+	return "project quota", checkError(projquota.Check(fd))
+}
+
+// checkError is a quota check's error, as a warning where it says the
+// filesystem cannot enforce.
+func checkError(err error) error {
+	warning, fatal := quotaOutcome(err)
+	if warning != nil {
+		return warning
+	}
+	return fatal
+}
+
+// openDir opens a provisioned directory, refusing a symlink in its place.
+func openDir(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_DIRECTORY, 0)
+}
+
+// openRootDir opens the volumes root, the operator's path: a symlink
+// there is followed, as everywhere else the root is used.
+func openRootDir(root string) (*os.File, error) {
+	return os.OpenFile(root, os.O_RDONLY|syscall.O_DIRECTORY, 0)
 }
 
 func readClaimMarker(path string) (claimMarker, bool, error) {
@@ -272,16 +369,45 @@ func ProvisionedClaims(root string) ([]ProvisionedClaim, error) {
 }
 
 // RemoveClaim removes the provisioned directory dir under root with
-// everything in it (no symlink followed), then its marker.
+// everything in it (no symlink followed), then its marker. A btrfs
+// subvolume is deleted at once, nothing in it walked, unless it holds
+// another subvolume (a container may make one): it is then emptied and
+// removed as a directory is.
 func RemoveClaim(root, dir string) error {
 	if dir == "" || dir == "." || dir == ".." || strings.ContainsRune(dir, '/') || strings.HasPrefix(dir, ".") {
 		return fmt.Errorf("invalid volume directory name %q", dir)
+	}
+	if err := removeSubvolume(root, dir); err != nil {
+		return fmt.Errorf("remove volume %s: %w", dir, err)
 	}
 	if err := os.RemoveAll(filepath.Join(root, dir)); err != nil {
 		return fmt.Errorf("remove volume %s: %w", dir, err)
 	}
 	if err := os.Remove(filepath.Join(root, claimMarkers, dir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove volume %s: %w", dir, err)
+	}
+	return nil
+}
+
+// removeSubvolume deletes root/dir if it is a btrfs subvolume that holds
+// no other; it leaves anything else.
+func removeSubvolume(root, dir string) error {
+	f, err := openDir(filepath.Join(root, dir))
+	if err != nil {
+		return nil // gone, or not a directory: RemoveAll's
+	}
+	sub, err := btrfsquota.IsSubvolume(int(f.Fd()))
+	f.Close()
+	if err != nil || !sub {
+		return err
+	}
+	r, err := openRootDir(root)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if err := btrfsquota.Destroy(int(r.Fd()), dir); err != nil && !errors.Is(err, syscall.ENOTEMPTY) {
+		return err
 	}
 	return nil
 }
