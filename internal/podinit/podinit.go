@@ -17,6 +17,12 @@ func Run() int {
 		fmt.Fprintln(os.Stderr, "pod-init: runs as PID 1 of a pod's process namespace (started by podvisor, not by hand)")
 		return 2
 	}
+	// A signal sent to PID 1 of a namespace whose handler is the
+	// default is dropped by the kernel: that is why kubelet's pause
+	// outlives `kill -HUP 1` from a container. The Go runtime has its own
+	// handlers, which end the program on these (with a stack dump for all
+	// but SIGHUP), so they are ignored instead.
+	signal.Ignore(syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGILL, syscall.SIGTRAP, syscall.SIGABRT, syscall.SIGSTKFLT, syscall.SIGSYS)
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT)
 	for {
