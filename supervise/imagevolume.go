@@ -13,7 +13,8 @@ import (
 
 // ImageVolumeMounter is a Runtime that mounts images as volumes
 // (volumes[].image): the image's layers, read-only, at a directory of the
-// pod's, as containerd's CRI does for kubelet. The supervisor finds it on
+// pod's, as containerd's CRI does for kubelet; an OCI artifact's layers
+// as files named by their titles, as CRI-O does. The supervisor finds it on
 // Options.Runtime; without it a pod with an image volume waits with the
 // reason.
 type ImageVolumeMounter interface {
@@ -25,6 +26,24 @@ type ImageVolumeMounter interface {
 	RemoveImageVolumes(ctx context.Context, podUID string) error
 	// ImageVolumePods lists the pods the runtime holds image volumes for.
 	ImageVolumePods(ctx context.Context) ([]string, error)
+}
+
+type imageVolumePullKey struct{}
+
+// WithImageVolumePull returns ctx for the EnsureImage of an image volume's
+// image. There an OCI artifact (a manifest whose config is no image
+// config) is welcome as well as an image, as CRI-O takes one: its layers
+// are fetched and kept as they are, not unpacked, and their titles must be
+// relative paths.
+func WithImageVolumePull(ctx context.Context) context.Context {
+	return context.WithValue(ctx, imageVolumePullKey{}, true)
+}
+
+// IsImageVolumePull reports whether ctx is that of an image volume's
+// EnsureImage (WithImageVolumePull).
+func IsImageVolumePull(ctx context.Context) bool {
+	ok, _ := ctx.Value(imageVolumePullKey{}).(bool)
+	return ok
 }
 
 // errNoImageVolumes is the refusal of an image volume by a runtime that
@@ -86,9 +105,9 @@ func (w *podWorker) mountImageVolume(ctx context.Context, pod *v1.Pod, name stri
 	if w.d.imageVolumes == nil {
 		return "", &imageVolumeStartError{"CreateContainerError", fmt.Errorf("image volume %q: %w", name, errNoImageVolumes)}
 	}
-	pctx := WithPullSecrets(WithPullReporter(ctx, func(reason, msg string) {
+	pctx := WithImageVolumePull(WithPullSecrets(WithPullReporter(ctx, func(reason, msg string) {
 		w.event(pod, "", v1.EventTypeNormal, reason, "%s", msg)
-	}), secrets)
+	}), secrets))
 	img, err := w.d.ensureImage(pctx, &v1.Container{Name: name, Image: src.Reference, ImagePullPolicy: imageVolumePullPolicy(src)})
 	if err != nil {
 		if ctx.Err() != nil || errors.Is(err, ErrRuntimeUnavailable) {

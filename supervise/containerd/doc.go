@@ -60,5 +60,8 @@
 //     Collect drops podvisor's leases); it is mounted through the
 //     snapshotter's mounts, so 1.6 and 2.x alike, and removed by
 //     RemoveImageVolumes once its mount is gone. An OCI artifact is
-//     refused naming it so (errArtifact), at the pull and at the mount.
+//     refused as a container's image (errArtifact); for an image volume
+//     its layers are fetched as they are, written once as files named by
+//     their titles into a committed snapshot of their own under a lease,
+//     and viewed as an image's is; only the views hold it.
 package containerd

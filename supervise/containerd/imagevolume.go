@@ -9,10 +9,9 @@ import (
 	"time"
 
 	"github.com/containerd/containerd/v2/core/content"
-	"github.com/containerd/containerd/v2/core/images"
+	"github.com/containerd/containerd/v2/core/mount"
 	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/containerd/errdefs"
-	"github.com/containerd/platforms"
 	"github.com/opencontainers/image-spec/identity"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/podvisor/podvisor/supervise"
@@ -54,10 +53,11 @@ func imageVolumeKey(uid, digest string) string {
 // MountImageVolume mounts a read-only view of im's layers at target for
 // pod uid: a snapshot (a view of the image's top layer, labelled with the
 // pod and the image and rooted against containerd's garbage collection)
-// mounted there. A target already mounted is kept as it is; a snapshot
-// left from an earlier mount of the same pod and image (a reboot took the
-// mount away) is mounted again. An OCI artifact (a manifest whose config
-// is no image config) is refused: only images have layers to mount.
+// mounted there. An OCI artifact (a manifest whose config is no image
+// config) is shown as CRI-O shows one: a view of the snapshot holding its
+// layers as files (imagevolume_artifact.go). A target already mounted is
+// kept as it is; a snapshot left from an earlier mount of the same pod and
+// image (a reboot took the mount away) is mounted again.
 func (r *Runtime) MountImageVolume(ctx context.Context, uid string, im supervise.Image, target string) (err error) {
 	defer markUnavailable(&err)
 	if mounted, err := isMountPoint(target); err != nil {
@@ -69,12 +69,10 @@ func (r *Runtime) MountImageVolume(ctx context.Context, uid string, im supervise
 	if err != nil {
 		return fmt.Errorf("image %s: %w", im.Ref, err)
 	}
-	if err := checkImageConfig(ctx, r.client.ContentStore(), img.Target(), im.Ref); err != nil {
-		return err
-	}
-	diffIDs, err := img.RootFS(ctx)
+	cs := r.client.ContentStore()
+	art, err := artifactManifest(ctx, cs, img.Target())
 	if err != nil {
-		return fmt.Errorf("layers of image %s: %w", im.Ref, err)
+		return fmt.Errorf("manifest of image %s: %w", im.Ref, err)
 	}
 	digest := img.Target().Digest.String()
 	key := imageVolumeKey(uid, digest)
@@ -84,18 +82,47 @@ func (r *Runtime) MountImageVolume(ctx context.Context, uid string, im supervise
 		labelImageVolumeImage: im.Ref,
 		labelGCRoot:           time.Now().UTC().Format(time.RFC3339),
 	}
-	created := true
-	ms, err := sn.View(ctx, key, identity.ChainID(diffIDs).String(), snapshots.WithLabels(labels))
-	if errdefs.IsAlreadyExists(err) {
-		created = false
-		ms, err = sn.Mounts(ctx, key)
+	var ms []mount.Mount
+	created := false
+	view := func(ctx context.Context, parent string) (err error) {
+		ms, err = sn.View(ctx, key, parent, snapshots.WithLabels(labels))
+		created = err == nil
+		if errdefs.IsAlreadyExists(err) {
+			ms, err = sn.Mounts(ctx, key)
+		}
+		if err != nil {
+			return fmt.Errorf("snapshot of image %s: %w", im.Ref, err)
+		}
+		return nil
 	}
-	if errdefs.IsNotFound(err) {
-		// A layer went behind podvisor's back: the next try unpacks again.
-		r.markUnpacked(digest, false)
-	}
-	if err != nil {
-		return fmt.Errorf("snapshot of image %s: %w", im.Ref, err)
+	if art != nil {
+		files, err := artifactFiles(im.Ref, *art)
+		if err != nil {
+			return err
+		}
+		err = r.withLease(ctx, "artifact", func(ctx context.Context) error {
+			parent, err := r.artifactSnapshot(ctx, sn, cs, img.Target().Digest, files)
+			if err != nil {
+				return fmt.Errorf("files of artifact %s: %w", im.Ref, err)
+			}
+			return view(ctx, parent)
+		})
+		if err != nil {
+			return err
+		}
+	} else {
+		diffIDs, err := img.RootFS(ctx)
+		if err != nil {
+			return fmt.Errorf("layers of image %s: %w", im.Ref, err)
+		}
+		if err := view(ctx, identity.ChainID(diffIDs).String()); err != nil {
+			if errdefs.IsNotFound(err) {
+				// A layer went behind podvisor's back: the next try
+				// unpacks again.
+				r.markUnpacked(digest, false)
+			}
+			return err
+		}
 	}
 	if err := os.MkdirAll(target, 0o755); err != nil {
 		return fmt.Errorf("image volume directory: %w", err)
@@ -113,24 +140,24 @@ func (r *Runtime) MountImageVolume(ctx context.Context, uid string, im supervise
 	return nil
 }
 
-// checkImageConfig refuses an OCI artifact: a manifest (of this platform)
-// whose config is neither an OCI nor a Docker image config has no layers
-// that make a filesystem (containerd's pull fetches none of them, and its
-// unpack fails). An image volume of one is refused with this reason.
+// checkImageConfig refuses an OCI artifact as a container's image: a
+// manifest (of this platform) whose config is neither an OCI nor a Docker
+// image config has no layers that make a root filesystem (containerd's
+// pull fetches none of them, and its unpack fails). An image volume takes
+// one (checkArtifact).
 func checkImageConfig(ctx context.Context, cs content.Provider, target ocispec.Descriptor, ref string) error {
-	m, err := images.Manifest(ctx, cs, target, platforms.Default())
+	m, err := artifactManifest(ctx, cs, target)
 	if err != nil {
 		return fmt.Errorf("manifest of image %s: %w", ref, err)
 	}
-	switch m.Config.MediaType {
-	case ocispec.MediaTypeImageConfig, images.MediaTypeDockerSchema2Config:
+	if m == nil {
 		return nil
 	}
 	kind := m.Config.MediaType
 	if m.ArtifactType != "" {
 		kind = m.ArtifactType
 	}
-	return fmt.Errorf("%s is an %w (%s): it has no layers to run or mount", ref, errArtifact, kind)
+	return fmt.Errorf("%s is an %w (%s): it has no layers to run", ref, errArtifact, kind)
 }
 
 // ImageVolumeView is one image volume snapshot.

@@ -136,11 +136,15 @@ func (r *Runtime) pullOnce(ctx context.Context, ref string, creds func(host stri
 	err := r.withLease(ctx, "pull", func(ctx context.Context) (err error) {
 		img, err = r.client.Pull(ctx, ref, client.WithPullUnpack, client.WithPullSnapshotter(r.opts.Snapshotter), client.WithResolver(resolver))
 		if err != nil && ctx.Err() == nil {
-			// An OCI artifact fails to unpack: say what it is instead. Its
-			// manifest is in the content store, held by the lease.
+			// An OCI artifact fails to unpack: say what it is instead, or
+			// fetch its layers for an image volume. Its manifest is in
+			// the content store, held by the lease.
 			if _, desc, rerr := resolver.Resolve(ctx, ref); rerr == nil {
 				if aerr := checkImageConfig(ctx, r.client.ContentStore(), desc, ref); errors.Is(aerr, errArtifact) {
 					err = aerr
+					if supervise.IsImageVolumePull(ctx) {
+						img, err = r.fetchArtifact(ctx, ref, resolver)
+					}
 				}
 			}
 		}

@@ -158,6 +158,9 @@ func (r *Runtime) EnsureImage(ctx context.Context, c *v1.Container) (_ supervise
 		return res, fmt.Errorf("look up image %s: %w", ref, getErr)
 	}
 	present := getErr == nil
+	if present && supervise.IsImageVolumePull(ctx) && !r.artifactFetched(ctx, img) {
+		present = false // an artifact whose layers were never fetched
+	}
 	if !present && c.ImagePullPolicy == v1.PullNever {
 		return res, supervise.ErrImageNeverPull
 	}
@@ -203,6 +206,9 @@ func (r *Runtime) EnsureImage(ctx context.Context, c *v1.Container) (_ supervise
 				// An OCI artifact has no layers to unpack: say so
 				// rather than how its unpack fails.
 				if aerr := checkImageConfig(ctx, r.client.ContentStore(), img.Target(), ref); errors.Is(aerr, errArtifact) {
+					if supervise.IsImageVolumePull(ctx) {
+						return checkArtifact(ctx, r.client.ContentStore(), img.Target(), ref)
+					}
 					return aerr
 				}
 			}
@@ -219,7 +225,11 @@ func (r *Runtime) EnsureImage(ctx context.Context, c *v1.Container) (_ supervise
 		}
 		// One check (and unpack) of a digest at a time: the pods started
 		// meanwhile take its answer.
-		if _, err := doShared(ctx, &r.unpackCheck, digest, func() (struct{}, error) { return struct{}{}, check(ctx) }); err != nil {
+		key := digest
+		if supervise.IsImageVolumePull(ctx) {
+			key += " volume" // an artifact passes there only
+		}
+		if _, err := doShared(ctx, &r.unpackCheck, key, func() (struct{}, error) { return struct{}{}, check(ctx) }); err != nil {
 			return res, err
 		}
 	}
@@ -341,7 +351,7 @@ func (r *Runtime) Create(ctx context.Context, cfg supervise.ContainerConfig) (er
 	// default spec.
 	all := append(class.specBase(), []oci.SpecOpts{withImageConfig(ic.Config)}...)
 	all = append(all, opts...)
-	all = append(all, withCDIDevices(r.opts.CDI, cfg.CDIDevices))
+	all = append(all, withCDIDevices(r.opts.CDI, cfg.CDIDevices), withBlockDevices(cfg.BlockDevices))
 	userns, err := r.userNSOpts(ctx, cfg)
 	if err != nil {
 		return err

@@ -36,9 +36,17 @@ import (
 // it, a write is refused (read-only file system), and both containers
 // see one mount. A subPath that is a file of the image waits in
 // CreateContainerError, an absent image with pullPolicy Never in
-// ErrImageNeverPull, an OCI artifact in ErrImagePull naming it so. podvisor restarted with image garbage collection at
-// 0% adopts the pod untouched and keeps the image, while it removes an
-// unused one. With the host's mount gone (a reboot), a restarted
+// ErrImageNeverPull, an OCI artifact whose layer title leads out of the
+// volume in ErrImagePull naming the title. An OCI artifact (an
+// artifactType, an empty config, two layers titled dir/file and file) is
+// pulled with the pod's secrets and shown as CRI-O shows one: each layer a
+// read-only file at its title, a subPath a directory of them. The
+// Kubernetes docs' image volume example (testdata/docs/image-volumes.yaml,
+// unmodified: quay.io/crio/artifact:v2, here an artifact of that shape
+// made by the test, and a busybox stand-in for debian) shows /volume/dir/file
+// and /volume/file as the docs page says. podvisor restarted with image
+// garbage collection at 0% adopts the pod untouched and keeps the image,
+// while it removes an unused one. With the host's mount gone (a reboot), a restarted
 // container gets the image mounted again from the kept snapshot. The pod
 // removed, no mount and no snapshot is left.
 func TestImageVolume(t *testing.T) {
@@ -60,7 +68,15 @@ func TestImageVolume(t *testing.T) {
 		t.Fatal(err)
 	}
 	pushed(t, d, reg, archive, dataRef, "team/data:1")
-	pushArtifact(t, d, reg, "team/artifact:1")
+	docsLayers := []artifactLayer{{"dir/file", "1\n"}, {"file", "2\n"}}
+	pushArtifact(t, d, reg, "team/artifact:1", docsLayers...)
+	pushArtifact(t, d, reg, "team/escape:1", artifactLayer{"dir/file", "1\n"}, artifactLayer{"../escape", "x\n"})
+	const docsArtifact = "quay.io/crio/artifact:v2"
+	makeArtifact(t, d, docsArtifact, docsLayers...)
+	t.Cleanup(func() { deleteImage(d, docsArtifact) })
+	if err := testimage.Build(filepath.Join(d.images, "debian.tar"), testimage.Options{Ref: "debian", Cmd: []string{"bash"}}); err != nil {
+		t.Fatal(err)
+	}
 	image := reg.Host + "/team/data:1"
 	t.Cleanup(func() { deleteImage(d, image) })
 	d.start()
@@ -226,15 +242,15 @@ spec:
       pullPolicy: Never
   - name: art
     image:
-      reference: %s/team/artifact:1
+      reference: %s/team/escape:1
 `, image, reg.Host))
 	refused := d.waitPod("refused-"+node, 60*time.Second, "CreateContainerError, ErrImageNeverPull and ErrImagePull", func(p *v1.Pod) bool {
 		f, n, a := containerStatus(p, "file").State.Waiting, containerStatus(p, "never").State.Waiting, containerStatus(p, "artifact").State.Waiting
 		return f != nil && f.Reason == "CreateContainerError" && n != nil && n.Reason == "ErrImageNeverPull" &&
 			a != nil && (a.Reason == "ErrImagePull" || a.Reason == "ImagePullBackOff")
 	})
-	if msg := containerStatus(refused, "artifact").State.Waiting.Message; !strings.Contains(msg, "OCI artifact") {
-		t.Errorf("artifact: waiting message %q, want it refused as an OCI artifact", msg)
+	if msg := containerStatus(refused, "artifact").State.Waiting.Message; !strings.Contains(msg, `"../escape"`) || !strings.Contains(msg, "lead out of the volume") {
+		t.Errorf("artifact: waiting message %q, want its title ../escape refused", msg)
 	}
 	if msg := containerStatus(refused, "file").State.Waiting.Message; !strings.Contains(msg, "not a directory") {
 		t.Errorf("file subPath: waiting message %q, want it refused as not a directory", msg)
@@ -244,6 +260,71 @@ spec:
 	}
 	d.removeManifest("refused.yaml")
 	d.waitGone("refused-"+node, 30*time.Second)
+
+	// An OCI artifact, pulled with the pod's secrets: its layers are
+	// files at their titles, read-only, a subPath a directory of them.
+	d.writeManifest("art.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: art
+spec:
+  terminationGracePeriodSeconds: 1
+  imagePullSecrets:
+  - name: regcred
+  containers:
+  - name: main
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "3600"]
+    volumeMounts:
+    - name: art
+      mountPath: /art
+    - name: art
+      mountPath: /sub
+      subPath: dir
+  volumes:
+  - name: art
+    image:
+      reference: %s/team/artifact:1
+`, reg.Host))
+	// The Kubernetes docs' example, unmodified, beside it.
+	d.writeManifest("image-volumes.yaml", docsManifest(t, "image-volumes.yaml"))
+	d.waitPod("image-volume-"+node, 60*time.Second, "Running", running)
+	for _, c := range []struct{ path, want string }{{"/volume/dir/file", "1"}, {"/volume/file", "2"}} {
+		out, errOut, code := d.runCLI("", "exec", "image-volume-"+node, "-c", "shell", "--", "cat", c.path)
+		if code != 0 || strings.TrimSpace(out) != c.want {
+			t.Errorf("docs example: cat %s: %q %q exit %d, want %q", c.path, out, errOut, code, c.want)
+		}
+	}
+	d.waitPod("art-"+node, 60*time.Second, "Running", running)
+	if v := views(); len(v) != 3 {
+		t.Errorf("image volume snapshots %q, want the image's and the two artifacts'", v)
+	}
+	// The two names are one artifact (one manifest digest): its files
+	// are written once, for both pods.
+	if files := snapshotsNamed(t, d, "podvisor-artifact/"); len(files) != 1 {
+		t.Errorf("artifact files snapshots %q, want one shared by both pods", files)
+	}
+	d.removeManifest("image-volumes.yaml")
+	for _, c := range []struct{ path, want string }{{"/art/dir/file", "1"}, {"/art/file", "2"}, {"/sub/file", "1"}} {
+		out, errOut, code := d.runCLI("", "exec", "art-"+node, "-c", "main", "--", "cat", c.path)
+		if code != 0 || strings.TrimSpace(out) != c.want {
+			t.Errorf("artifact: cat %s: %q %q exit %d, want %q", c.path, out, errOut, code, c.want)
+		}
+	}
+	if out, errOut, code := d.runCLI("", "exec", "art-"+node, "-c", "main", "--", "sh", "-c", "echo x > /art/file"); code == 0 || !strings.Contains(out+errOut, "Read-only file system") {
+		t.Errorf("write into the artifact volume: %q %q exit %d, want it refused (read-only)", out, errOut, code)
+	}
+
+	d.removeManifest("art.yaml")
+	d.waitGone("art-"+node, 30*time.Second)
+	// The docs' container (sleep as PID 1) ignores SIGTERM: it goes at
+	// the end of its 30 s grace period.
+	d.waitGone("image-volume-"+node, 60*time.Second)
+	d.poll("the artifacts' views gone with their pods", 30*time.Second, func() (bool, string) {
+		v := views()
+		return len(v) == 1, fmt.Sprintf("snapshots %q", v)
+	})
 
 	// Image GC at 0% after a restart: an unused image goes, the mounted
 	// one stays, the pod is adopted as it runs.
@@ -320,6 +401,36 @@ spec:
 		ms, v := imageMounts(), views()
 		return len(ms) == 0 && len(v) == 0, fmt.Sprintf("mounts %q, snapshots %q", ms, v)
 	})
+	// The artifacts' files were held by their views alone: containerd's
+	// next collection (a synchronous image removal runs one) takes them.
+	deleteImage(d, docsArtifact)
+	if left := snapshotsNamed(t, d, "podvisor-artifact"); len(left) > 0 {
+		t.Errorf("artifact files snapshots %q left after every pod went", left)
+	}
+}
+
+// snapshotsNamed lists the snapshots of d's namespace whose names start
+// with prefix.
+func snapshotsNamed(t *testing.T, d *daemon, prefix string) []string {
+	t.Helper()
+	cl, err := containerd.New(env.Address, containerd.WithDefaultNamespace(d.ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out []string
+	err = cl.SnapshotService("overlayfs").Walk(ctx, func(_ context.Context, info snapshots.Info) error {
+		if strings.HasPrefix(info.Name, prefix) {
+			out = append(out, info.Name)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // importArchive imports an image archive into d's namespace.
@@ -342,10 +453,13 @@ func importArchive(t *testing.T, d *daemon, archive string) {
 	}
 }
 
-// pushArtifact pushes an OCI artifact shaped as quay.io/crio/artifact (an
-// artifactType, an empty config, one file as a layer) to reg as repo,
-// through d's containerd namespace, and removes it there again.
-func pushArtifact(t *testing.T, d *daemon, reg *registry.Registry, repo string) {
+// artifactLayer is one layer of a test artifact: a blob and its title.
+type artifactLayer struct{ title, body string }
+
+// makeArtifact makes an OCI artifact named name in d's containerd
+// namespace, shaped as CRI-O's artifacts are (an artifactType, the empty
+// config, each layer a file's bytes titled with its path).
+func makeArtifact(t *testing.T, d *daemon, name string, layers ...artifactLayer) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -359,32 +473,59 @@ func pushArtifact(t *testing.T, d *daemon, reg *registry.Registry, repo string) 
 		t.Fatal(err)
 	}
 	defer done(context.WithoutCancel(ctx))
-	put := func(mediaType string, b []byte) ocispec.Descriptor {
+	put := func(mediaType string, b []byte, annotations map[string]string) ocispec.Descriptor {
 		desc := ocispec.Descriptor{MediaType: mediaType, Digest: digest.FromBytes(b), Size: int64(len(b))}
 		if err := content.WriteBlob(ctx, cl.ContentStore(), desc.Digest.String(), bytes.NewReader(b), desc); err != nil {
 			t.Fatal(err)
 		}
+		desc.Annotations = annotations
 		return desc
 	}
 	m := ocispec.Manifest{
 		Versioned:    specs.Versioned{SchemaVersion: 2},
 		MediaType:    ocispec.MediaTypeImageManifest,
 		ArtifactType: "application/vnd.podvisor.test.artifact.v1",
-		Config:       put(ocispec.MediaTypeEmptyJSON, []byte("{}")),
-		Layers:       []ocispec.Descriptor{put("application/vnd.oci.image.layer.v1.tar", []byte("artifact file\n"))},
+		Config:       put(ocispec.MediaTypeEmptyJSON, []byte("{}"), nil),
+	}
+	for _, l := range layers {
+		m.Layers = append(m.Layers, put("application/vnd.oci.image.layer.v1.tar", []byte(l.body), map[string]string{ocispec.AnnotationTitle: l.title}))
 	}
 	b, err := json.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const name = "podvisor.test/iv-artifact:1"
-	if _, err := cl.ImageService().Create(ctx, images.Image{Name: name, Target: put(ocispec.MediaTypeImageManifest, b)}); err != nil {
+	target := put(ocispec.MediaTypeImageManifest, b, nil)
+	// The manifest references its config and layers, as a pull leaves it,
+	// so that the image keeps them once the lease is gone.
+	info := content.Info{Digest: target.Digest, Labels: map[string]string{"containerd.io/gc.ref.content.config": m.Config.Digest.String()}}
+	for i, l := range m.Layers {
+		info.Labels[fmt.Sprintf("containerd.io/gc.ref.content.l.%d", i)] = l.Digest.String()
+	}
+	if _, err := cl.ContentStore().Update(ctx, info, "labels"); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := cl.ImageService().Create(ctx, images.Image{Name: name, Target: target}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pushArtifact pushes an artifact of these layers (makeArtifact) to reg as
+// repo, through d's containerd namespace, and removes it there again.
+func pushArtifact(t *testing.T, d *daemon, reg *registry.Registry, repo string, layers ...artifactLayer) {
+	t.Helper()
+	const name = "podvisor.test/iv-artifact:1"
+	makeArtifact(t, d, name, layers...)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, err := containerd.New(env.Address, containerd.WithDefaultNamespace(d.ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
 	if _, err := reg.Push(ctx, cl, name, repo); err != nil {
 		t.Fatal(err)
 	}
-	if err := cl.ImageService().Delete(ctx, name); err != nil {
+	if err := cl.ImageService().Delete(ctx, name, images.SynchronousDelete()); err != nil {
 		t.Fatal(err)
 	}
 }
