@@ -7,6 +7,12 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/podvisor/podvisor/internal/version.Version=$(VERSION)
 CONTAINERD2_VERSION ?= v2.4.2
 CONTAINERD2_DIR := $(CURDIR)/.cache/containerd-$(CONTAINERD2_VERSION)
+# A runc with idmapped mounts (1.2 or later; Debian 12's is 1.1), built
+# from its Go module: the containerd-2 run's TestUserNamespaces runs it as
+# a runtime class to mount a pod's volumes in its user namespace. 1.5
+# still runs on cgroup v1 (deprecated, not removed).
+RUNC_NEW_VERSION ?= v1.5.3
+RUNC_NEW_DIR := $(CURDIR)/.cache/runc-$(RUNC_NEW_VERSION)
 # The control plane the mirror tests run (test/controlplane), built by
 # the test-only module test/controlplane/build; the product never depends on it.
 CONTROLPLANE_VERSION := v1.37.2
@@ -18,7 +24,7 @@ CONTROLPLANE_LOG := $(CURDIR)/.cache/controlplane-build.log
 # the apiserver report v1.37.2, not v0.0.0-master.
 CONTROLPLANE_LDFLAGS := -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
 	-X $(p).gitVersion=$(CONTROLPLANE_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=37 -X $(p).gitTreeState=clean)
-DEBS := containerd runc crun containernetworking-plugins busybox-static iptables iproute2 docker-registry apache2-utils dbus-daemon e2fsprogs mount
+DEBS := containerd runc crun containernetworking-plugins busybox-static iptables iproute2 docker-registry apache2-utils dbus-daemon e2fsprogs btrfs-progs libseccomp-dev pkg-config mount
 # make install: PREFIX/bin gets the binaries, UNITDIR the unit, MANDIR/man1
 # the man pages, the three *COMPDIR the shells' completion scripts, all
 # under DESTDIR when set (for packaging).
@@ -37,7 +43,7 @@ export CGO_ENABLED := 0
 comma := ,
 
 .PHONY: install
-.PHONY: all build deps image lint test test-unit test-e2e test-containerd2 testsum faults containerd2 controlplane demo demo-clean bench fuzz clean
+.PHONY: all build deps image lint test test-unit test-e2e test-containerd2 testsum faults containerd2 runc-new controlplane demo demo-clean bench fuzz clean
 
 all: build
 
@@ -105,14 +111,15 @@ lint:
 # plain go test skips). Each run goes through test/testsum (go test -json):
 # go test's own lines, a failed package's full output, every package's
 # full output in $(TEST_RESULTS)/logs; at the end the end-to-end packages'
-# counts of top-level tests and, last, "N passed, N failed".
+# counts of top-level tests, the skipped tests and, last, "N passed, N
+# failed, N skipped" (a skip fails make test).
 CONTROLPLANE_TESTS := ^(TestMirror|TestMirrorLocalObjects|TestKubeadmControlPlane|TestControlPlane|TestClientCertificateRotation)$$
 # End-to-end tests of podvisor's own logic that no containerd version can
 # change (the writes at rest, node shutdown through logind, pressure
 # eviction, local volumes, devices, sysctls and seccomp profiles put in
 # the spec podvisor writes): they run once, against the Debian containerd, which keeps
 # make test inside CI's time.
-ONCE_TESTS := ^(TestFlashIdle|TestServiceAccountName|TestMountPropagation|TestImagesArchiveThroughLinkRefused|TestSecretLeak|TestSecretManifestPermissions|TestGracefulNodeShutdown|TestGracefulNodeShutdownForgedSignals|TestFSGroupEscape|TestRolloutUndoRootOnly|TestLogsFollowFastRotation|TestLogsSymlinkRefused|TestAuthHardeningRefusedAtStart|TestAuthHardeningClientCAReload|TestRemoteSessionsLeaveRootsSocket|TestDiskPressureEviction|TestDiskPressureReclaimsFirst|TestMemoryPressureEviction|TestInsecureManifestRefused|TestTLSSelfSignedServing|TestPodWaitFor|TestDescribeStuck|TestDoctor|TestRollout|TestPersistentVolumeClaims|TestActiveDeadline|TestSubPathExpr|TestSetHostnameAsFQDN|TestContainerRestartRules|TestRestartAllContainers|TestCDIDevices|TestSysctls|TestSeccompLocalhost|TestHostnameOverride|TestSELinuxOptions|TestEnvFiles)$$
+ONCE_TESTS := ^(TestFlashIdle|TestServiceAccountName|TestMountPropagation|TestImagesArchiveThroughLinkRefused|TestSecretLeak|TestSecretManifestPermissions|TestGracefulNodeShutdown|TestGracefulNodeShutdownForgedSignals|TestFSGroupEscape|TestRolloutUndoRootOnly|TestLogsFollowFastRotation|TestLogsSymlinkRefused|TestAuthHardeningRefusedAtStart|TestAuthHardeningClientCAReload|TestRemoteSessionsLeaveRootsSocket|TestDiskPressureEviction|TestDiskPressureReclaimsFirst|TestMemoryPressureEviction|TestInsecureManifestRefused|TestTLSSelfSignedServing|TestPodWaitFor|TestDescribeStuck|TestDoctor|TestRollout|TestPersistentVolumeClaims|TestActiveDeadline|TestSubPathExpr|TestSetHostnameAsFQDN|TestContainerRestartRules|TestRestartAllContainers|TestCDIDevices|TestSysctls|TestSeccompLocalhost|TestHostnameOverride|TestSELinuxOptions|TestEnvFiles|TestClaimQuotaBtrfs|TestBlockVolumes)$$
 # A test binary's bound: the e2e package takes 6-7 minutes here, close to go
 # test's default of 10 on a slower machine; a wedged test still ends.
 TEST_TIMEOUT := 20m
@@ -156,11 +163,11 @@ test-e2e:
 # The control-plane tests (TestMirror, TestMirrorLocalObjects, TestKubeadmControlPlane) test the
 # link to an apiserver, not the runtime: they run once, against the Debian
 # containerd, which keeps `make test` well inside CI's time.
-test-containerd2: containerd2 testsum
+test-containerd2: containerd2 runc-new testsum
 	@$(if $(TEST_SUMMARY),rm -rf $(TEST_RESULTS);) mkdir -p $(TEST_RESULTS)
 	@echo "== end-to-end tests against containerd $(CONTAINERD2_VERSION) ($(CONTAINERD2_DIR))"
 	@set -o pipefail; rc=0; \
-	PODVISOR_TEST_CONTAINERD=$(CONTAINERD2_DIR) $(GO) test -json -count=1 -timeout $(TEST_TIMEOUT) -skip '$(CONTROLPLANE_TESTS)|$(ONCE_TESTS)' ./test/e2e ./supervise/containerd \
+	PODVISOR_TEST_CONTAINERD=$(CONTAINERD2_DIR) PODVISOR_TEST_RUNC=$(RUNC_NEW_DIR)/runc $(GO) test -json -count=1 -timeout $(TEST_TIMEOUT) -skip '$(CONTROLPLANE_TESTS)|$(ONCE_TESTS)' ./test/e2e ./supervise/containerd \
 		| $(TESTSUM) -label 'containerd 2' -results $(TEST_RESULTS) || rc=1; \
 	$(if $(TEST_SUMMARY),$(TESTSUM) -summary -results $(TEST_RESULTS) -e2e $(E2E_PKGS) || rc=1;) \
 	exit $$rc
@@ -197,6 +204,18 @@ $(CONTAINERD2_DIR)/containerd:
 	GOBIN=$(CONTAINERD2_DIR) GOFLAGS= $(GO) install \
 		github.com/containerd/containerd/v2/cmd/containerd@$(CONTAINERD2_VERSION) \
 		github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$(CONTAINERD2_VERSION)
+
+# runc $(RUNC_NEW_VERSION) from its Go module, as its own Makefile builds it:
+# cgo with libseccomp (libseccomp-dev, pkg-config: make deps), build tag
+# seccomp; bounded at 10 minutes, built only when missing, and kept only
+# when `runc features` lists idmapped mounts.
+runc-new: $(RUNC_NEW_DIR)/runc
+$(RUNC_NEW_DIR)/runc:
+	mkdir -p $(RUNC_NEW_DIR)
+	GOBIN=$(RUNC_NEW_DIR) GOFLAGS= CGO_ENABLED=1 timeout 10m $(GO) install -trimpath -tags seccomp \
+		github.com/opencontainers/runc@$(RUNC_NEW_VERSION)
+	@$@ features | tr -d ' \n' | grep -q '"idmap":{"enabled":true}' \
+		|| { echo "$@ features: no idmapped mounts (mountExtensions.idmap.enabled)"; rm -f $@; exit 1; }
 
 # kube-apiserver, kube-controller-manager, kube-scheduler, kubeadm, kubectl
 # and etcd, static, from test/controlplane/build in one go build (one shared
