@@ -13,6 +13,7 @@ import (
 
 	"github.com/podvisor/podvisor/internal/btrfsquota"
 	"github.com/podvisor/podvisor/internal/projquota"
+	"github.com/podvisor/podvisor/test/loopfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -166,36 +167,5 @@ func openFd(t *testing.T, path string) int {
 // unmounted and detached when the test ends.
 func loopBtrfs(t *testing.T) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a filesystem needs root")
-	}
-	if _, err := exec.LookPath("mkfs.btrfs"); err != nil {
-		t.Skip("no mkfs.btrfs (btrfs-progs)")
-	}
-	dir := t.TempDir()
-	img, mnt := filepath.Join(dir, "fs.img"), filepath.Join(dir, "mnt")
-	run := func(name string, args ...string) string {
-		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(img, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(img, 128<<20); err != nil {
-		t.Fatal(err)
-	}
-	run("mkfs.btrfs", "-q", img)
-	loop := run("losetup", "--find", "--show", img)
-	t.Cleanup(func() { exec.Command("losetup", "-d", loop).Run() })
-	run("mount", "-t", "btrfs", loop, mnt)
-	t.Cleanup(func() { unix.Unmount(mnt, 0) })
-	return mnt
+	return loopfs.FS(t, "btrfs", 128<<20)
 }

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/podvisor/podvisor/test/loopfs"
 	"github.com/podvisor/podvisor/test/testenv"
 )
 
@@ -66,11 +67,11 @@ func runFlash(ctx context.Context, o options, env *testenv.Env, dir, bin string)
 	pv := &pvCase{env: env, bin: bin, dir: filepath.Join(dir, "flash"), logLevel: "info", logPath: o.podvisorLog, ns: flashNamespace, pipeLog: true}
 	stateDir := filepath.Join(pv.dir, "state")
 	img := filepath.Join(pv.dir, "state.img")
-	if err := testenv.MountExt4(img, stateDir, 256); err != nil {
+	if err := loopfs.MountExt4(img, stateDir, 256); err != nil {
 		return nil, err
 	}
 	defer func() {
-		if uerr := testenv.UnmountExt4(img, stateDir); uerr != nil {
+		if uerr := loopfs.UnmountExt4(img, stateDir); uerr != nil {
 			err = errors.Join(err, uerr)
 		}
 		removeNamespaceDirs(flashNamespace)

@@ -1,53 +1,17 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/podvisor/podvisor/test/loopfs"
 	v1 "k8s.io/api/core/v1"
 )
-
-// loopDevice sets up a loop device over a new 16 MiB file and returns
-// both. It is detached when the test ends, after the daemon's clean-up
-// (registered later, so run first).
-func loopDevice(t *testing.T) (dev, backing string) {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "pv-e2e-block-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	backing = filepath.Join(dir, "disk.img")
-	if err := os.WriteFile(backing, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(backing, 16<<20); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "losetup", "--find", "--show", backing).CombinedOutput()
-	if err != nil {
-		os.RemoveAll(dir)
-		t.Fatalf("losetup --find --show %s: %v\n%s", backing, err, out)
-	}
-	dev = strings.TrimSpace(string(out))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if out, err := exec.CommandContext(ctx, "losetup", "-d", dev).CombinedOutput(); err != nil {
-			t.Errorf("losetup -d %s: %v\n%s", dev, err, out)
-		}
-		os.RemoveAll(dir)
-	})
-	return dev, backing
-}
 
 // blockVolumeDoc is a PersistentVolume of volumeMode Block (source: its
 // local or hostPath lines) and a claim of that mode bound to it by name.
@@ -102,7 +66,7 @@ spec:
 // with kubelet's FailedMount; a Block claim with no volume stays Pending;
 // validate names a bad devicePath's file, line and field.
 func TestBlockVolumes(t *testing.T) {
-	dev, backing := loopDevice(t)
+	dev, backing := loopfs.Device(t, 16<<20) // detached after the daemon's clean-up, registered later
 	d := newDaemon(t)
 	d.start()
 

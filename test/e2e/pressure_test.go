@@ -11,7 +11,7 @@ import (
 
 	"github.com/podvisor/podvisor/api"
 	"github.com/podvisor/podvisor/pressure"
-	"github.com/podvisor/podvisor/test/testenv"
+	"github.com/podvisor/podvisor/test/loopfs"
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 )
@@ -23,10 +23,10 @@ import (
 func loopFS(t *testing.T, dir string, mib int) {
 	t.Helper()
 	img := filepath.Join(t.TempDir(), "fs.img")
-	if err := testenv.MountExt4(img, dir, mib); err != nil {
+	if err := loopfs.MountExt4(img, dir, mib); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { testenv.UnmountExt4(img, dir) })
+	t.Cleanup(func() { loopfs.UnmountExt4(img, dir) })
 }
 
 // fillFS writes a file at path that leaves free% of its filesystem

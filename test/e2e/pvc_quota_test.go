@@ -1,17 +1,14 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/podvisor/podvisor/test/prereq"
-	"golang.org/x/sys/unix"
+	"github.com/podvisor/podvisor/test/loopfs"
 )
 
 // btrfsFS makes a loop-mounted btrfs (quotas not enabled) at a directory
@@ -20,45 +17,11 @@ import (
 // test when it fails.
 func btrfsFS(t *testing.T) (mnt string, run func(name string, args ...string) string) {
 	t.Helper()
-	if _, err := exec.LookPath("mkfs.btrfs"); err != nil {
-		prereq.Missing(t, "mkfs.btrfs (apt install btrfs-progs; make deps installs it)")
-	}
-	dir, err := os.MkdirTemp("", "pv-e2e-btrfs-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	img := filepath.Join(dir, "fs.img")
-	mnt = filepath.Join(dir, "mnt")
-	run = func(name string, args ...string) string {
+	mnt = loopfs.FS(t, "btrfs", 256<<20)
+	return mnt, func(name string, args ...string) string {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-		}
-		return strings.TrimSpace(string(out))
+		return loopfs.Run(t, name, args...)
 	}
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(256 << 20); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	run("mkfs.btrfs", "-q", img)
-	loop := run("losetup", "--find", "--show", img)
-	t.Cleanup(func() {
-		unix.Unmount(mnt, unix.MNT_DETACH)
-		exec.Command("losetup", "-d", loop).Run()
-		os.RemoveAll(dir)
-	})
-	run("mount", "-t", "btrfs", loop, mnt)
-	return mnt, run
 }
 
 // TestClaimQuotaBtrfs proves a claim's storage request enforced on btrfs,

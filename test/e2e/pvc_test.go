@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/podvisor/podvisor/test/loopfs"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -62,53 +60,17 @@ spec:
 // mount it: the file system is then a plain ext4, and quotas is false.
 func quotaFS(t *testing.T) (mnt string, quotas bool) {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "pv-e2e-volumes-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	img := filepath.Join(dir, "fs.img")
-	mnt = filepath.Join(dir, "mnt")
-	try := func(name string, args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
-		if err != nil {
-			return "", fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-		}
-		return strings.TrimSpace(string(out)), nil
-	}
-	run := func(name string, args ...string) string {
-		out, err := try(name, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(64 << 20); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	run("mkfs.ext4", "-q", "-F", "-O", "quota,project", img)
-	loop := run("losetup", "--find", "--show", img)
-	t.Cleanup(func() {
-		unix.Unmount(mnt, unix.MNT_DETACH)
-		exec.Command("losetup", "-d", loop).Run()
-		os.RemoveAll(dir)
-	})
-	if _, err := try("mount", "-t", "ext4", "-o", "prjquota", loop, mnt); err == nil {
+	loop, _ := loopfs.Device(t, 64<<20)
+	loopfs.Mkfs(t, loop, "ext4", "-F", "-O", "quota,project")
+	mnt, err := loopfs.Mount(t, loop, "ext4", "prjquota")
+	if err == nil {
 		return mnt, true
-	} else {
-		t.Logf("this kernel cannot mount ext4 with project quotas, the quota is checked to be reported as not enforced: %v", err)
 	}
-	run("mkfs.ext4", "-q", "-F", loop)
-	run("mount", "-t", "ext4", loop, mnt)
+	t.Logf("this kernel cannot mount ext4 with project quotas, the quota is checked to be reported as not enforced: %v", err)
+	loopfs.Mkfs(t, loop, "ext4", "-F")
+	if mnt, err = loopfs.Mount(t, loop, "ext4", ""); err != nil {
+		t.Fatal(err)
+	}
 	return mnt, false
 }
 
