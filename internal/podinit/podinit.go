@@ -21,8 +21,10 @@ func Run() int {
 	// default is dropped by the kernel: that is why kubelet's pause
 	// outlives `kill -HUP 1` from a container. The Go runtime has its own
 	// handlers, which end the program on these (with a stack dump for all
-	// but SIGHUP), so they are ignored instead.
-	signal.Ignore(syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGILL, syscall.SIGTRAP, syscall.SIGABRT, syscall.SIGSTKFLT, syscall.SIGSYS)
+	// but SIGHUP; the synchronous ones when sent by kill, not raised by a
+	// fault, which stays fatal), so they are ignored instead.
+	signal.Ignore(syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGILL, syscall.SIGTRAP, syscall.SIGABRT, syscall.SIGSTKFLT, syscall.SIGSYS,
+		syscall.SIGSEGV, syscall.SIGBUS, syscall.SIGFPE)
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT)
 	for {
