@@ -46,6 +46,12 @@
 //   - A container's ID is recorded before it is created, and its exit is on
 //     disk before it is removed, so a podvisor killed at any point neither
 //     leaks a container nor reports a run twice.
+//   - A start the runtime refuses once the container exists is a run, as
+//     with kubelet on containerd's CRI: it ends at once (StartError, exit
+//     code 128, the runtime's error), is recorded and removed as any exit,
+//     counts as a restart, and the restart policy and crash back-off
+//     follow. A failure before the container exists (image, environment,
+//     create) is no run: it is shown as waiting and retried.
 //   - A runtime that cannot tell a container's state is no exit: no
 //     decision is taken on it until it can.
 //   - Stopping the Supervisor (its context ends) never stops a pod: a later

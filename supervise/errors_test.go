@@ -2,6 +2,7 @@ package supervise
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,16 +14,16 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// A runtime error at each step of a start: the container shows why, an
-// event says so, nothing is left half-made, and the start is retried with
-// its back-off.
+// A runtime error at each step of a start before the container exists:
+// the container shows why, an event says so, nothing is left half-made,
+// and the start is retried with its back-off. (A start the runtime refuses
+// once the container exists is a run: starterror_test.go.)
 func TestWorkerStartErrors(t *testing.T) {
 	for _, tc := range []struct {
 		method, reason string
 	}{
 		{"EnsureImage", "ErrImagePull"},
 		{"Create", "CreateContainerError"},
-		{"Start", "RunContainerError"},
 	} {
 		t.Run(tc.method, func(t *testing.T) {
 			e := newEnv(t)
@@ -81,12 +82,13 @@ func TestWorkerImageArrivalEndsPullBackoff(t *testing.T) {
 }
 
 // A failed removal of a half-made container keeps its ID: the next step
-// removes it instead of starting a second copy beside it.
+// removes it instead of starting a second copy beside it. (containerd
+// went away during the start: no run.)
 func TestWorkerUndoFailureKeepsID(t *testing.T) {
 	e := newEnv(t)
 	p := testPod("web", v1.RestartPolicyAlways, nil, "a")
 	w := e.worker(p)
-	e.rt.setFail("Start", errTest)
+	e.rt.setFail("Start", fmt.Errorf("%w: %w", ErrRuntimeUnavailable, errTest))
 	e.rt.setFail("Remove", errTest)
 	e.step(w)
 	id := w.rec.Apps["a"].ID

@@ -126,9 +126,24 @@ func (w *podWorker) recordExit(pod *v1.Pod, a recordExit) error {
 		FinishedAt:  metav1.NewTime(a.FinishedAt),
 		ContainerID: "containerd://" + a.ID,
 	}
+	if cr.StartedAt.IsZero() {
+		// Never started (refused at its start): kubelet shows the
+		// runtime's zero start time, the epoch.
+		t.StartedAt = metav1.NewTime(time.Unix(0, 0).UTC())
+	}
 	if a.Reason != "Unknown" {
-		t.Message = w.terminationMessage(pod, a.Ref, cr, a.ExitCode)
-		w.log.Info("container exited", "container", a.Ref.Name, "exitCode", a.ExitCode, "reason", a.Reason)
+		// As kubelet joins the runtime's message and the container's.
+		t.Message = a.Message
+		if m := w.terminationMessage(pod, a.Ref, cr, a.ExitCode); m != "" && t.Message != "" {
+			t.Message += ": " + m
+		} else if m != "" {
+			t.Message = m
+		}
+		attrs := []any{"container", a.Ref.Name, "exitCode", a.ExitCode, "reason", a.Reason}
+		if a.Message != "" {
+			attrs = append(attrs, "err", a.Message)
+		}
+		w.log.Info("container exited", attrs...)
 	}
 	cr.Terminated = t
 	w.exitSeen[a.Ref] = w.d.clock.Now()

@@ -155,8 +155,11 @@ type recordExit struct {
 	Ref        ctrRef
 	ID         string
 	ExitCode   int32
-	Reason     string // Completed, Error, OOMKilled, Unknown
+	Reason     string // Completed, Error, OOMKilled, Unknown, StartError
 	FinishedAt time.Time
+	// Message, when set, is the runtime's error for a run it refused to
+	// start; the container's termination message, if any, follows it.
+	Message string
 }
 
 // removeContainer removes a container whose run has ended.

@@ -22,6 +22,11 @@ func exitedRec(code int32) *containerRecord {
 	return &containerRecord{Terminated: &v1.ContainerStateTerminated{ExitCode: code, ContainerID: "containerd://old"}}
 }
 
+// startErrorRec is the end of run id that the runtime refused to start.
+func startErrorRec(id string) *v1.ContainerStateTerminated {
+	return &v1.ContainerStateTerminated{ExitCode: startErrorExitCode, Reason: startErrorReason, ContainerID: "containerd://" + id}
+}
+
 func obsRunning() observation {
 	return observation{State: ContainerState{Exists: true, HasTask: true, Running: true}}
 }
@@ -225,6 +230,48 @@ func TestPlanPod(t *testing.T) {
 			obs:     map[string]observation{"ca": obsExited(1), "cb": obsRunning()},
 			sandbox: readySandbox(),
 			want:    []action{removeContainer{Ref: app("a"), ID: "ca"}},
+		},
+		{
+			name: "a start the runtime refused is a recorded run: its container (no task) is only removed",
+			pod:  always,
+			rec: live(nil, map[string]*containerRecord{
+				"a": {ID: "ca", RestartCount: 1, Terminated: startErrorRec("ca")},
+				"b": running("cb"),
+			}),
+			obs:     map[string]observation{"ca": {State: ContainerState{Exists: true}}, "cb": obsRunning()},
+			sandbox: readySandbox(),
+			want:    []action{removeContainer{Ref: app("a"), ID: "ca"}},
+		},
+		{
+			name:     "a refused start is restarted as a failed run (OnFailure), after its crash back-off",
+			pod:      onFailure,
+			rec:      live(nil, map[string]*containerRecord{"a": {RestartCount: 1, Terminated: startErrorRec("ca")}, "b": running("cb")}),
+			obs:      map[string]observation{"cb": obsRunning()},
+			sandbox:  readySandbox(),
+			waits:    map[ctrRef]waits{app("a"): {CrashUntil: t0.Add(10 * time.Second)}},
+			backOffs: []backOff{{Ref: app("a"), Until: t0.Add(10 * time.Second), Crash: true}},
+			wake:     t0.Add(10 * time.Second),
+		},
+		{
+			name:    "a refused start with RestartPolicy == Never ends the pod",
+			pod:     never,
+			rec:     live(nil, map[string]*containerRecord{"a": {Terminated: startErrorRec("ca")}, "b": exitedRec(0)}),
+			sandbox: readySandbox(),
+			want:    []action{releaseSandbox{}},
+		},
+		{
+			name:    "a refused init container start is restarted (Always)",
+			pod:     withInit,
+			rec:     live(map[string]*containerRecord{"i1": {Terminated: startErrorRec("ci1")}, "i2": {}}, map[string]*containerRecord{"a": {}}),
+			sandbox: readySandbox(),
+			want:    []action{startContainer{Ref: init_("i1"), Restart: true}},
+		},
+		{
+			name:    "a refused init container start with RestartPolicy == Never ends the pod",
+			pod:     initNever,
+			rec:     live(map[string]*containerRecord{"i1": {Terminated: startErrorRec("ci1")}, "i2": {}}, map[string]*containerRecord{"a": {}}),
+			sandbox: readySandbox(),
+			want:    []action{releaseSandbox{}},
 		},
 		{
 			name:     "crash back-off: a restart waits",

@@ -19,8 +19,10 @@ import (
 // start creates and starts one run of a container, and keeps its back-off
 // clocks: a failed start (image, creation) is retried with its own back-off,
 // and the crash back-off grows with each restart that happened, not with
-// failed attempts. A failure is shown on the container and as an event, and
-// is no error of the step: the other containers go on.
+// failed attempts. A run the runtime refused to start once its container
+// was made happened (StartError): it grows the crash back-off as any run.
+// A failure is shown on the container and as an event, and is no error of
+// the step: the other containers go on.
 func (w *podWorker) start(ctx context.Context, pod *v1.Pod, a startContainer) error {
 	c := containerSpec(pod, a.Ref)
 	cr := w.rec.container(a.Ref)
@@ -77,7 +79,8 @@ func (w *podWorker) envFacts() envFacts {
 
 // startContainer creates and starts one run of container c. A restart is a
 // new container with a fresh writable layer; the previous run's state
-// becomes lastState.
+// becomes lastState. A run the runtime refuses to start ends at once
+// (endRefusedStart) and is no error.
 func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef, c *v1.Container, cr *containerRecord) error {
 	fp := ref.fieldPath()
 	fail := func(reason string, err error) error {
@@ -245,28 +248,61 @@ func (w *podWorker) startContainer(ctx context.Context, pod *v1.Pod, ref ctrRef,
 	}
 	w.linkLog(pod, c.Name, id, w.logPath(pod, c.Name, restartCount))
 	w.d.track(id, w)
-	if err := w.d.rt.Start(ctx, id, w.logPath(pod, c.Name, restartCount)); err != nil {
+	startErr := w.d.rt.Start(ctx, id, w.logPath(pod, c.Name, restartCount))
+	if startErr != nil && (ctx.Err() != nil || errors.Is(startErr, ErrRuntimeUnavailable)) {
+		// Not the container's doing: no run, nothing counted.
 		w.d.untrack(id)
 		undo()
-		return fail("RunContainerError", err)
+		return fail("RunContainerError", startErr)
 	}
+	// A run begins, even one the runtime refuses to start: it is counted.
 	if cr.Terminated != nil {
 		cr.LastState, cr.Terminated = cr.Terminated, nil
 	}
 	cr.RestartCount = restartCount
 	cr.Rerun = false
-	cr.StartedAt = w.d.clock.Now().Round(0)
 	cr.Image, cr.ImageID = img.Ref, img.ID
-	w.obs[id] = observation{State: ContainerState{Exists: true, HasTask: true, Running: true}}
 	delete(w.waiting, c.Name)
-	w.save()
 	// kubelet keeps the current and the previous run's log.
 	if restartCount >= 2 {
 		crilog.RemoveAll(w.logPath(pod, c.Name, restartCount-2))
 	}
+	if startErr != nil {
+		w.endRefusedStart(pod, ref, id, startErr)
+		return nil
+	}
+	cr.StartedAt = w.d.clock.Now().Round(0)
+	w.obs[id] = observation{State: ContainerState{Exists: true, HasTask: true, Running: true}}
+	w.save()
 	w.event(pod, fp, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
 	if w.postStart(ctx, pod, ref, c, id, cr.StartedAt) {
 		w.watchProbes(pod, ref, c, cr)
 	}
 	return nil
+}
+
+// Exit code and reason of a run the runtime refused to start, as
+// containerd's CRI records it (errorStartExitCode, errorStartReason).
+const (
+	startErrorExitCode = 128
+	startErrorReason   = "StartError"
+)
+
+// endRefusedStart ends run id of ref, created but refused by the runtime
+// at its start (a command that does not exist in the image, a seccomp
+// profile that denies what runc needs), as containerd's CRI does and
+// kubelet shows: a run that ended at once with exit code 128, reason
+// StartError, and the runtime's error as its message. It is recorded as
+// any exit is; the planner then removes its container, and the restart
+// policy and the crash back-off decide what follows (CrashLoopBackOff).
+func (w *podWorker) endRefusedStart(pod *v1.Pod, ref ctrRef, id string, err error) {
+	w.event(pod, ref.fieldPath(), v1.EventTypeWarning, "Failed", "Error: %v", err)
+	w.recordExit(pod, recordExit{
+		Ref: ref, ID: id, ExitCode: startErrorExitCode, Reason: startErrorReason,
+		Message: err.Error(), FinishedAt: w.d.clock.Now().Round(0),
+	})
+	// Its task is gone (or never was): the exit just recorded names it,
+	// and the next plan removes it.
+	w.obs[id] = observation{State: ContainerState{Exists: true}}
+	w.save()
 }

@@ -197,7 +197,7 @@ func TestDocsExamples(t *testing.T) {
 		// container is restarted, the sandbox stays. So do the signals
 		// whose Go default would end the init.
 		_, initPID := d.podInit(string(p.UID))
-		for _, sig := range []string{"HUP", "QUIT", "ABRT", "TRAP", "SYS", "USR1"} {
+		for _, sig := range []string{"HUP", "QUIT", "ABRT", "TRAP", "SYS", "SEGV", "BUS", "FPE", "USR1"} {
 			if out, errOut, code := d.runCLI("", "exec", pod, "-c", "shell", "--", "kill", "-"+sig, "1"); code != 0 {
 				t.Fatalf("kill -%s 1: exit %d: %s%s", sig, code, out, errOut)
 			}
@@ -239,16 +239,14 @@ func TestDocsExamples(t *testing.T) {
 		}
 		// violation.json allows nothing: the container cannot start (runc
 		// cannot even reach the program). The docs show kubectl's
-		// "0/1 CrashLoopBackOff 1": kubelet with containerd's CRI keeps the
-		// failed start as a terminated run (StartError, exit code 128),
-		// starts it again at once, then backs off. podvisor reports the
-		// start's failure as RunContainerError with no run counted, and
-		// retries with the same back-off: either way the container waits,
-		// never started, with the runtime's error.
-		p := d.waitPod("violation-pod-"+node, 60*time.Second, "waiting after a failed start", func(p *v1.Pod) bool {
+		// "0/1 CrashLoopBackOff 1": as kubelet with containerd's CRI,
+		// the failed start is a terminated run (StartError, exit code
+		// 128), started again at once, then backed off.
+		p := d.waitPod("violation-pod-"+node, 60*time.Second, "CrashLoopBackOff after a failed start", func(p *v1.Pod) bool {
 			cs := containerStatus(p, "test-container")
-			r := waitingReason(p, "test-container")
-			return (r == "CrashLoopBackOff" || r == "RunContainerError") && !cs.Ready && (cs.Started == nil || !*cs.Started)
+			last := cs.LastTerminationState.Terminated
+			return waitingReason(p, "test-container") == "CrashLoopBackOff" && cs.RestartCount >= 1 &&
+				last != nil && last.Reason == "StartError" && last.ExitCode == 128 && !cs.Ready && (cs.Started == nil || !*cs.Started)
 		})
 		cs := containerStatus(p, "test-container")
 		d.poll("violation-pod: Warning Failed event", 20*time.Second, func() (bool, string) {
