@@ -46,6 +46,9 @@ func PS(w io.Writer, pods []v1.Pod, o Options, now time.Time) error {
 				state, created = "Running", st.State.Running.StartedAt.Time
 			case st.State.Terminated != nil:
 				state, created = "Exited", st.State.Terminated.StartedAt.Time
+				if created.Unix() <= 0 { // a start the runtime refused (StartError): it never started
+					created = st.State.Terminated.FinishedAt.Time
+				}
 			}
 			if state != "Running" && !o.All {
 				continue

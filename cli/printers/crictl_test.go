@@ -22,6 +22,9 @@ func psPods() []v1.Pod {
 					{Name: "app", ContainerID: "containerd://2222222222222222bbbb", Image: "docker.io/library/nginx:1.27", RestartCount: 2,
 						State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: started(5 * time.Minute)}}},
 					{Name: "waiting", Image: "example.com/never:1", State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}},
+					// A start runc refused: never started (containerd's zero time).
+					{Name: "refused", ContainerID: "containerd://5555555555555555eeee", Image: "docker.io/library/busybox:1.36", RestartCount: 1,
+						State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{StartedAt: metav1.Unix(0, 0), FinishedAt: started(2 * time.Minute), ExitCode: 128, Reason: "StartError"}}},
 				},
 			},
 		},
@@ -47,6 +50,7 @@ CONTAINER           IMAGE                          CREATED             STATE    
 3333333333333       4444444444444                  26 hours ago        Running             etcd                0                   0123456789abc       etcd-n1
 `},
 		{"all, no headers", Options{All: true, NoHeaders: true}, `
+5555555555555       docker.io/library/busybox:1.36   2 minutes ago       Exited              refused             1                   5f2c0f4e-7d1a       web-n1
 2222222222222       docker.io/library/nginx:1.27     5 minutes ago       Running             app                 2                   5f2c0f4e-7d1a       web-n1
 1111111111111       docker.io/library/busybox:1.36   3 hours ago         Exited              setup               0                   5f2c0f4e-7d1a       web-n1
 3333333333333       4444444444444                    26 hours ago        Running             etcd                0                   0123456789abc       etcd-n1
