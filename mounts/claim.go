@@ -114,10 +114,12 @@ func quotaOutcome(err error) (warning, fatal error) {
 //     and what the pods wrote there is never walked nor its root changed
 //     again); its marker records the claim's reclaim policy; its storage
 //     request becomes a project quota on it, or on btrfs, where it is
-//     made a subvolume, its qgroup's limit. A limit the filesystem
-//     cannot enforce (quotas not enabled, a directory made plain before)
-//     is the returned warning (wrapping ErrQuota, unwrapping to the
-//     reason), not an error.
+//     made a subvolume if quotas can be set when it is made, its
+//     qgroup's limit. A limit the filesystem cannot enforce (quotas not
+//     enabled, no CAP_SYS_ADMIN in the host's user namespace, a directory
+//     made plain, subvolumes a container made inside that the limit does
+//     not count) is the returned warning (wrapping ErrQuota, unwrapping
+//     to the reason), not an error.
 //   - a local PersistentVolume's path must be an existing directory; it
 //     gets the fsGroup as kubelet's local volume does (SetVolumeOwnership
 //     under the fsGroupChangePolicy, by descriptor), unless read-only.
@@ -198,19 +200,28 @@ func prepareProvisioned(s ClaimStorage, fsGroup *int64) (warning, err error) {
 	return warning, nil
 }
 
-// makeClaimDir creates the provisioned directory dir under root: on btrfs
-// a subvolume, which a qgroup can limit (and which is removed without a
-// walk); elsewhere a plain directory.
+// makeClaimDir creates the provisioned directory dir under root: a btrfs
+// subvolume, which a qgroup can limit (and which is removed without a
+// walk), where quotas can be set on it now; elsewhere a plain directory.
+// Not a subvolume otherwise: a snapshot of the filesystem leaves nested
+// subvolumes out, as do backups that stay on one device (each subvolume
+// is a device of its own), and that loss would buy nothing.
 func makeClaimDir(root, dir string) error {
 	f, err := openRootDir(root)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if btrfs, err := btrfsquota.IsBtrfs(int(f.Fd())); err != nil {
+	fd := int(f.Fd())
+	if btrfs, err := btrfsquota.IsBtrfs(fd); err != nil {
 		return err
 	} else if btrfs {
-		return btrfsquota.Create(int(f.Fd()), dir)
+		switch err := btrfsquota.Check(fd); {
+		case err == nil:
+			return btrfsquota.Create(fd, dir)
+		case !errors.Is(err, btrfsquota.ErrUnsupported):
+			return err
+		}
 	}
 	return os.Mkdir(filepath.Join(root, dir), claimPerm)
 }
@@ -228,7 +239,10 @@ func setQuota(path, markers string, want *claimMarker, limit int64) error {
 	if btrfs, err := btrfsquota.IsBtrfs(fd); err != nil {
 		return err
 	} else if btrfs {
-		return btrfsquota.Set(fd, limit)
+		if err := btrfsquota.Set(fd, limit); err != nil {
+			return err
+		}
+		return nestedSubvolumes(fd, path)
 	}
 	if want.ProjectID == 0 {
 		if want.ProjectID, err = nextProject(markers); err != nil {
@@ -236,6 +250,28 @@ func setQuota(path, markers string, want *claimMarker, limit int64) error {
 		}
 	}
 	return projquota.Set(fd, want.ProjectID, limit)
+}
+
+// nestedSubvolumes is an error wrapping btrfsquota.ErrUnsupported naming
+// the subvolumes a container made inside the limited claim at path (open
+// at fd), which its qgroup does not count; nil when there are none.
+func nestedSubvolumes(fd int, path string) error {
+	nested, err := btrfsquota.Nested(fd)
+	if err != nil {
+		return fmt.Errorf("%w: the subvolumes inside the claim, which its limit would not count, cannot be listed: %w", btrfsquota.ErrUnsupported, err)
+	}
+	if len(nested) == 0 {
+		return nil
+	}
+	paths := make([]string, len(nested))
+	for i, p := range nested {
+		paths[i] = filepath.Join(path, p)
+	}
+	what := "subvolume " + paths[0] + " inside the claim is"
+	if len(paths) > 1 {
+		what = "subvolumes " + strings.Join(paths, ", ") + " inside the claim are"
+	}
+	return fmt.Errorf("%w: %s not counted against its limit (a btrfs qgroup counts its own subvolume only)", btrfsquota.ErrUnsupported, what)
 }
 
 // ClaimQuota reports, changing nothing, how the storage requests of the
@@ -370,8 +406,9 @@ func ProvisionedClaims(root string) ([]ProvisionedClaim, error) {
 
 // RemoveClaim removes the provisioned directory dir under root with
 // everything in it (no symlink followed), then its marker. A btrfs
-// subvolume is deleted at once, nothing in it walked, unless it holds
-// another subvolume (a container may make one): it is then emptied and
+// subvolume is deleted at once, nothing in it walked, the subvolumes a
+// container made in it first; where podvisor may not delete subvolumes
+// (no CAP_SYS_ADMIN in the host's user namespace), it is emptied and
 // removed as a directory is.
 func RemoveClaim(root, dir string) error {
 	if dir == "" || dir == "." || dir == ".." || strings.ContainsRune(dir, '/') || strings.HasPrefix(dir, ".") {
@@ -389,8 +426,8 @@ func RemoveClaim(root, dir string) error {
 	return nil
 }
 
-// removeSubvolume deletes root/dir if it is a btrfs subvolume that holds
-// no other; it leaves anything else.
+// removeSubvolume deletes root/dir, with the subvolumes in it, if it is a
+// btrfs subvolume; it leaves anything else, and what it may not delete.
 func removeSubvolume(root, dir string) error {
 	f, err := openDir(filepath.Join(root, dir))
 	if err != nil {
@@ -406,10 +443,15 @@ func removeSubvolume(root, dir string) error {
 		return err
 	}
 	defer r.Close()
-	if err := btrfsquota.Destroy(int(r.Fd()), dir); err != nil && !errors.Is(err, syscall.ENOTEMPTY) {
+	switch err := btrfsquota.Destroy(int(r.Fd()), dir); {
+	case errors.Is(err, syscall.EPERM), errors.Is(err, syscall.ENOTEMPTY):
+		// Without CAP_SYS_ADMIN in the host's user namespace, or a
+		// subvolume nested in it that could not be deleted: emptied and
+		// removed as a directory is (rmdir deletes an empty subvolume).
+		return nil
+	default:
 		return err
 	}
-	return nil
 }
 
 // claimVolumeSource is persistentVolumeClaim volume v as the volume runc

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -43,25 +44,25 @@ func TestQuotaOutcome(t *testing.T) {
 	}
 }
 
-// On btrfs a provisioned directory is a subvolume: its storage request is
-// a warning naming `btrfs quota enable` until the operator enabled quotas,
-// then its qgroup's limit; one made before a crash is finished; a plain
-// directory made before keeps working, reported not enforced; RemoveClaim
-// deletes the subvolume without a walk, or, when it holds another
-// subvolume a container made, emptied.
+// On btrfs a provisioned directory is a subvolume only where quotas can
+// be set when it is made (a subvolume drops out of snapshots and
+// one-device backups of the filesystem): before the operator enabled
+// quotas it is a plain directory, its storage request a warning naming
+// `btrfs quota enable` and saying it stays unenforced; once they are, a
+// new claim is a subvolume limited by its qgroup; one made before a crash
+// is finished; a subvolume a container made inside is named in the
+// warning at the next prepare; RemoveClaim deletes the subvolume without
+// a walk, the subvolumes in it (a read-only snapshot too) first.
 func TestPrepareProvisionedClaimBtrfs(t *testing.T) {
 	mnt := loopBtrfs(t)
-	if err := os.Mkdir(filepath.Join(mnt, "default_old"), 0o777); err != nil {
-		t.Fatal(err)
-	}
-	s := ClaimStorage{Root: mnt, Dir: "default_data", Claim: "default/data", Delete: true, Request: 8 << 20}
+	s := ClaimStorage{Root: mnt, Dir: "default_old", Claim: "default/old", Delete: true, Request: 8 << 20}
 	warning, err := PrepareClaim(s, nil, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fix := "(btrfs quota enable " + mnt + ")"
-	if !errors.Is(warning, ErrQuota) || !strings.Contains(errors.Unwrap(warning).Error(), fix) {
-		t.Errorf("quotas not enabled: warning %v, want one naming %q", warning, fix)
+	if !errors.Is(warning, ErrQuota) || !strings.Contains(errors.Unwrap(warning).Error(), fix) || !strings.Contains(warning.Error(), "plain directory") {
+		t.Errorf("quotas not enabled: warning %v, want one naming %q and the plain directory", warning, fix)
 	}
 	if how, err := ClaimQuota(mnt); how != "btrfs qgroup" || !errors.Is(err, ErrQuota) || !strings.Contains(err.Error(), fix) {
 		t.Errorf("ClaimQuota before quotas are enabled: %q, %v", how, err)
@@ -73,19 +74,31 @@ func TestPrepareProvisionedClaimBtrfs(t *testing.T) {
 		}
 		return st.Ino == 256
 	}
-	if !subvolume("default_data") {
-		t.Error("the provisioned directory is not a subvolume")
+	if subvolume("default_old") {
+		t.Error("the directory provisioned while quotas were not enabled is a subvolume")
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	if out, err := exec.CommandContext(ctx, "btrfs", "quota", "enable", mnt).CombinedOutput(); err != nil {
-		t.Fatalf("btrfs quota enable: %v\n%s", err, out)
+	run := func(name string, args ...string) {
+		t.Helper()
+		if out, err := exec.CommandContext(ctx, name, args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+		}
 	}
+	run("btrfs", "quota", "enable", mnt)
 	if how, err := ClaimQuota(mnt); how != "btrfs qgroup" || err != nil {
 		t.Errorf("ClaimQuota once quotas are enabled: %q, %v", how, err)
 	}
+	// The plain directory made before stays unenforced, and says so.
+	if warning, err := PrepareClaim(s, nil, nil, false); err != nil || !errors.Is(warning, ErrQuota) || !strings.Contains(warning.Error(), "not a subvolume") {
+		t.Errorf("a plain directory made before: warning %v, error %v", warning, err)
+	}
+	s = ClaimStorage{Root: mnt, Dir: "default_data", Claim: "default/data", Delete: true, Request: 8 << 20}
 	if warning, err := PrepareClaim(s, nil, nil, false); warning != nil || err != nil {
 		t.Errorf("quotas enabled: warning %v, error %v", warning, err)
+	}
+	if !subvolume("default_data") {
+		t.Error("the directory provisioned once quotas were enabled is not a subvolume")
 	}
 	// A subvolume made by a podvisor stopped before it marked it ready is
 	// finished: limited, marked, listed for its removal.
@@ -96,8 +109,8 @@ func TestPrepareProvisionedClaimBtrfs(t *testing.T) {
 	if warning, err := PrepareClaim(crashed, nil, nil, false); warning != nil || err != nil {
 		t.Errorf("a subvolume made before a crash: warning %v, error %v", warning, err)
 	}
-	if got, _ := ProvisionedClaims(mnt); len(got) != 2 {
-		t.Errorf("ProvisionedClaims: %+v, want default_data and default_crashed", got)
+	if got, _ := ProvisionedClaims(mnt); len(got) != 3 {
+		t.Errorf("ProvisionedClaims: %+v, want default_old, default_data and default_crashed", got)
 	}
 	if err := RemoveClaim(mnt, "default_crashed"); err != nil {
 		t.Fatal(err)
@@ -112,17 +125,27 @@ func TestPrepareProvisionedClaimBtrfs(t *testing.T) {
 	if err := unix.Syncfs(openFd(t, mnt)); err != nil { // the space back in the qgroup
 		t.Fatal(err)
 	}
-	old := ClaimStorage{Root: mnt, Dir: "default_old", Claim: "default/old", Delete: true, Request: 8 << 20}
-	if warning, err := PrepareClaim(old, nil, nil, false); err != nil || !errors.Is(warning, ErrQuota) || !strings.Contains(warning.Error(), "not a subvolume") {
-		t.Errorf("a plain directory made before: warning %v, error %v", warning, err)
-	}
-	// A container made a subvolume in its claim.
-	if err := btrfsquota.Create(openFd(t, filepath.Join(mnt, "default_data")), "nested"); err != nil {
+	// A container made a subvolume in its claim, and a read-only snapshot
+	// of it deeper down: named at the next prepare, as its data escapes
+	// the limit.
+	data := filepath.Join(mnt, "default_data")
+	if err := btrfsquota.Create(openFd(t, data), "nested"); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(mnt, "default_data", "nested", "f"), []byte("x"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(data, "nested", "f"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Mkdir(filepath.Join(data, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run("btrfs", "subvolume", "snapshot", "-r", filepath.Join(data, "nested"), filepath.Join(data, "d", "snap"))
+	warning, err = PrepareClaim(s, nil, nil, false)
+	want := "subvolumes " + filepath.Join(data, "nested") + ", " + filepath.Join(data, "d", "snap") + " inside the claim are not counted against its limit"
+	if err != nil || !errors.Is(warning, ErrQuota) || !strings.Contains(warning.Error(), want) {
+		t.Errorf("subvolumes made inside the claim: warning %v, error %v; want one saying %q", warning, err, want)
+	}
+	// Removed: the nested subvolumes deleted first, the read-only
+	// snapshot's files never unlinked one by one (they cannot be).
 	for _, dir := range []string{"default_data", "default_old"} {
 		if err := RemoveClaim(mnt, dir); err != nil {
 			t.Fatal(err)
@@ -134,23 +157,100 @@ func TestPrepareProvisionedClaimBtrfs(t *testing.T) {
 	if got, _ := ProvisionedClaims(mnt); len(got) != 0 {
 		t.Errorf("markers after RemoveClaim: %+v", got)
 	}
-	// Without a nested one, the subvolume is deleted, not walked: an
-	// immutable file in it, which unlink refuses, goes with it.
+	// The subvolume is deleted, not walked: an immutable file in it,
+	// which unlink refuses, goes with it.
 	if _, err := PrepareClaim(s, nil, nil, false); err != nil {
 		t.Fatal(err)
 	}
-	pinned := filepath.Join(mnt, "default_data", "pinned")
+	pinned := filepath.Join(data, "pinned")
 	if err := os.WriteFile(pinned, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.CommandContext(ctx, "chattr", "+i", pinned).CombinedOutput(); err != nil {
-		t.Fatalf("chattr +i: %v\n%s", err, out)
-	}
+	run("chattr", "+i", pinned)
 	if err := RemoveClaim(mnt, "default_data"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Lstat(filepath.Join(mnt, "default_data")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(data); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a subvolume with an immutable file after RemoveClaim: %v", err)
+	}
+}
+
+// userNSEnv names the filesystem TestClaimBtrfsUserNamespace's child
+// works on; the child runs only when it is set.
+const userNSEnv = "PODVISOR_TEST_BTRFS_USERNS"
+
+// Where podvisor runs in a user namespace of its own (an unprivileged
+// container on a btrfs host), the qgroup ioctls fail with EPERM whatever
+// its capabilities there. Quotas enabled on the host: a new claim is a
+// plain directory (the check, before it is made, says quotas cannot be
+// set from here), one made a subvolume before is prepared with a warning
+// naming CAP_SYS_ADMIN rather than failed, and RemoveClaim removes a
+// subvolume, with one nested in it, as a directory.
+func TestClaimBtrfsUserNamespace(t *testing.T) {
+	if mnt := os.Getenv(userNSEnv); mnt != "" {
+		userNSChild(t, mnt)
+		return
+	}
+	mnt := loopBtrfs(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "btrfs", "quota", "enable", mnt).CombinedOutput(); err != nil {
+		t.Fatalf("btrfs quota enable: %v\n%s", err, out)
+	}
+	for _, dir := range []string{"default_sub", "default_gone"} {
+		if err := btrfsquota.Create(openFd(t, mnt), dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gone := filepath.Join(mnt, "default_gone")
+	if err := btrfsquota.Create(openFd(t, gone), "nested"); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"f", "nested/f"} {
+		if err := os.WriteFile(filepath.Join(gone, f), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestClaimBtrfsUserNamespace$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), userNSEnv+"="+mnt)
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 65536}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 65536}},
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("in a user namespace: %v\n%s", err, out)
+	}
+	t.Logf("in a user namespace:\n%s", out)
+}
+
+func userNSChild(t *testing.T, mnt string) {
+	const reason = "without CAP_SYS_ADMIN in the host's user namespace"
+	if how, err := ClaimQuota(mnt); how != "btrfs qgroup" || !errors.Is(err, ErrQuota) || !strings.Contains(err.Error(), reason) {
+		t.Errorf("ClaimQuota: %q, %v; want a warning saying %q", how, err, reason)
+	}
+	s := ClaimStorage{Root: mnt, Dir: "default_new", Claim: "default/new", Delete: true, Request: 8 << 20}
+	warning, err := PrepareClaim(s, nil, nil, false)
+	if err != nil || !errors.Is(warning, ErrQuota) || !strings.Contains(warning.Error(), reason) {
+		t.Errorf("a new claim: warning %v, error %v; want a warning saying %q", warning, err, reason)
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(filepath.Join(mnt, "default_new"), &st); err != nil || st.Ino == 256 {
+		t.Errorf("a new claim: %v, inode %d; want a plain directory", err, st.Ino)
+	}
+	s = ClaimStorage{Root: mnt, Dir: "default_sub", Claim: "default/sub", Delete: true, Request: 8 << 20}
+	warning, err = PrepareClaim(s, nil, nil, false)
+	if err != nil || !errors.Is(warning, ErrQuota) || !strings.Contains(warning.Error(), reason) {
+		t.Errorf("a subvolume made before: warning %v, error %v; want a warning saying %q", warning, err, reason)
+	}
+	for _, dir := range []string{"default_gone", "default_sub", "default_new"} {
+		if err := RemoveClaim(mnt, dir); err != nil {
+			t.Errorf("RemoveClaim %s: %v", dir, err)
+		}
+		if _, err := os.Lstat(filepath.Join(mnt, dir)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s after RemoveClaim: %v", dir, err)
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -37,7 +38,9 @@ const (
 	// firstFreeObjectID is the inode number of a subvolume's root
 	// directory (BTRFS_FIRST_FREE_OBJECTID).
 	firstFreeObjectID = 256
+	rootTreeObjectID  = 1   // BTRFS_ROOT_TREE_OBJECTID
 	quotaTreeObjectID = 8   // BTRFS_QUOTA_TREE_OBJECTID
+	rootRefKey        = 156 // BTRFS_ROOT_REF_KEY
 	qgroupStatusKey   = 240 // BTRFS_QGROUP_STATUS_KEY
 	qgroupLimitKey    = 244 // BTRFS_QGROUP_LIMIT_KEY
 
@@ -150,9 +153,56 @@ func Create(dirfd int, name string) error {
 }
 
 // Destroy deletes the subvolume name, in the directory open at dirfd,
-// with everything in it. It fails with ENOTEMPTY when the subvolume holds
-// another.
+// with everything in it: the subvolumes nested in it first, deepest
+// first, then it. Without CAP_SYS_ADMIN in the host's user namespace it
+// fails with EPERM (rmdir(2) deletes an emptied subvolume without it).
 func Destroy(dirfd int, name string) error {
+	err := destroy(dirfd, name)
+	if !errors.Is(err, unix.ENOTEMPTY) {
+		return err
+	}
+	fd, oerr := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if oerr != nil {
+		return fmt.Errorf("delete subvolume %s: %w", name, oerr)
+	}
+	defer unix.Close(fd)
+	nested, nerr := Nested(fd)
+	if nerr != nil {
+		return fmt.Errorf("%w (listing the subvolumes in it: %w)", err, nerr)
+	}
+	for i := len(nested) - 1; i >= 0; i-- {
+		if err := destroyBeneath(fd, nested[i]); err != nil {
+			return fmt.Errorf("delete subvolume %s: %w", name, err)
+		}
+	}
+	return destroy(dirfd, name)
+}
+
+// destroyBeneath deletes the subvolume at path under the directory open
+// at fd, no symlink nor mount crossed on the way.
+func destroyBeneath(fd int, path string) error {
+	dir, name := filepath.Split(path)
+	if dir == "" {
+		return destroy(fd, name)
+	}
+	how := unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV,
+	}
+	parent, err := unix.Openat2(fd, dir, &how)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", dir, err)
+	}
+	defer unix.Close(parent)
+	if err := destroy(parent, name); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// destroy deletes the subvolume name in the directory open at dirfd; it
+// fails with ENOTEMPTY when the subvolume holds another.
+func destroy(dirfd int, name string) error {
 	var a volArgsV2
 	if err := setName(a.Name[:], name); err != nil {
 		return err
@@ -187,10 +237,18 @@ func Check(fd int) error {
 	} else if !ok {
 		return fmt.Errorf("%w: not a btrfs filesystem", ErrUnsupported)
 	}
+	return status(fd)
+}
+
+// status: the filesystem of the file open at fd has quotas enabled, and
+// they can be read and set from here.
+func status(fd int) error {
 	data, found, err := quotaItem(fd, qgroupStatusKey, 0)
 	switch {
 	case errors.Is(err, errNoQuotas):
 		return notEnabled(fd)
+	case errors.Is(err, unix.EPERM):
+		return noCapability()
 	case err != nil:
 		return fmt.Errorf("read the qgroup status: %w", err)
 	case !found || !statusOn(data):
@@ -208,7 +266,7 @@ func Set(fd int, limit int64) error {
 	if ok, err := IsSubvolume(fd); err != nil {
 		return err
 	} else if !ok {
-		return fmt.Errorf("%w: the directory is not a subvolume (btrfs limits subvolumes only; it was made as a plain directory)", ErrUnsupported)
+		return plainDirectory(fd)
 	}
 	id, err := subvolumeID(fd)
 	if err != nil {
@@ -218,6 +276,8 @@ func Set(fd int, limit int64) error {
 	switch {
 	case errors.Is(err, errNoQuotas):
 		return notEnabled(fd)
+	case errors.Is(err, unix.EPERM):
+		return noCapability()
 	case err != nil:
 		return fmt.Errorf("read the limit of qgroup 0/%d: %w", id, err)
 	case found && limitHolds(data, uint64(limit)):
@@ -228,6 +288,8 @@ func Set(fd int, limit int64) error {
 	switch {
 	case errors.Is(err, unix.ENOTCONN):
 		return notEnabled(fd)
+	case errors.Is(err, unix.EPERM):
+		return noCapability()
 	case errors.Is(err, unix.ENOENT):
 		return fmt.Errorf("%w: the subvolume has no qgroup 0/%d (btrfs qgroup create 0/%d %s)", ErrUnsupported, id, id, mountPoint(fd))
 	case err != nil:
@@ -238,6 +300,27 @@ func Set(fd int, limit int64) error {
 
 func notEnabled(fd int) error {
 	return fmt.Errorf("%w: quotas are not enabled on the btrfs filesystem (btrfs quota enable %s)", ErrUnsupported, mountPoint(fd))
+}
+
+// noCapability: the qgroup ioctls (and the tree search that reads the
+// qgroups) need CAP_SYS_ADMIN in the host's user namespace, which a
+// process in a user namespace of its own (an unprivileged container)
+// does not have, whatever its capabilities there.
+func noCapability() error {
+	return fmt.Errorf("%w: btrfs qgroups cannot be read or set without CAP_SYS_ADMIN in the host's user namespace (podvisor runs in a user namespace of its own, as in an unprivileged container)", ErrUnsupported)
+}
+
+// plainDirectory is why a directory that is not a subvolume cannot be
+// limited, and what would.
+func plainDirectory(fd int) error {
+	const plain = "the directory is not a subvolume but a plain directory, made while quotas could not be set, and btrfs limits subvolumes only: it stays unenforced once they can be, unless its data is moved into a new subvolume (btrfs subvolume create) put in its place"
+	if err := status(fd); err != nil {
+		if errors.Is(err, ErrUnsupported) {
+			return fmt.Errorf("%w; %s", err, plain)
+		}
+		return err
+	}
+	return fmt.Errorf("%w: %s", ErrUnsupported, plain)
 }
 
 // errNoQuotas: the filesystem has no quota tree, quotas were never
@@ -251,6 +334,114 @@ func subvolumeID(fd int) (uint64, error) {
 		return 0, fmt.Errorf("look up the subvolume ID: %w", err)
 	}
 	return a.Treeid, nil
+}
+
+// Nested lists the subvolumes inside the subvolume whose root directory
+// is open at fd, at any depth: their paths relative to that directory,
+// each after the subvolume that holds it. A qgroup counts only its own
+// subvolume's data, so theirs is not counted against a limit on this one.
+// It needs CAP_SYS_ADMIN in the host's user namespace (EPERM).
+func Nested(fd int) ([]string, error) {
+	id, err := subvolumeID(fd)
+	if err != nil {
+		return nil, err
+	}
+	type sub struct {
+		id   uint64
+		path string // relative to fd, "" for the subvolume itself
+	}
+	var out []string
+	queue := []sub{{id: id}}
+	for len(queue) > 0 {
+		parent := queue[0]
+		queue = queue[1:]
+		refs, err := rootRefs(fd, parent.id)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range refs {
+			dir, err := dirPath(fd, parent.id, r.dirid)
+			if err != nil {
+				return nil, fmt.Errorf("subvolume %d: %w", r.id, err)
+			}
+			p := filepath.Join(parent.path, dir, r.name)
+			out = append(out, p)
+			queue = append(queue, sub{id: r.id, path: p})
+		}
+	}
+	return out, nil
+}
+
+// rootRef is a ROOT_REF item of the root tree: subvolume id is linked as
+// name in the directory dirid of its parent subvolume.
+type rootRef struct {
+	id, dirid uint64
+	name      string
+}
+
+// rootRefs are the subvolumes linked directly in subvolume parent.
+func rootRefs(fd int, parent uint64) ([]rootRef, error) {
+	var out []rootRef
+	var a searchArgs
+	a.Key = searchKey{
+		TreeID:      rootTreeObjectID,
+		MinObjectid: parent, MaxObjectid: parent,
+		MaxOffset:  math.MaxUint64,
+		MaxTransid: math.MaxUint64,
+		MinType:    rootRefKey, MaxType: rootRefKey,
+	}
+	for {
+		a.Key.NrItems = math.MaxUint32
+		if err := ioctl(fd, iocTreeSearch, unsafe.Pointer(&a)); err != nil {
+			return nil, fmt.Errorf("search the subvolumes in subvolume %d: %w", parent, err)
+		}
+		refs, last := parseRootRefs(a.Key.NrItems, a.Buf[:], parent)
+		out = append(out, refs...)
+		if a.Key.NrItems == 0 || last == math.MaxUint64 {
+			return out, nil
+		}
+		a.Key.MinOffset = last + 1
+	}
+}
+
+// parseRootRefs reads n items of a tree search's result buffer: the
+// ROOT_REF items of parent (struct btrfs_root_ref: dirid, sequence,
+// name_len, little-endian, then the name), and the last item's offset.
+func parseRootRefs(n uint32, buf []byte, parent uint64) (refs []rootRef, last uint64) {
+	ne, le := binary.NativeEndian, binary.LittleEndian
+	for i := uint32(0); i < n && len(buf) >= searchHeaderSize; i++ {
+		objectid, offset := ne.Uint64(buf[8:]), ne.Uint64(buf[16:])
+		typ, size := ne.Uint32(buf[24:]), int(ne.Uint32(buf[28:]))
+		if size > len(buf)-searchHeaderSize {
+			break
+		}
+		item := buf[searchHeaderSize : searchHeaderSize+size]
+		buf = buf[searchHeaderSize+size:]
+		last = offset
+		if objectid != parent || typ != rootRefKey || len(item) < 18 {
+			continue
+		}
+		nameLen := int(le.Uint16(item[16:]))
+		if nameLen > len(item)-18 {
+			continue
+		}
+		refs = append(refs, rootRef{id: offset, dirid: le.Uint64(item), name: string(item[18 : 18+nameLen])})
+	}
+	return refs, last
+}
+
+// dirPath is the path of directory dirid of subvolume tree, relative to
+// the subvolume's root ("" for the root itself).
+func dirPath(fd int, tree, dirid uint64) (string, error) {
+	if dirid == firstFreeObjectID {
+		return "", nil
+	}
+	a := inoLookupArgs{Treeid: tree, Objectid: dirid}
+	if err := ioctl(fd, iocInoLookup, unsafe.Pointer(&a)); err != nil {
+		return "", fmt.Errorf("look up directory %d: %w", dirid, err)
+	}
+	name, _, _ := bytes.Cut(a.Name[:], []byte{0})
+	return string(name), nil
 }
 
 // quotaItem is the data of the quota tree's item of key (0, typ, offset).

@@ -213,3 +213,58 @@ func TestSubvolumeLimit(t *testing.T) {
 		t.Errorf("the subvolume after Destroy: %v", err)
 	}
 }
+
+// The subvolumes nested in one, at any depth and in any directory (a
+// read-only snapshot among them), are listed each after the one that
+// holds it; Destroy deletes them, deepest first, then it.
+func TestNested(t *testing.T) {
+	mnt := btrfsFS(t)
+	root, err := unix.Open(mnt, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(root)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	run := func(name string, args ...string) {
+		t.Helper()
+		if out, err := exec.CommandContext(ctx, name, args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+		}
+	}
+	claim := filepath.Join(mnt, "claim")
+	run("btrfs", "subvolume", "create", claim)
+	run("btrfs", "subvolume", "create", filepath.Join(mnt, "beside"))
+	if err := os.MkdirAll(filepath.Join(claim, "d", "e"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run("btrfs", "subvolume", "create", filepath.Join(claim, "a"))
+	run("btrfs", "subvolume", "create", filepath.Join(claim, "a", "b"))
+	run("btrfs", "subvolume", "create", filepath.Join(claim, "d", "e", "c"))
+	if err := os.WriteFile(filepath.Join(claim, "a", "b", "f"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run("btrfs", "subvolume", "snapshot", "-r", filepath.Join(claim, "a", "b"), filepath.Join(claim, "d", "snap"))
+	fd, err := unix.Open(claim, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	got, err := Nested(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each level in the order of the subvolumes' IDs.
+	if want := []string{"a", "d/e/c", "d/snap", "a/b"}; strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("Nested: %q, want %q", got, want)
+	}
+	if err := Destroy(root, "claim"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(claim); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the subvolume after Destroy: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(mnt, "beside")); err != nil {
+		t.Errorf("the subvolume beside it after Destroy: %v", err)
+	}
+}

@@ -20,6 +20,9 @@ func Create(dirfd int, name string) error { return ErrUnsupported }
 // Destroy fails: only Linux has btrfs.
 func Destroy(dirfd int, name string) error { return ErrUnsupported }
 
+// Nested fails: only Linux has btrfs.
+func Nested(fd int) ([]string, error) { return nil, ErrUnsupported }
+
 // Check fails: only Linux has btrfs.
 func Check(fd int) error { return ErrUnsupported }
 

@@ -27,12 +27,15 @@ func btrfsFS(t *testing.T) (mnt string, run func(name string, args ...string) st
 // TestClaimQuotaBtrfs proves a claim's storage request enforced on btrfs,
 // where the volumes dir's filesystem has no project quotas: before the
 // operator enabled quotas, the start log line and a claim's pod's
-// VolumeQuotaNotEnforced warning name the command that enables them; once
-// they are, a claim's
-// directory is a subvolume limited to its request: inside the container
-// a write under it succeeds and one past it fails with "Disk quota
-// exceeded"; removing the claim (reclaim policy Delete) deletes the
-// subvolume.
+// VolumeQuotaNotEnforced warning name the command that enables them, and
+// the claim's directory is a plain one (not a subvolume, which snapshots
+// and one-device backups of the filesystem would leave out); once they
+// are, a claim's directory is a subvolume limited to its request: inside
+// the container a write under it succeeds and one past it fails with
+// "Disk quota exceeded"; a subvolume made inside the claim, which the
+// limit does not count, is named in the warning of the next pod that
+// starts with the claim; removing the claim (reclaim policy Delete)
+// deletes the subvolume, the one inside first.
 func TestClaimQuotaBtrfs(t *testing.T) {
 	volumes, run := btrfsFS(t)
 	d := newDaemon(t, "--volumes-dir", volumes)
@@ -52,6 +55,9 @@ func TestClaimQuotaBtrfs(t *testing.T) {
 		return ok, strings.Join(msgs, "\n")
 	})
 	d.removeManifest("before-pod.yaml")
+	if ino := run("stat", "-c", "%i", filepath.Join(volumes, "default_before")); ino == "256" {
+		t.Errorf("the claim made while quotas were not enabled is a subvolume (inode %s)", ino)
+	}
 
 	// The operator enables quotas: a claim made now is limited.
 	run("btrfs", "quota", "enable", volumes)
@@ -70,7 +76,21 @@ func TestClaimQuotaBtrfs(t *testing.T) {
 		t.Errorf("default_data is not a subvolume:\n%s", list)
 	}
 
-	// The claim and its pod removed: the subvolume is deleted.
+	// A subvolume made inside the claim (as a container may, with the
+	// ioctl any writer of the directory may call; busybox has no tool for
+	// it): the next pod to start with the claim is warned.
+	nested := filepath.Join(volumes, "default_data", "nested")
+	run("btrfs", "subvolume", "create", nested)
+	d.writeManifest("app2.yaml", claimPod("app2", "data", false, "1", "sleep 3600"))
+	d.poll("VolumeQuotaNotEnforced naming the subvolume inside the claim", 60*time.Second, func() (bool, string) {
+		n, msgs := d.eventCount("app2-"+node, "VolumeQuotaNotEnforced",
+			"The storage request of PersistentVolumeClaim default/data (8Mi) is not enforced on "+filepath.Join(volumes, "default_data")+": ")
+		ok := n > 0 && strings.Contains(strings.Join(msgs, "\n"), "subvolume "+nested+" inside the claim is not counted against its limit")
+		return ok, strings.Join(msgs, "\n")
+	})
+
+	// The claim and its pods removed: the subvolume is deleted.
+	d.removeManifest("app2.yaml")
 	d.removeManifest("app.yaml")
 	d.removeManifest("data.yaml")
 	d.poll("the claim's subvolume deleted", 60*time.Second, func() (bool, string) {
