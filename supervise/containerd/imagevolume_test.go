@@ -24,17 +24,7 @@ import (
 // naming its type.
 func TestCheckImageConfig(t *testing.T) {
 	ctx := context.Background()
-	cs, err := local.NewStore(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	put := func(mediaType string, b []byte) ocispec.Descriptor {
-		d := ocispec.Descriptor{MediaType: mediaType, Digest: digest.FromBytes(b), Size: int64(len(b))}
-		if err := content.WriteBlob(ctx, cs, d.Digest.String(), bytes.NewReader(b), d); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
+	cs, put := blobStore(t)
 	manifest := func(m ocispec.Manifest) ocispec.Descriptor {
 		m.Versioned = specs.Versioned{SchemaVersion: 2}
 		m.MediaType = ocispec.MediaTypeImageManifest
@@ -51,7 +41,7 @@ func TestCheckImageConfig(t *testing.T) {
 		Config:       put(ocispec.MediaTypeEmptyJSON, []byte("{}")),
 		Layers:       []ocispec.Descriptor{put("application/vnd.oci.image.layer.v1.tar", []byte("file"))},
 	})
-	err = checkImageConfig(ctx, cs, artifact, "quay.io/crio/artifact:v2")
+	err := checkImageConfig(ctx, cs, artifact, "quay.io/crio/artifact:v2")
 	if err == nil || !errors.Is(err, errArtifact) || !strings.Contains(err.Error(), "application/vnd.cncf.seccomp-profile.config.v1+json") {
 		t.Errorf("artifact: %v, want it refused naming its type", err)
 	}
@@ -130,23 +120,13 @@ func TestArtifactFiles(t *testing.T) {
 // layer is not in the content store.
 func TestWriteArtifactFiles(t *testing.T) {
 	ctx := context.Background()
-	cs, err := local.NewStore(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	put := func(mediaType string, b []byte) ocispec.Descriptor {
-		d := ocispec.Descriptor{MediaType: mediaType, Digest: digest.FromBytes(b), Size: int64(len(b))}
-		if err := content.WriteBlob(ctx, cs, d.Digest.String(), bytes.NewReader(b), d); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
+	cs, put := blobStore(t)
 	one := put("application/vnd.oci.image.layer.v1.tar", []byte("1\n"))
 	big := put("application/octet-stream", bytes.Repeat([]byte("x"), 1<<20+7))
 	files := []artifactFile{{"dir/file", one}, {"file", put("application/vnd.oci.image.layer.v1.tar", []byte("2\n"))}, {"a/b/big", big}}
 	root := t.TempDir()
 	old := unix.Umask(0o077)
-	err = writeArtifactFiles(ctx, cs, root, files)
+	err := writeArtifactFiles(ctx, cs, root, files)
 	unix.Umask(old)
 	if err != nil {
 		t.Fatal(err)
@@ -193,5 +173,23 @@ func TestWriteArtifactFiles(t *testing.T) {
 	b, _ = json.Marshal(m)
 	if err := checkArtifact(ctx, cs, put(ocispec.MediaTypeImageManifest, b), "registry.test/a:1"); err != nil {
 		t.Errorf("checkArtifact: %v", err)
+	}
+}
+
+// blobStore is a content store in a temporary directory and put, which
+// writes a blob of mediaType to it and returns its descriptor.
+func blobStore(t *testing.T) (content.Store, func(mediaType string, b []byte) ocispec.Descriptor) {
+	t.Helper()
+	cs, err := local.NewStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs, func(mediaType string, b []byte) ocispec.Descriptor {
+		t.Helper()
+		d := ocispec.Descriptor{MediaType: mediaType, Digest: digest.FromBytes(b), Size: int64(len(b))}
+		if err := content.WriteBlob(context.Background(), cs, d.Digest.String(), bytes.NewReader(b), d); err != nil {
+			t.Fatal(err)
+		}
+		return d
 	}
 }
