@@ -244,17 +244,27 @@ func Check(fd int) error {
 // they can be read and set from here.
 func status(fd int) error {
 	data, found, err := quotaItem(fd, qgroupStatusKey, 0)
-	switch {
-	case errors.Is(err, errNoQuotas):
-		return notEnabled(fd)
-	case errors.Is(err, unix.EPERM):
-		return noCapability()
-	case err != nil:
-		return fmt.Errorf("read the qgroup status: %w", err)
-	case !found || !statusOn(data):
+	if err != nil {
+		return quotaError(fd, err, "read the qgroup status")
+	}
+	if !found || !statusOn(data) {
 		return notEnabled(fd)
 	}
 	return nil
+}
+
+// quotaError is err, of the quota call what on the filesystem open at
+// fd, as the caller reports it: quotas not enabled (no quota tree,
+// ENOTCONN) and no capability to use them (EPERM) are ErrUnsupported
+// with the reason; anything else is an error naming what.
+func quotaError(fd int, err error, what string) error {
+	switch {
+	case errors.Is(err, errNoQuotas), errors.Is(err, unix.ENOTCONN):
+		return notEnabled(fd)
+	case errors.Is(err, unix.EPERM):
+		return noCapability()
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // Set limits the subvolume whose root directory is open at fd to limit
@@ -273,27 +283,19 @@ func Set(fd int, limit int64) error {
 		return err
 	}
 	data, found, err := quotaItem(fd, qgroupLimitKey, id)
-	switch {
-	case errors.Is(err, errNoQuotas):
-		return notEnabled(fd)
-	case errors.Is(err, unix.EPERM):
-		return noCapability()
-	case err != nil:
-		return fmt.Errorf("read the limit of qgroup 0/%d: %w", id, err)
-	case found && limitHolds(data, uint64(limit)):
+	if err != nil {
+		return quotaError(fd, err, fmt.Sprintf("read the limit of qgroup 0/%d", id))
+	}
+	if found && limitHolds(data, uint64(limit)) {
 		return nil
 	}
 	a := qgroupLimitArgs{Qgroupid: id, Lim: qgroupLimit{Flags: qgroupLimitMaxRfer, MaxRfer: uint64(limit)}}
 	err = ioctl(fd, iocQgroupLimit, unsafe.Pointer(&a))
 	switch {
-	case errors.Is(err, unix.ENOTCONN):
-		return notEnabled(fd)
-	case errors.Is(err, unix.EPERM):
-		return noCapability()
 	case errors.Is(err, unix.ENOENT):
 		return fmt.Errorf("%w: the subvolume has no qgroup 0/%d (btrfs qgroup create 0/%d %s)", ErrUnsupported, id, id, mountPoint(fd))
 	case err != nil:
-		return fmt.Errorf("limit qgroup 0/%d: %w", id, err)
+		return quotaError(fd, err, fmt.Sprintf("limit qgroup 0/%d", id))
 	}
 	return nil
 }
